@@ -1,0 +1,105 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// The library's exception types. Every public function that can reject its input throws
+/// `hybridcache::error` or a subtype, with a message that names the argument and its value,
+/// e.g. `hybridcache: invalid argument 'weights[3]' = nan: weights must be finite and >= 0`.
+
+#include <cmath>
+#include <cstddef>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "hybridcache/config.hpp"
+
+HYBRIDCACHE_NAMESPACE_BEGIN
+
+/// Base of every exception the library throws.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// An argument was rejected. `argument()` names it (e.g. `"weights[3]"`), `value()` is its value
+/// as text, and `what()` adds the reason.
+class invalid_argument : public error {
+ public:
+  invalid_argument(std::string_view argument, std::string_view value, std::string_view why)
+      : error(compose(argument, value, why)), argument_(argument), value_(value) {}
+
+  [[nodiscard]] const std::string& argument() const noexcept { return argument_; }
+  [[nodiscard]] const std::string& value() const noexcept { return value_; }
+
+ private:
+  static std::string compose(std::string_view argument, std::string_view value,
+                             std::string_view why) {
+    std::string s = "hybridcache: invalid argument '";
+    s.append(argument).append("' = ").append(value);
+    if (!why.empty()) s.append(": ").append(why);
+    return s;
+  }
+  std::string argument_;
+  std::string value_;
+};
+
+/// A bounded resource (a pool, a budget) cannot satisfy the request.
+class capacity_error : public error {
+ public:
+  using error::error;
+};
+
+/// A lookup named something that does not exist (an unknown namespace, a missing entry that the
+/// caller required to exist).
+class not_found_error : public error {
+ public:
+  using error::error;
+};
+
+namespace detail {
+
+/// Renders a value for an error message: numbers with full precision ("nan", "inf" spelled out),
+/// strings quoted.
+template <class T>
+std::string to_display(const T& value) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(value)) return "nan";
+    if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+    std::ostringstream os;
+    os.precision(17);
+    os << value;
+    return os.str();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return value ? "true" : "false";
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    return std::to_string(value);
+  } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    std::string s = "\"";
+    s.append(std::string_view(value)).append("\"");
+    return s;
+  } else {
+    std::ostringstream os;
+    os << value;
+    return os.str();
+  }
+}
+
+/// Throws `invalid_argument` for `argument` with `value` and the reason `why`.
+template <class T>
+[[noreturn]] void throw_invalid(std::string_view argument, const T& value, std::string_view why) {
+  throw invalid_argument(argument, to_display(value), why);
+}
+
+/// `name[index]`, for messages about one element of a sequence.
+inline std::string indexed(std::string_view name, std::size_t index) {
+  std::string s(name);
+  s.append("[").append(std::to_string(index)).append("]");
+  return s;
+}
+
+}  // namespace detail
+
+HYBRIDCACHE_NAMESPACE_END

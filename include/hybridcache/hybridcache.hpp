@@ -1,0 +1,11 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// Umbrella header: every host component. Never pulls in CUDA. Components that need an optional
+/// third-party library (OpenSSL for the SHA-256 key policy) are included on their own.
+
+#include "hybridcache/config.hpp"
+#include "hybridcache/error.hpp"
+#include "hybridcache/storage.hpp"
+#include "hybridcache/version.hpp"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The whole test suite, as CI runs it: installs what is missing, then
+#   dev        - Debug + -Werror: unit tests, CLI tests, examples, header and consumption tests
+#   asan-ubsan - the unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   tsan       - the concurrent store/segment tests under ThreadSanitizer
+#   cuda       - when nvcc is present: every .cu test and benchmark compiles (no GPU needed)
+#   extra      - any scripts/test.d/*.sh (fuzz smoke runs, Python module, packaging)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+
+start=$(date +%s)
+stage() { echo; echo "==== $* ($(( $(date +%s) - start ))s)"; }
+
+stage "dev"
+cmake --workflow --preset dev
+
+stage "asan-ubsan"
+cmake --workflow --preset asan-ubsan
+
+stage "tsan"
+cmake --workflow --preset tsan
+
+if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  stage "cuda (compile only without a GPU)"
+  cmake --workflow --preset cuda
+else
+  stage "cuda skipped: nvcc not found"
+fi
+
+shopt -s nullglob
+for extra in scripts/test.d/*.sh; do
+  stage "$extra"
+  bash "$extra"
+done
+
+stage "done"

@@ -1,0 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
+// The shared doctest main for every test binary.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
