@@ -6,6 +6,7 @@
 /// third-party library (OpenSSL for the SHA-256 key policy) are included on their own.
 
 #include "hybridcache/config.hpp"
+#include "hybridcache/dispatch.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/storage.hpp"
 #include "hybridcache/version.hpp"
