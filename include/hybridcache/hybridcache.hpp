@@ -8,5 +8,7 @@
 #include "hybridcache/config.hpp"
 #include "hybridcache/dispatch.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/overlap.hpp"
+#include "hybridcache/placement.hpp"
 #include "hybridcache/storage.hpp"
 #include "hybridcache/version.hpp"

@@ -1,0 +1,13 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// Checkpoint placement for sparse prefix caching (arXiv 2605.05219): the exact planner
+/// (`place_optimal`, `optimal_frontier`), the deterministic baselines of the paper's Table 1, and
+/// the metrics (`expected_recompute`, `savings`, `reduction`, Theorem 1's closed form).
+
+#include "hybridcache/placement/baselines.hpp"
+#include "hybridcache/placement/frontier.hpp"
+#include "hybridcache/placement/metrics.hpp"
+#include "hybridcache/placement/optimal.hpp"
+#include "hybridcache/placement/options.hpp"
