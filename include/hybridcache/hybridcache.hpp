@@ -8,6 +8,7 @@
 #include "hybridcache/config.hpp"
 #include "hybridcache/dispatch.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/rope.hpp"
 #include "hybridcache/overlap.hpp"
 #include "hybridcache/placement.hpp"
 #include "hybridcache/storage.hpp"
