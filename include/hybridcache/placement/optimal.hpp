@@ -82,7 +82,8 @@ inline placement place_optimal(std::span<const double> weights, std::size_t budg
   if (m == 0) {
     // nothing to place
   } else if (m == useful) {
-    ks = detail::solve_priced(pb, 0.0, false, parent, ws).ks;
+    ks.resize(m);
+    for (std::size_t k = 0; k < m; ++k) ks[k] = k + 1;  // every useful candidate
   } else {
     const bool cht = opts.method == placement_method::cht ||
                      (opts.method == placement_method::automatic && detail::prefer_cht(m));

@@ -6,7 +6,7 @@
 /// block-compressed problem of `problem.hpp`.
 ///
 /// Layer recurrence (Theorem 2 of the sparse prefix caching paper, in block form):
-///   dp_m[j] = T̃_j + min_{1≤k≤j} ( b_k − a_k·P̃_j ),   a_k = k·B,
+///   dp_m[j] = T̃_j + min_{1≤k≤j} ( b_k − a_k·P̃_j ),   a_k = c_k (the candidate's position),
 ///   b_k = dp_{m−1}[k−1] − T̃_{k−1} + a_k·P̃_{k−1},      dp_m[0] = T̃_0.
 /// Lines y = b_k − a_k·x arrive with increasing a_k (decreasing slope −a_k) and are queried at the
 /// nondecreasing points x = P̃_j, so a deque holds the lower envelope: a line leaves the back when
@@ -51,16 +51,15 @@ inline void cht_layer(const placement_problem& pb, const double* prev, double* c
   const std::size_t K = pb.candidates;
   const double* P = pb.mass.data();
   const double* T = pb.moment.data();
-  const double blk = static_cast<double>(pb.block);
+  const double* A = pb.slope.data();
   ws.reserve(K + 1);
   double* ha = ws.slope.data();
   double* hb = ws.intercept.data();
   std::size_t head = 0;
   std::size_t tail = 0;
   cur[0] = prev[0];
-  double a = 0.0;
   for (std::size_t j = 1; j <= K; ++j) {
-    a += blk;
+    const double a = A[j];
     const double b = prev[j - 1] - T[j - 1] + a * P[j - 1];
     while (tail - head >= 2) {
       const double a1 = ha[tail - 2], b1 = hb[tail - 2], a2 = ha[tail - 1], b2 = hb[tail - 1];
@@ -93,7 +92,7 @@ inline penalised_result penalised_pass(const placement_problem& pb, double lambd
   const std::size_t K = pb.candidates;
   const double* P = pb.mass.data();
   const double* T = pb.moment.data();
-  const double blk = static_cast<double>(pb.block);
+  const double* A = pb.slope.data();
   const double sign = most ? -1.0 : 1.0;
   ws.reserve(K + 1);
   double* ha = ws.slope.data();
@@ -110,9 +109,8 @@ inline penalised_result penalised_pass(const placement_problem& pb, double lambd
   double gv = T[0];  // g[j−1] (value)
   double gc = 0.0;   // its ±count
   parent[0] = 0;
-  double a = 0.0;
   for (std::size_t j = 1; j <= K; ++j) {
-    a += blk;
+    const double a = A[j];
     const double b = gv - T[j - 1] + a * P[j - 1] + lambda;
     const double c = gc + sign;
     while (tail - head >= 2) {

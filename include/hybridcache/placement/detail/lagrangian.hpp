@@ -81,16 +81,22 @@ inline double bit_midpoint(double lo, double hi) {
   return std::bit_cast<double>(l + (h - l) / 2);
 }
 
-/// Exact single-budget plan (candidate indices) with exactly min(m, useful) checkpoints: the
-/// fewest-checkpoint minimiser at λ = 0 has `useful` of them (every block with mass) and is
-/// returned as is when m ≥ useful.
+/// Exact single-budget plan (candidate indices) with exactly min(m, K) checkpoints (K = useful
+/// candidates; all of them are optimal when m ≥ K).
 inline std::vector<std::size_t> solve_lagrangian(const placement_problem& pb, std::size_t m,
                                                  cht_workspace& ws,
                                                  std::vector<std::uint32_t>& parent) {
   priced_plan hi_plan;  // ≤ m checkpoints
   hi_plan.cost = pb.no_cache_cost();
   double lam_hi = 2.0 * pb.no_cache_cost() + 1.0;
-  priced_plan lo_plan = solve_priced(pb, 0.0, false, parent, ws);  // > m checkpoints (or done)
+  // Every useful candidate: the unique minimiser at λ = 0⁺ (> m checkpoints unless m ≥ K).
+  priced_plan lo_plan;
+  lo_plan.ks.resize(pb.candidates);
+  lo_plan.cost = pb.moment[0];
+  for (std::size_t k = 1; k <= pb.candidates; ++k) {
+    lo_plan.ks[k - 1] = k;
+    lo_plan.cost += (pb.moment[k] - pb.moment[k - 1]) - pb.slope[k] * (pb.mass[k] - pb.mass[k - 1]);
+  }
   double lam_lo = 0.0;
   if (lo_plan.ks.size() <= m) return lo_plan.ks;
   if (m == 0) return {};

@@ -5,12 +5,12 @@
 /// Validation of overlap weights and the block-compressed form of the placement problem that every
 /// exact solver works on.
 ///
-/// With granularity B the candidates are c_k = k·B, k = 1..K, K = ⌊N/B⌋. Block j ∈ {0..K} holds the
-/// depths [j·B, (j+1)·B − 1] ∩ [1, N]; every depth of block j resumes from the deepest candidate
-/// ≤ j. With P̃_j = Σ_{t < (j+1)B} w_t and T̃_j = Σ_{t < (j+1)B} t·w_t (t ≤ N), a checkpoint at c_k
-/// that serves blocks k..j costs w̃(k, j) = (T̃_j − T̃_{k−1}) − c_k (P̃_j − P̃_{k−1}): the token-level
-/// cost w(s, j) of DESIGN.md §3 restricted to block boundaries. B = 1 is the token problem
-/// (block 0 is empty). Block 0 can never be served, so every plan pays T̃_0.
+/// With granularity B the candidates are the multiples of B in 1..N. Keep those whose block
+/// [c, c+B) carries mass, c_1 < … < c_K (c_0 = 0), and let segment j hold the depths [c_j, c_{j+1})
+/// (c_{K+1} = N+1). With P̃_j = Σ_{t < c_{j+1}} w_t and T̃_j = Σ_{t < c_{j+1}} t·w_t, a checkpoint
+/// at c_k that serves segments k..j costs w̃(k, j) = (T̃_j − T̃_{k−1}) − c_k (P̃_j − P̃_{k−1}): the
+/// token-level cost w(s, j) of DESIGN.md §3 restricted to the candidates. Segment 0 (depths
+/// below c_1) can never be served, so every plan pays T̃_0.
 ///
 /// The weights are multiplied by a power of two so that the largest is in [1, 2): exact in
 /// binary floating point (integer weights keep every partial sum an exact integer as long as
@@ -57,25 +57,26 @@ inline void validate_granularity(std::size_t granularity, std::size_t n) {
   }
 }
 
-/// The block-compressed problem (see the file comment).
+/// The compressed problem (see the file comment). Only candidates whose block carries mass are
+/// kept ("useful" candidates): a checkpoint in a massless block is never better than moving it to
+/// the next block with mass, so dropping them loses no optimum, shortens zero-mass stretches to
+/// nothing and keeps the exactness of the tie-breaks independent of rounding.
 struct placement_problem {
   std::size_t n = 0;          ///< prefix length N
   std::size_t block = 1;      ///< granularity B
-  std::size_t candidates = 0; ///< K = ⌊N/B⌋
+  std::size_t candidates = 0; ///< K: number of useful candidates
   double total = 0.0;         ///< Σ scaled weights (the normaliser W)
-  std::vector<double> mass;   ///< P̃_0..P̃_K
-  std::vector<double> moment; ///< T̃_0..T̃_K
+  std::vector<std::size_t> where; ///< where[k]: position (tokens) of useful candidate k (where[0] = 0)
+  std::vector<double> slope;  ///< slope[k] = where[k] as a double
+  std::vector<double> mass;   ///< P̃_0..P̃_K: mass of the depths < where[j+1] (all depths for K)
+  std::vector<double> moment; ///< T̃_0..T̃_K: the same for t·w_t
 
-  /// Position (in tokens) of candidate k.
-  [[nodiscard]] std::size_t position(std::size_t k) const noexcept { return k * block; }
+  /// Position (in tokens) of candidate k (1..K).
+  [[nodiscard]] std::size_t position(std::size_t k) const noexcept { return where[k]; }
   /// Cost of serving every depth without any checkpoint (raw, not normalised).
   [[nodiscard]] double no_cache_cost() const noexcept { return moment[candidates]; }
-  /// Number of candidates whose block has positive mass: the most checkpoints that still help.
-  [[nodiscard]] std::size_t useful() const noexcept {
-    std::size_t u = 0;
-    for (std::size_t j = 1; j <= candidates; ++j) u += mass[j] > mass[j - 1] ? 1 : 0;
-    return u;
-  }
+  /// The most checkpoints that still lower the cost (one per block with mass).
+  [[nodiscard]] std::size_t useful() const noexcept { return candidates; }
 };
 
 /// Validates `weights` and `granularity` and builds the compressed problem.
@@ -86,24 +87,33 @@ inline placement_problem make_problem(std::span<const double> weights, std::size
   placement_problem pb;
   pb.n = n;
   pb.block = granularity;
-  pb.candidates = n / granularity;
   const double scale = std::ldexp(1.0, -std::ilogb(max_w));
-  pb.mass.assign(pb.candidates + 1, 0.0);
-  pb.moment.assign(pb.candidates + 1, 0.0);
+  pb.where.push_back(0);
+  pb.mass.push_back(0.0);
+  pb.moment.push_back(0.0);
   double p = 0.0;
   double t = 0.0;
-  std::size_t depth = 1;
-  for (std::size_t j = 0; j <= pb.candidates; ++j) {
-    const std::size_t end = std::min(n, (j + 1) * granularity - 1);
-    for (; depth <= end; ++depth) {
-      const double w = weights[depth - 1] * scale;
-      p += w;
-      t += static_cast<double>(depth) * w;
+  for (std::size_t depth = 1; depth <= n; ++depth) {
+    const double w = weights[depth - 1] * scale;
+    if (w > 0.0 && depth >= granularity) {
+      const std::size_t c = depth / granularity * granularity;  // this depth's block start
+      if (c != pb.where.back()) {
+        // A new useful candidate: close the previous segment's sums.
+        pb.mass.back() = p;
+        pb.moment.back() = t;
+        pb.where.push_back(c);
+        pb.mass.push_back(0.0);
+        pb.moment.push_back(0.0);
+      }
     }
-    pb.mass[j] = p;
-    pb.moment[j] = t;
+    p += w;
+    t += static_cast<double>(depth) * w;
   }
+  pb.mass.back() = p;
+  pb.moment.back() = t;
   pb.total = p;
+  pb.candidates = pb.where.size() - 1;
+  pb.slope.assign(pb.where.begin(), pb.where.end());
   return pb;
 }
 

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// Bad input: every public function throws hybridcache::invalid_argument naming the argument.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <hybridcache/placement.hpp>
+
+namespace hc = hybridcache;
+
+namespace {
+template <class F>
+std::string rejected_argument(F&& f) {
+  try {
+    f();
+  } catch (const hc::invalid_argument& e) {
+    return e.argument();
+  }
+  return "<no throw>";
+}
+}  // namespace
+
+TEST_CASE("bad weights are rejected by name") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> empty;
+  const std::vector<double> zero(5, 0.0);
+  const std::vector<double> with_nan = {1, nan, 2};
+  const std::vector<double> with_inf = {1, 2, inf};
+  const std::vector<double> negative = {1, -0.5};
+  for (auto method : {hc::placement_method::cht, hc::placement_method::lagrangian}) {
+    const hc::placement_options o{.granularity = 1, .method = method};
+    CHECK(rejected_argument([&] { (void)hc::place_optimal(empty, 2, o); }) == "weights");
+    CHECK(rejected_argument([&] { (void)hc::place_optimal(zero, 2, o); }) == "weights");
+    CHECK(rejected_argument([&] { (void)hc::place_optimal(with_nan, 2, o); }) == "weights[1]");
+    CHECK(rejected_argument([&] { (void)hc::place_optimal(with_inf, 2, o); }) == "weights[2]");
+    CHECK(rejected_argument([&] { (void)hc::place_optimal(negative, 2, o); }) == "weights[1]");
+  }
+  CHECK(rejected_argument([&] { (void)hc::optimal_frontier(with_nan, 2); }) == "weights[1]");
+  CHECK(rejected_argument([&] { (void)hc::expected_recompute(zero, {}); }) == "weights");
+  CHECK(rejected_argument([&] { (void)hc::savings(empty, {}); }) == "weights");
+  CHECK(rejected_argument([&] { (void)hc::reduction(negative, {}); }) == "weights[1]");
+  try {
+    (void)hc::place_optimal(with_nan, 1);
+    FAIL("no throw");
+  } catch (const hc::error& e) {
+    CHECK(std::string(e.what()).find("nan") != std::string::npos);
+  }
+}
+
+TEST_CASE("bad granularity and checkpoints are rejected by name") {
+  const std::vector<double> w = {1, 2, 3};
+  CHECK(rejected_argument([&] { (void)hc::place_optimal(w, 1, {.granularity = 0}); }) == "granularity");
+  CHECK(rejected_argument([&] { (void)hc::place_optimal(w, 1, {.granularity = 4}); }) == "granularity");
+  CHECK(rejected_argument([&] { (void)hc::optimal_frontier(w, 1, {.granularity = 0}); }) == "granularity");
+  CHECK(hc::place_optimal(w, 1, {.granularity = 3}).checkpoints == std::vector<std::size_t>{3});
+  const std::vector<std::size_t> zero_pos = {0}, beyond = {4}, unsorted = {2, 1};
+  CHECK(rejected_argument([&] { (void)hc::expected_recompute(w, zero_pos); }) == "checkpoints[0]");
+  CHECK(rejected_argument([&] { (void)hc::expected_recompute(w, beyond); }) == "checkpoints[0]");
+  CHECK(rejected_argument([&] { (void)hc::expected_recompute(w, unsorted); }) == "checkpoints[1]");
+  CHECK(rejected_argument([&] { (void)hc::place_block(5, 0); }) == "block");
+  CHECK(rejected_argument([&] { (void)hc::place_balanced(0, 1); }) == "n");
+  CHECK(rejected_argument([&] { (void)hc::uniform_optimal_recompute(0, 1); }) == "n");
+  CHECK(rejected_argument([&] { (void)hc::clip_to_granularity(zero_pos, 0); }) == "granularity");
+}
