@@ -1,0 +1,169 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// Sparse-Q attention scores (SparseX §3.2, eqs. 1–2): how much attention the queries of the
+/// non-reuse tokens pay to each token of the prompt.
+///
+/// With I_nr the non-reuse positions (ascending), Q_sq = Q[I_nr] and K the keys of all T tokens,
+///
+///     A_h = softmax(Q_sq,h K_hᵀ / √d + M_causal[I_nr, :])          (eq. 1, per head h)
+///     s_j = 1/(H·|I_nr|) · Σ_h Σ_i A_h[i, j]                         (eq. 2, averaged)
+///
+/// SparseX sums over queries and aggregates across heads (§3.2, "global score aggregated across
+/// attention heads"); the mean used here ranks tokens identically and makes Σ_j s_j = 1. Grouped
+/// query attention is supported: query head h reads kv head h / (H / H_kv).
+///
+/// Host implementation: per head, queries are taken in blocks of B rows; one Eigen GEMM forms the
+/// B × (last visible key + 1) logits, then each row is masked, exponentiated (max-subtracted) and
+/// normalised while it is cache-resident, and added into per-block column sums that are folded
+/// into double accumulators. Memory is bounded by the workspace (B·T logits), not by |I_nr|·T.
+/// Cost O(H·|I_nr|·T·d) (SparseX Table 4 note).
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <concepts>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "hybridcache/config.hpp"
+#include "hybridcache/error.hpp"
+#include "hybridcache/storage/concepts.hpp"
+#include "hybridcache/storage/view.hpp"
+
+HYBRIDCACHE_NAMESPACE_BEGIN
+
+/// Tuning of `sparse_q_scores`.
+struct sparse_q_options {
+  /// Logit scale; 0 means 1/√d.
+  double scale = 0.0;
+  /// Bytes of logits held at once; the query block is workspace / (T · sizeof(scalar)), clamped
+  /// to [min_query_block, max_query_block]. 0 means 2 MiB (L2-sized, so each logit row is still
+  /// cached when it is normalised).
+  std::size_t workspace_bytes = 0;
+  std::size_t min_query_block = 16;
+  std::size_t max_query_block = 256;
+};
+
+namespace detail {
+
+template <class Q, class P, class K, class Out>
+concept sparse_q_views =
+    Q::rank == 3 && K::rank == 3 && P::rank == 1 && Out::rank == 1 &&
+    std::same_as<typename Q::value_type, typename K::value_type> &&
+    (std::same_as<typename Q::value_type, float> || std::same_as<typename Q::value_type, double>) &&
+    std::integral<typename P::value_type> && std::floating_point<typename Out::element_type> &&
+    !std::is_const_v<typename Out::element_type>;
+
+}  // namespace detail
+
+/// Computes s_j for every token j (see the file comment) into `scores`.
+///
+/// @param queries   non-reuse queries `[n_q, heads, d]` (already RoPE-rotated at their positions).
+/// @param positions `[n_q]`: position of each query in the prompt, strictly increasing, < T.
+/// @param keys      keys of the whole prompt `[T, kv_heads, d]` (cached keys RoPE-aligned).
+/// @param scores    output `[T]`; s_j for j after the last query position is 0 (causal).
+/// @throws invalid_argument on mismatched extents, heads not a multiple of kv_heads, positions
+///         not strictly increasing or out of range, a non-positive or non-finite scale, or
+///         non-finite queries/keys (detected as a non-finite score; `scores` is then zeroed).
+template <host_view Q, host_view P, host_view K, host_view Out>
+  requires detail::sparse_q_views<Q, P, K, Out>
+void sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_options opt = {}) {
+  using scalar = typename Q::value_type;
+  using row_matrix = Eigen::Matrix<scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using row_vector = Eigen::Matrix<scalar, 1, Eigen::Dynamic>;
+  const std::size_t nq = queries.extent(0), heads = queries.extent(1), d = queries.extent(2);
+  const std::size_t t_len = keys.extent(0), kv_heads = keys.extent(1);
+  if (keys.extent(2) != d)
+    detail::throw_invalid("keys.extent(2)", keys.extent(2),
+                          "must equal the query head dim " + std::to_string(d));
+  if (positions.extent(0) != nq)
+    detail::throw_invalid("positions.extent(0)", positions.extent(0),
+                          "must equal queries.extent(0) = " + std::to_string(nq));
+  if (scores.extent(0) != t_len)
+    detail::throw_invalid("scores.extent(0)", scores.extent(0),
+                          "must equal keys.extent(0) = " + std::to_string(t_len));
+  if (kv_heads == 0 || heads % kv_heads != 0)
+    detail::throw_invalid("keys.extent(1)", kv_heads,
+                          "kv heads must divide the query heads " + std::to_string(heads));
+  if (d == 0) detail::throw_invalid("queries.extent(2)", d, "head dim must be > 0");
+  for (std::size_t i = 0; i < nq; ++i) {
+    const auto p = positions(i);
+    bool bad = static_cast<std::size_t>(p) >= t_len;
+    if constexpr (std::is_signed_v<decltype(p)>) bad = bad || p < 0;
+    if (bad) detail::throw_invalid(detail::indexed("positions", i), p,
+                                   "must be in [0, " + std::to_string(t_len) + ")");
+    if (i > 0 && !(positions(i - 1) < p))
+      detail::throw_invalid(detail::indexed("positions", i), p, "positions must increase strictly");
+  }
+  const double scale = opt.scale == 0.0 ? 1.0 / std::sqrt(static_cast<double>(d)) : opt.scale;
+  if (!std::isfinite(scale) || !(scale > 0.0))
+    detail::throw_invalid("options.scale", opt.scale, "must be finite and > 0 (0 = 1/sqrt(d))");
+  for (std::size_t j = 0; j < t_len; ++j) scores(j) = 0;
+  if (nq == 0 || heads == 0 || t_len == 0) return;
+
+  const std::size_t workspace = opt.workspace_bytes ? opt.workspace_bytes : (std::size_t{2} << 20);
+  std::size_t block = workspace / (t_len * sizeof(scalar));
+  block = std::clamp(block, std::max<std::size_t>(opt.min_query_block, 1),
+                     std::max<std::size_t>(opt.max_query_block, 1));
+  block = std::min(block, nq);
+
+  const auto eidx = [](std::size_t v) { return static_cast<Eigen::Index>(v); };
+  row_matrix qb(eidx(block), eidx(d));
+  row_matrix logits(eidx(block), eidx(t_len));
+  row_vector colsum(eidx(t_len));
+  std::vector<double> acc(t_len, 0.0);
+  const std::size_t group = heads / kv_heads;
+  using key_map = Eigen::Map<const row_matrix, Eigen::Unaligned,
+                             Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
+  for (std::size_t h = 0; h < heads; ++h) {
+    const auto* kbase = keys.data() + (h / group) * keys.stride(1);
+    const key_map k(kbase, eidx(t_len), eidx(d),
+                    Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(eidx(keys.stride(0)),
+                                                                  eidx(keys.stride(2))));
+    for (std::size_t i0 = 0; i0 < nq; i0 += block) {
+      const std::size_t nb = std::min(block, nq - i0);
+      const std::size_t cols = static_cast<std::size_t>(positions(i0 + nb - 1)) + 1;
+      for (std::size_t r = 0; r < nb; ++r)
+        for (std::size_t c = 0; c < d; ++c)
+          qb(eidx(r), eidx(c)) = static_cast<scalar>(queries(i0 + r, h, c) * scale);
+      auto s = logits.topLeftCorner(eidx(nb), eidx(cols));
+      s.noalias() = qb.topRows(eidx(nb)) * k.topRows(eidx(cols)).transpose();
+      auto cs = colsum.head(eidx(cols));
+      cs.setZero();
+      for (std::size_t r = 0; r < nb; ++r) {
+        const auto visible = eidx(static_cast<std::size_t>(positions(i0 + r)) + 1);
+        auto row = s.row(eidx(r)).head(visible).array();
+        const scalar m = row.maxCoeff();
+        row = (row - m).exp();
+        const scalar inv = scalar(1) / row.sum();
+        cs.head(visible).array() += inv * row;
+      }
+      for (std::size_t j = 0; j < cols; ++j) acc[j] += static_cast<double>(cs(eidx(j)));
+    }
+  }
+  const double norm = 1.0 / (static_cast<double>(heads) * static_cast<double>(nq));
+  using out_t = typename Out::value_type;
+  for (std::size_t j = 0; j < t_len; ++j) {
+    if (!std::isfinite(acc[j])) {
+      for (std::size_t r = 0; r < t_len; ++r) scores(r) = 0;
+      detail::throw_invalid(detail::indexed("scores", j), acc[j],
+                            "queries and keys must be finite (the softmax produced a non-finite "
+                            "value; the output was zeroed)");
+    }
+    scores(j) = static_cast<out_t>(acc[j] * norm);
+  }
+}
+
+/// Device views need the CUDA backend (`<hybridcache/cuda/select/scores.cuh>`); without it this is
+/// a compile error, never a silent host fallback.
+template <view Q, view P, view K, view Out>
+  requires(device_view<Q> || device_view<K> || device_view<Out>)
+void sparse_q_scores(Q, P, K, Out, sparse_q_options = {}) {
+  detail::require_device_backend<Q>();
+}
+
+HYBRIDCACHE_NAMESPACE_END
