@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: Apache-2.0
+"""hybridcache: cache policies and state algebra for hybrid LLM serving.
+
+The functions and classes are the C++ library's (same names, same math, same errors), bound with
+nanobind: NumPy arrays in and out (any array with the right shape converts; a copy is made only if
+the dtype or layout differs), and the GIL released in long calls. Module-level functions also take
+plain Python lists/tuples of numbers where they expect an array.
+
+Errors: ``Error`` (a RuntimeError) is the base; ``InvalidArgument`` (also a ValueError) names the
+bad argument and value; ``CapacityError``; ``NotFoundError`` (also a LookupError).
+"""
+
+import functools as _functools
+
+import numpy as _np
+
+from . import _hybridcache
+from ._hybridcache import *  # noqa: F401,F403
+from ._hybridcache import __version__, version  # noqa: F401
+
+
+def _as_array(value):
+    """A list/tuple of numbers becomes a NumPy array; everything else passes unchanged."""
+    if isinstance(value, (list, tuple)):
+        try:
+            arr = _np.asarray(value)
+        except ValueError:  # ragged
+            return value
+        if arr.dtype.kind in "biuf":
+            return arr
+    return value
+
+
+def _accept_sequences(fn):
+    @_functools.wraps(fn)
+    def call(*args, **kwargs):
+        return fn(*map(_as_array, args), **{k: _as_array(v) for k, v in kwargs.items()})
+
+    return call
+
+
+for _name in dir(_hybridcache):
+    _obj = getattr(_hybridcache, _name)
+    if not _name.startswith("_") and type(_obj).__name__ == "nb_func":
+        globals()[_name] = _accept_sequences(_obj)
+del _name, _obj

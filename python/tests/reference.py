@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Independent NumPy references for the Python tests: brute force, closed forms and token-by-token
+recurrences written from DESIGN.md section 3, never calling the module under test."""
+
+import itertools
+
+import numpy as np
+
+
+# --- placement ------------------------------------------------------------------------------
+def expected_recompute(weights, checkpoints):
+    """E[r] = sum_t p_t (t - l(t)), l(t) = max({0} u {c <= t}), by direct evaluation."""
+    p = np.asarray(weights, dtype=np.float64)
+    p = p / p.sum()
+    n = len(p)
+    cps = sorted(int(c) for c in checkpoints)
+    total = 0.0
+    for t in range(1, n + 1):
+        last = max([0] + [c for c in cps if c <= t])
+        total += p[t - 1] * (t - last)
+    return total
+
+
+def no_cache(weights):
+    p = np.asarray(weights, dtype=np.float64)
+    p = p / p.sum()
+    return float(np.dot(p, np.arange(1, len(p) + 1)))
+
+
+def brute_force_frontier(weights, max_budget, granularity=1):
+    """min E[r] over every candidate subset of size <= M, for M = 0..max_budget, and a minimiser."""
+    n = len(weights)
+    candidates = list(range(granularity, n + 1, granularity))
+    best = []
+    for m in range(max_budget + 1):
+        value, arg = np.inf, ()
+        for k in range(min(m, len(candidates)) + 1):
+            for subset in itertools.combinations(candidates, k):
+                e = expected_recompute(weights, subset)
+                if e < value - 1e-15:
+                    value, arg = e, subset
+        best.append((value, arg))
+    return best
+
+
+# --- overlap --------------------------------------------------------------------------------
+def ew_pmf(depths, max_depth, gamma):
+    """p_t proportional to sum_s gamma^(n-s) [T_s = t] over hits, normalised over t = 1..N."""
+    n = len(depths)
+    w = np.zeros(max_depth + 1)
+    for s, d in enumerate(depths, start=1):
+        w[d] += gamma ** (n - s)
+    hits = w[1:]
+    miss_rate = w[0] / w.sum() if w.sum() > 0 else 0.0
+    return (hits / hits.sum() if hits.sum() > 0 else hits), miss_rate
+
+
+# --- dispatch -------------------------------------------------------------------------------
+def lpt(costs, workers):
+    """LPT greedy, written plainly: descending cost (stable), least-loaded worker (lowest index)."""
+    order = sorted(range(len(costs)), key=lambda i: (-costs[i], i))
+    load = [0.0] * workers
+    worker_of = [0] * len(costs)
+    for i in order:
+        w = min(range(workers), key=lambda j: (load[j], j))
+        worker_of[i] = w
+        load[w] += costs[i]
+    return worker_of, load
+
+
+def optimal_makespan(costs, workers):
+    best = np.inf
+    for assign in itertools.product(range(workers), repeat=len(costs)):
+        load = np.zeros(workers)
+        for c, w in zip(costs, assign):
+            load[w] += c
+        best = min(best, load.max())
+    return best if len(costs) else 0.0
