@@ -1,0 +1,63 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+// Test glue: owning copies of reference inputs in the library's types. No algorithm here.
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <hybridcache/state.hpp>
+
+#include "support/state_reference.hpp"
+
+namespace hcs = hybridcache::state;
+
+/// Owning arrays behind a token_inputs<Real>.
+template <class Real>
+struct owned_inputs {
+  std::vector<Real> k, v, beta, g;
+  hc_ref::tokens ref;  // the same numbers in double (rounded through Real)
+  hcs::rule rule = hcs::rule::additive;
+  hcs::token_inputs<Real> view() const {
+    return {ref.L, ref.dk, ref.dv, k, v, beta, g};
+  }
+};
+
+template <class Real>
+owned_inputs<Real> own(const hc_ref::tokens& t) {
+  owned_inputs<Real> o;
+  o.ref = hc_ref::rounded<Real>(t);
+  o.k.assign(o.ref.k.begin(), o.ref.k.end());
+  o.v.assign(o.ref.v.begin(), o.ref.v.end());
+  o.beta.assign(o.ref.beta.begin(), o.ref.beta.end());
+  o.g.assign(o.ref.log_gate.begin(), o.ref.log_gate.end());
+  o.rule = t.delta ? hcs::rule::delta : hcs::rule::additive;
+  return o;
+}
+
+template <class Real>
+std::vector<Real> to_real(const hc_ref::mat& m) {
+  return std::vector<Real>(m.a.begin(), m.a.end());
+}
+
+/// The six variants of the DESIGN.md table plus plain linear attention.
+struct variant {
+  const char* name;
+  bool delta;
+  hc_ref::gate gate;
+};
+inline constexpr variant all_variants[] = {
+    {"linear", false, hc_ref::gate::none},
+    {"RetNet/Mamba2 (scalar gate)", false, hc_ref::gate::scalar},
+    {"GLA (diagonal gate)", false, hc_ref::gate::diagonal},
+    {"DeltaNet", true, hc_ref::gate::none},
+    {"Gated DeltaNet", true, hc_ref::gate::scalar},
+    {"KDA", true, hc_ref::gate::diagonal},
+};
+
+/// Tolerance on relative Frobenius errors against the double reference.
+template <class Real>
+constexpr double tol() {
+  return std::is_same_v<Real, float> ? 2e-4 : 1e-10;
+}
