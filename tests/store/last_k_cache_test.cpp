@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// last_k_cache against a brute-force reference: a deque of the last K requests and a scan of
+// every entry's longest common prefix.
+#include <doctest/doctest.h>
+
+#include <hybridcache/store/last_k_cache.hpp>
+
+#include <algorithm>
+#include <deque>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+using hybridcache::token_id;
+namespace st = hybridcache::store;
+namespace sg = hybridcache::segment;
+
+namespace {
+struct brute_last_k {
+  std::size_t k;
+  std::deque<std::pair<std::string, std::vector<token_id>>> q;
+  std::size_t observe(const std::string& ns, const std::vector<token_id>& t) {
+    std::size_t best = 0;
+    for (const auto& [n, e] : q) {
+      if (n != ns) continue;
+      std::size_t d = 0;
+      while (d < e.size() && d < t.size() && e[d] == t[d]) ++d;
+      best = std::max(best, d);
+    }
+    q.emplace_back(ns, t);
+    if (q.size() > k) q.pop_front();
+    return best;
+  }
+};
+}  // namespace
+
+TEST_CASE("last_k_cache depth equals the brute-force longest common prefix") {
+  std::mt19937 rng(7);
+  for (std::size_t k : {1u, 2u, 5u, 35u}) {
+    st::last_k_cache cache(k);
+    brute_last_k ref{k, {}};
+    const sg::namespace_key nss[2] = {sg::namespace_key{}, sg::namespace_key{}.with_tenant("b")};
+    for (int r = 0; r < 2000; ++r) {
+      // Requests share prefixes: a small vocabulary and short lengths make deep overlaps common.
+      std::vector<token_id> t(rng() % 24);
+      for (auto& x : t) x = rng() % 3;
+      const auto& ns = nss[rng() % 2];
+      const auto m = cache.observe(ns, t);
+      const std::size_t expect = ref.observe(std::string(ns.bytes()), t);
+      REQUIRE(m.depth == expect);
+      CHECK((m.depth == 0) == !m.hit());
+      if (m.hit()) CHECK(m.entry_length >= m.depth);
+    }
+    CHECK(cache.size() == k);
+  }
+}
+
+TEST_CASE("last_k_cache retains exactly the last K requests") {
+  st::last_k_cache cache(2);
+  const std::vector<token_id> a{1, 2, 3}, b{4, 5}, c{6};
+  cache.observe(a);
+  cache.observe(b);
+  CHECK(cache.match(a).depth == 3);
+  cache.observe(c);                       // evicts a
+  CHECK(cache.match(a).depth == 0);
+  CHECK(cache.match(std::vector<token_id>{4, 5, 9}).depth == 2);
+  const auto m = cache.match(b);
+  CHECK(m.entry_length == 2);
+  CHECK(m.entry_id == 2);                 // ids count observed requests from 1
+}
+
+TEST_CASE("last_k_cache isolates namespaces (paired test)") {
+  st::last_k_cache cache(4);
+  const std::vector<token_id> doc{10, 11, 12, 13};
+  const auto a = sg::namespace_key{}.with_tenant("a");
+  const auto b = sg::namespace_key{}.with_tenant("b");
+  cache.observe(a, doc);
+  CHECK(cache.match(b, doc).depth == 0);  // different namespace: nothing shared
+  CHECK(cache.match(a, doc).depth == 4);  // same namespace: hit
+}
+
+TEST_CASE("last_k_cache rejects K = 0") {
+  CHECK_THROWS_AS(st::last_k_cache(0), hybridcache::invalid_argument);
+}
