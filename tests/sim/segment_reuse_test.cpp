@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <hybridcache/sim/segment_reuse.hpp>
+#include <hybridcache/sim/synthetic.hpp>
+#include <vector>
+
+namespace sim = hybridcache::sim;
+
+namespace {
+std::vector<std::uint32_t> run_of(std::uint32_t start, std::size_t n) {
+  std::vector<std::uint32_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = start + static_cast<std::uint32_t>(i);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("prefill cost model: closed form and the HYPIC Fig. 14 calibration") {
+  const auto m = sim::prefill_cost_model::hypic_fig14();
+  // cost(n, p) = La (a n + b (n p + n(n+1)/2)) + Ll c n, written out independently.
+  const double n = 300, p = 1000;
+  const double expect = 10 * (m.attention_per_token * n + m.attention_per_pair * (n * p + n * (n + 1) / 2)) +
+                        30 * m.linear_per_token * n;
+  CHECK(m.cost(300, 1000) == doctest::Approx(expect));
+  CHECK(m.cost(0, 5000) == 0.0);
+  // Calibration points: one 2.4k segment ≈ 176.8 ms, the 26.4k prompt ≈ 2321 ms (HYPIC §6.5).
+  CHECK(m.cost(2400) == doctest::Approx(176.8).epsilon(0.005));
+  CHECK(m.cost(26400) == doctest::Approx(2321.0).epsilon(0.005));
+  // Prefilling after a prefix costs what the full prompt costs minus the prefix alone.
+  CHECK(m.cost(500, 700) == doctest::Approx(m.cost(1200) - m.cost(700)));
+}
+
+TEST_CASE("cold dispatch: LPT on equal segments gives ceil(n/m) segments per worker") {
+  sim::segment_reuse_options o;
+  o.workers = {1, 2, 4, 8, 16};
+  const auto rows = sim::cold_dispatch(11, 2400, o);
+  REQUIRE(rows.size() == 5);
+  const double seg = o.cost.cost(2400);
+  const std::size_t per_worker[] = {11, 6, 3, 2, 1};
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    CHECK(rows[i].dispatch == doctest::Approx(seg * static_cast<double>(per_worker[i])));
+    CHECK(rows[i].full == doctest::Approx(o.cost.cost(26400)));
+    CHECK(rows[i].total == doctest::Approx(rows[i].dispatch + rows[i].transfer + rows[i].combine));
+    if (i > 0) CHECK(rows[i].total < rows[i - 1].total);
+  }
+  CHECK(rows[0].transfer == 0.0);
+  CHECK(rows[1].transfer == o.cost.transfer_fixed);
+  // The shape of HYPIC Fig. 14: about 2x / 3.6x at m = 2 / 4 (the paper: 2.0x, 3.6x, 6.1x).
+  CHECK(rows[1].speedup_vs_full() == doctest::Approx(2.0).epsilon(0.05));
+  CHECK(rows[2].speedup_vs_full() == doctest::Approx(3.6).epsilon(0.05));
+}
+
+TEST_CASE("composition TTFT: hits cost nothing to prefill, seams and query are recomputed") {
+  sim::segment_reuse_options o;
+  const std::vector<std::size_t> len{100, 200, 300};
+  const bool all_hit[] = {true, true, true};
+  const auto b = sim::composition_ttft(len, all_hit, 20, 4, o);
+  CHECK(b.dispatch == 0.0);
+  CHECK(b.transfer == 0.0);
+  const double seams = o.cost.cost(16, 100 - 8) + o.cost.cost(16, 300 - 8);
+  CHECK(b.combine == doctest::Approx(o.cost.combine_fixed + 3 * o.cost.compose_per_segment + seams + o.cost.cost(20, 600)));
+  // One small cold segment: fanning out would only add transfer, so it stays local.
+  const bool one_cold[] = {true, false, true};
+  const auto c = sim::composition_ttft(len, one_cold, 20, 4, o);
+  CHECK(c.workers_used == 1);
+  CHECK(c.dispatch == doctest::Approx(o.cost.cost(200)));
+  CHECK_THROWS_AS(sim::composition_ttft(len, std::span<const bool>(all_hit, 2), 0, 1, o), hybridcache::invalid_argument);
+}
+
+TEST_CASE("segment index: hits and misses per namespace, hand-computed") {
+  sim::trace t("seg");
+  const auto s1 = t.add_piece(run_of(0, 50));
+  const auto s2 = t.add_piece(run_of(100, 60));
+  const auto q1 = t.add_piece(run_of(900, 5));
+  const auto q2 = t.add_piece(run_of(950, 7));
+  // tenant a: [s1 s2 q1], then [s2 s1 q2] (both segments hit at new positions, no prefix hit);
+  // tenant b: [s1 s2 q1] (misses: namespaces are isolated); default: [s1 s2 q2].
+  t.add_request({.pieces = {s1, s2, q1}, .ns = "a", .ends_with_query = true});
+  t.add_request({.pieces = {s2, s1, q2}, .ns = "a", .ends_with_query = true});
+  t.add_request({.pieces = {s1, s2, q1}, .ns = "b", .ends_with_query = true});
+  t.add_request({.pieces = {s1, s2, q2}, .ends_with_query = true});
+  t.add_request({.pieces = {s1, s2, q1}, .ns = "a", .ends_with_query = true});
+  const auto r = sim::simulate_segment_reuse(t);
+  REQUIRE(r.namespaces.size() == 3);
+  for (const auto& n : r.namespaces) {
+    if (n.ns == "a") {
+      CHECK(n.lookups == 6);
+      CHECK(n.hits == 4);
+      CHECK(n.misses == 2);
+      CHECK(n.hit_tokens == 4 * 55.0);
+    } else {
+      CHECK(n.lookups == 2);
+      CHECK(n.hits == 0);
+    }
+  }
+  CHECK(r.cold_requests == 3);
+  // Prefix cache: only request 5 repeats request 1 exactly (same namespace): p = 50 + 60 + 5.
+  CHECK(r.prefix_hit_tokens == 115.0);
+  // Full recompute mean = mean of cost(n).
+  const auto m = sim::prefill_cost_model::hypic_fig14();
+  const double full = (3 * m.cost(115) + m.cost(117) + m.cost(117)) / 5.0;
+  CHECK(r.ttft[0].method == "full");
+  CHECK(r.ttft[0].mean == doctest::Approx(full));
+}
+
+TEST_CASE("segment-reuse simulation is deterministic and rejects bad input") {
+  sim::synthetic_rag_options o;
+  o.requests = 300;
+  const auto a = sim::simulate_segment_reuse(sim::synthetic_rag(o));
+  const auto b = sim::simulate_segment_reuse(sim::synthetic_rag(o));
+  REQUIRE(a.ttft.size() == b.ttft.size());
+  for (std::size_t i = 0; i < a.ttft.size(); ++i) CHECK(a.ttft[i].mean == b.ttft[i].mean);
+  CHECK(a.namespaces.size() == 2);
+  sim::segment_reuse_options bad;
+  bad.workers = {2, 0};
+  CHECK_THROWS_AS(sim::simulate_segment_reuse(sim::synthetic_rag(o), bad), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(sim::simulate_segment_reuse(sim::trace{}), hybridcache::invalid_argument);
+}

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <hybridcache/sim/detail/random.hpp>
+#include <hybridcache/sim/sparse_prefix.hpp>
+#include <hybridcache/sim/synthetic.hpp>
+#include <hybridcache/store/last_k_cache.hpp>
+#include <vector>
+
+#include "support/sim_reference.hpp"
+
+namespace sim = hybridcache::sim;
+using sim::strategy;
+
+namespace {
+
+sim::trace make_trace(const std::vector<std::vector<std::uint32_t>>& reqs) {
+  sim::trace t("hand");
+  for (const auto& r : reqs) t.add_request({.pieces = {t.add_piece(r)}});
+  return t;
+}
+
+std::vector<std::vector<std::uint32_t>> tokens_of(const sim::trace& t) {
+  std::vector<std::vector<std::uint32_t>> out;
+  std::vector<std::uint32_t> buf;
+  for (const auto& r : t.requests()) {
+    t.materialize(r, buf);
+    out.push_back(buf);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("hand-computed four-request trace: depths, recompute, savings, reduction") {
+  // A = 1..10, B = 1..6 99 98, C = A, D = 1 2 3 50; K = 2, B = 1 (token granularity).
+  const std::vector<std::uint32_t> a{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  const auto t = make_trace({a, {1, 2, 3, 4, 5, 6, 99, 98}, a, {1, 2, 3, 50}});
+  sim::sparse_prefix_options o;
+  o.cache_entries = 2;
+  o.granularity = 1;
+  o.budgets = {1, 2};
+  o.strategies = {strategy::kv_only, strategy::last, strategy::balanced, strategy::block};
+  const auto r = sim::simulate_sparse_prefix(t, o);
+  // Worked by hand (see docs/simulate.md): depths 0, 6, 10, 3.
+  CHECK(r.depths == std::vector<std::uint32_t>{0, 6, 10, 3});
+  CHECK(r.hits == 3);
+  CHECK(r.depth_tokens == 19.0);
+  // last: {10},{8},{10} -> r = 6, 0, 3.
+  CHECK(r.find(strategy::last)->recomputed_tokens == 9.0);
+  // balanced M=1: A {5}, B {4} -> r = 1, 5, 3.   M=2: A {3,7}, B {3,6} -> r = 3, 3, 0.
+  CHECK(r.find(strategy::balanced, 1)->recomputed_tokens == 9.0);
+  CHECK(r.find(strategy::balanced, 2)->recomputed_tokens == 6.0);
+  CHECK(r.find(strategy::balanced, 2)->reduction == doctest::Approx(19.0 / 6.0));
+  CHECK(r.find(strategy::balanced, 2)->savings == doctest::Approx(1.0 - 6.0 / 19.0));
+  CHECK(r.find(strategy::kv_only)->recomputed_tokens == 19.0);
+  CHECK(r.find(strategy::kv_only)->reduction == 1.0);
+  // Every token stored: nothing to recompute, reduction +inf.
+  CHECK(r.find(strategy::block)->recomputed_tokens == 0.0);
+  CHECK(std::isinf(r.find(strategy::block)->reduction));
+  // Mean checkpoints per entry: balanced M=2 stores 2 in each of the 4 entries.
+  CHECK(r.find(strategy::balanced, 2)->mean_checkpoints == 2.0);
+  CHECK(r.find(strategy::last)->mean_checkpoints == 1.0);
+}
+
+TEST_CASE("fixed strategies match the token-by-token reference on random traces") {
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    for (std::size_t b : {1u, 16u, 64u}) {
+      const auto t = sim::synthetic_document_qa({.requests = 300, .length = 256, .seed = seed});
+      const auto toks = tokens_of(t);
+      sim::sparse_prefix_options o;
+      o.cache_entries = 5;
+      o.granularity = b;
+      o.budgets = {1, 3, 8};
+      o.strategies = {strategy::last, strategy::block, strategy::sqrt, strategy::balanced};
+      const auto r = sim::simulate_sparse_prefix(t, o);
+      const auto last = sim_ref::replay_fixed(toks, 5, "last", 0, b);
+      CHECK(std::vector<std::size_t>(r.depths.begin(), r.depths.end()) == last.depths);
+      CHECK(r.find(strategy::last)->recomputed_tokens == last.recomputed);
+      CHECK(r.find(strategy::block)->recomputed_tokens == sim_ref::replay_fixed(toks, 5, "block", 0, b).recomputed);
+      CHECK(r.find(strategy::sqrt)->recomputed_tokens == sim_ref::replay_fixed(toks, 5, "sqrt", 0, b).recomputed);
+      for (std::size_t m : {1u, 3u, 8u}) {
+        CHECK(r.find(strategy::balanced, m)->recomputed_tokens ==
+              sim_ref::replay_fixed(toks, 5, "balanced", m, b).recomputed);
+      }
+    }
+  }
+}
+
+TEST_CASE("overlap depths agree with store::last_k_cache") {
+  const auto t = sim::synthetic_system_prompt({.requests = 400, .length = 512, .seed = 7});
+  const auto toks = tokens_of(t);
+  sim::sparse_prefix_options o;
+  o.cache_entries = 20;
+  o.strategies = {strategy::kv_only};
+  const auto r = sim::simulate_sparse_prefix(t, o);
+  hybridcache::store::last_k_cache cache(20);
+  for (std::size_t i = 0; i < toks.size(); ++i) {
+    CHECK(cache.observe(toks[i]).depth == r.depths[i]);
+  }
+}
+
+TEST_CASE("namespaces: entries of another namespace never give depth") {
+  sim::trace t("ns");
+  const auto p = t.add_piece(std::vector<std::uint32_t>{5, 6, 7, 8});
+  t.add_request({.pieces = {p}, .ns = "a"});
+  t.add_request({.pieces = {p}, .ns = "b"});
+  t.add_request({.pieces = {p}});
+  t.add_request({.pieces = {p}, .ns = "a"});
+  sim::sparse_prefix_options o;
+  o.granularity = 1;
+  o.strategies = {strategy::kv_only};
+  const auto r = sim::simulate_sparse_prefix(t, o);
+  CHECK(r.depths == std::vector<std::uint32_t>{0, 0, 0, 4});
+}
+
+TEST_CASE("DP on a point-mass workload: hand-computed recompute and the fallback") {
+  // Every request = the same 128-token document + its own 64 tokens; B = 64, R = 1.
+  sim::trace t("spike");
+  std::vector<std::uint32_t> doc(128);
+  for (std::uint32_t i = 0; i < 128; ++i) doc[i] = i;
+  const auto d = t.add_piece(doc);
+  const std::size_t n = 20;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::vector<std::uint32_t> tail(64, 1000 + i);
+    t.add_request({.pieces = {d, t.add_piece(tail)}});
+  }
+  sim::sparse_prefix_options o;
+  o.cache_entries = 4;
+  o.resolve_every = 1;
+  o.budgets = {1};
+  o.strategies = {strategy::balanced, strategy::dp};
+  const auto r = sim::simulate_sparse_prefix(t, o);
+  // Request 1 misses; every later one overlaps to depth 128.
+  CHECK(r.depth_tokens == 128.0 * (n - 1));
+  // Entry 1 was placed before any hit: balanced fallback ⌊193/2⌋ = 96 -> block 64, so request 2
+  // recomputes 64; every later entry has the DP checkpoint at 128 and later requests recompute 0.
+  CHECK(r.find(strategy::dp, 1)->recomputed_tokens == 64.0);
+  CHECK(r.dp_fallbacks == 1);
+  // Balanced M=1 always stores 64: 64 per hit.
+  CHECK(r.find(strategy::balanced, 1)->recomputed_tokens == 64.0 * (n - 1));
+}
+
+TEST_CASE("DP placements are optimal for the re-solved EW histogram (brute force)") {
+  // Three 96-token documents read up to a random multiple of 8, then 8–48 tokens of one's own:
+  // requests of <= 144 tokens, so <= 9 block candidates (B = 16) and 2^9 subsets to enumerate.
+  hybridcache::sim::detail::rng g(5);
+  std::vector<std::vector<std::uint32_t>> docs(3, std::vector<std::uint32_t>(96));
+  for (auto& d : docs) {
+    for (auto& x : d) x = static_cast<std::uint32_t>(g.below(50));
+  }
+  std::vector<std::vector<std::uint32_t>> reqs;
+  for (int i = 0; i < 150; ++i) {
+    const auto& d = docs[g.below(3)];
+    std::vector<std::uint32_t> q(d.begin(), d.begin() + static_cast<long>(8 * g.between(1, 12)));
+    for (auto k = g.between(8, 48); k > 0; --k) q.push_back(static_cast<std::uint32_t>(100 + g.below(1000)));
+    reqs.push_back(q);
+  }
+  const auto t = make_trace(reqs);
+  const auto toks = tokens_of(t);
+  sim::sparse_prefix_options o;
+  o.cache_entries = 6;
+  o.granularity = 16;
+  o.resolve_every = 3;
+  o.gamma = 0.9;
+  o.budgets = {1, 2, 4};
+  o.strategies = {strategy::dp};
+  sim::sparse_prefix_simulator s(o, t.max_length());
+  sim_ref::ew_reference ref{0.9, {}};
+  std::vector<double> snapshot;  // the reference pmf at the last re-solve
+  std::size_t checked = 0;
+  for (std::size_t i = 0; i < toks.size(); ++i) {
+    const auto depth = s.step(toks[i]);
+    if (depth > 0) ref.obs.push_back(depth);
+    if ((i + 1) % 3 == 0) snapshot = ref.pmf(t.max_length());
+    double mass = 0;
+    for (std::size_t x = 0; x < toks[i].size() && x < snapshot.size(); ++x) mass += snapshot[x];
+    if (mass <= 0) continue;  // fallback placement, covered elsewhere
+    for (std::size_t m : {1u, 2u, 4u}) {
+      const auto c32 = s.newest_checkpoints(strategy::dp, m);
+      const std::vector<std::size_t> c(c32.begin(), c32.end());
+      CHECK(c.size() <= m);
+      const double got = sim_ref::expected_recompute(snapshot, toks[i].size(), c);
+      const double best = sim_ref::brute_force_optimum(snapshot, toks[i].size(), m, 16);
+      CHECK(got == doctest::Approx(best).epsilon(1e-9));
+      ++checked;
+    }
+  }
+  CHECK(checked > 200);
+}
+
+TEST_CASE("dp_frontier keeps all but the tolerance of the achievable savings") {
+  const auto t = sim::synthetic_document_qa({.requests = 600, .length = 512, .seed = 3});
+  sim::sparse_prefix_options o;
+  o.cache_entries = 10;
+  o.budgets = {2, 8};
+  o.strategies = {strategy::dp, strategy::dp_frontier};
+  const auto r = sim::simulate_sparse_prefix(t, o);
+  for (std::size_t m : {2u, 8u}) {
+    CHECK(r.find(strategy::dp_frontier, m)->mean_checkpoints <= r.find(strategy::dp, m)->mean_checkpoints + 1e-12);
+    CHECK(r.find(strategy::dp, m)->mean_checkpoints <= static_cast<double>(m));
+  }
+}
+
+TEST_CASE("a seed names the result; another seed gives another trace") {
+  sim::sparse_prefix_options o;
+  o.cache_entries = 35;
+  const auto a = sim::simulate_sparse_prefix(sim::synthetic_document_qa({.requests = 500, .length = 512, .seed = 11}), o);
+  const auto b = sim::simulate_sparse_prefix(sim::synthetic_document_qa({.requests = 500, .length = 512, .seed = 11}), o);
+  const auto c = sim::simulate_sparse_prefix(sim::synthetic_document_qa({.requests = 500, .length = 512, .seed = 12}), o);
+  CHECK(a.depths == b.depths);
+  REQUIRE(a.rows.size() == b.rows.size());
+  for (std::size_t i = 0; i < a.rows.size(); ++i) {
+    CHECK(a.rows[i].recomputed_tokens == b.rows[i].recomputed_tokens);
+    CHECK(a.rows[i].mean_checkpoints == b.rows[i].mean_checkpoints);
+  }
+  CHECK(a.depths != c.depths);
+}
+
+TEST_CASE("dominance checks compare like with like") {
+  const auto t = sim::synthetic_document_qa({.requests = 400, .length = 512, .seed = 2});
+  sim::sparse_prefix_options o;
+  o.budgets = {1, 4, 64};
+  const auto r = sim::simulate_sparse_prefix(t, o);
+  const auto checks = sim::check_dominance(r);
+  for (const auto& c : checks) {
+    if (sim::uses_budget(c.baseline)) {
+      CHECK(c.baseline_reduction == r.find(c.baseline, c.budget)->reduction);
+    } else {
+      CHECK(c.baseline_checkpoints <= static_cast<double>(c.budget));
+    }
+  }
+  CHECK(!checks.empty());
+}
+
+TEST_CASE("state bytes follow the model shape") {
+  const auto t = make_trace({{1, 2, 3, 4}, {1, 2, 3, 4}});
+  sim::sparse_prefix_options o;
+  o.granularity = 1;
+  o.budgets = {2};
+  o.strategies = {strategy::no_cache, strategy::balanced};
+  o.model = sim::qwen3_next_80b_a3b;
+  const auto r = sim::simulate_sparse_prefix(t, o);
+  const auto* bal = r.find(strategy::balanced, 2);
+  CHECK(bal->checkpoint_bytes == 2.0 * 36 * 32 * 128 * 128 * 2);
+  CHECK(bal->kv_bytes == 4.0 * 12 * 2 * 2 * 256 * 2);
+  CHECK(bal->cache_bytes == 35.0 * (bal->checkpoint_bytes + bal->kv_bytes));
+  CHECK(r.find(strategy::no_cache)->kv_bytes == 0.0);
+}
+
+TEST_CASE("bad options and over-long requests are rejected") {
+  sim::sparse_prefix_options o;
+  o.cache_entries = 0;
+  CHECK_THROWS_AS(sim::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
+  o = {};
+  o.gamma = 1.5;
+  CHECK_THROWS_AS(sim::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
+  o = {};
+  o.budgets = {};
+  CHECK_THROWS_AS(sim::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
+  o = {};
+  o.budgets = {4, 0};
+  CHECK_THROWS_WITH_AS(sim::sparse_prefix_simulator(o, 10), doctest::Contains("budgets[1]"), hybridcache::invalid_argument);
+  o = {};
+  CHECK_THROWS_AS(sim::sparse_prefix_simulator(o, 0), hybridcache::invalid_argument);
+  sim::sparse_prefix_simulator s({}, 3);
+  const std::vector<std::uint32_t> four{1, 2, 3, 4};
+  CHECK_THROWS_AS(s.step(four), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(sim::simulate_sparse_prefix(sim::trace{}, {}), hybridcache::invalid_argument);
+  CHECK_THROWS_AS((void)s.newest_checkpoints(strategy::dp, 3), hybridcache::not_found_error);
+}

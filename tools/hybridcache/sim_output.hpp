@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// Output of `hybridcache simulate`: terminal tables (fmt), CSV, JSON (nlohmann) and gnuplot
+// scripts/plots. Files are written atomically (temporary file, then rename), so an interrupted or
+// failed run never leaves a half-written file behind.
+#pragma once
+
+#include <cstdio>
+#include <filesystem>
+#include <hybridcache/sim/segment_reuse.hpp>
+#include <hybridcache/sim/sparse_prefix.hpp>
+#include <string>
+#include <vector>
+
+namespace hybridcache_cli::sim_out {
+
+namespace fs = std::filesystem;
+
+/// Everything one `simulate` run produced.
+struct run_results {
+  std::vector<hybridcache::sim::sparse_prefix_result> sparse;
+  std::vector<hybridcache::sim::segment_reuse_result> segments;  // 0 or 1
+  std::vector<hybridcache::sim::ttft_breakdown> fig14;
+  std::size_t fig14_segments = 11, fig14_tokens = 2400;
+  hybridcache::sim::segment_reuse_options segment_options;
+};
+
+void print_sparse_table(std::FILE* out, const hybridcache::sim::sparse_prefix_result& r);
+void print_dominance(std::FILE* out, const hybridcache::sim::sparse_prefix_result& r);
+void print_segment_table(std::FILE* out, const hybridcache::sim::segment_reuse_result& r);
+void print_fig14(std::FILE* out, const run_results& r);
+
+/// Writes `content` to `path` through a temporary file in the same directory and a rename.
+void write_atomic(const fs::path& path, const std::string& content);
+
+/// sparse_prefix.csv, dominance.csv, segment_namespaces.csv, segment_ttft.csv, fig14.csv and
+/// simulate.json under `dir`. @returns the paths written.
+std::vector<fs::path> write_data(const fs::path& dir, const run_results& r);
+
+/// reduction.gp / ttft_workers.gp (+ their .dat inputs) under `dir`, then runs gnuplot on them
+/// when it is installed (`$HYBRIDCACHE_GNUPLOT` overrides the program). @returns the plot files
+/// written (empty when gnuplot is absent or failed; `note` then says why).
+std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std::string& note);
+
+}  // namespace hybridcache_cli::sim_out
