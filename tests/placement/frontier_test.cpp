@@ -2,6 +2,7 @@
 // optimal_frontier against the brute force and its structural properties (V convex, nonincreasing).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstddef>
 #include <random>
 #include <vector>
@@ -48,4 +49,26 @@ TEST_CASE("optimal_frontier is nonincreasing and convex; V(0) is the no-cache co
   CHECK(s[3] == 0.0);
   CHECK(s[10] == 0.0);
   CHECK(s[2] > 0.0);
+}
+
+TEST_CASE("optimal_frontier on a long prefix agrees with the independent Lagrangian solver") {
+  // N = 20000 exercises the interleaved kernel's hull compaction (more than 2 × 4096 columns).
+  std::mt19937 rng(23);
+  std::vector<double> w(20000);
+  std::exponential_distribution<double> e(1.0);
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const double t = static_cast<double>(i) / 20000.0;
+    w[i] = e(rng) * (0.05 + 5.0 * std::exp(-std::pow((t - 0.9) / 0.02, 2)) + 2.0 * std::exp(-t / 0.03));
+  }
+  const auto v = hc::optimal_frontier(w, 9, {.granularity = 1});
+  for (std::size_t m : {1u, 4u, 9u}) {
+    const auto p = hc::place_optimal(w, m, {.method = hc::placement_method::lagrangian});
+    CHECK(p.checkpoints.size() == m);
+    CHECK(p.expected_recompute == doctest::Approx(v[m]).epsilon(1e-10));
+  }
+  // And against the plain O(N^2 M) DP beyond one 4096-column step (K = 4500).
+  std::vector<double> u(w.begin(), w.begin() + 4500);
+  const auto ref = hybridcache_test::plain_dp(u, 2);
+  const auto f = hc::optimal_frontier(u, 2);
+  for (std::size_t m = 0; m <= 2; ++m) CHECK(f[m] == doctest::Approx(static_cast<double>(ref[m])).epsilon(1e-11));
 }

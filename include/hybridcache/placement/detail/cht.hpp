@@ -20,7 +20,9 @@
 /// infinitesimal ε; the hull test stays valid because it only uses ordered-field arithmetic.
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "hybridcache/config.hpp"
@@ -76,6 +78,163 @@ inline void cht_layer(const placement_problem& pb, const double* prev, double* c
     while (tail - head >= 2 && hb[head + 1] - ha[head + 1] * x <= hb[head] - ha[head] * x) ++head;
     cur[j] = hb[head] - ha[head] * x + T[j];
   }
+}
+
+/// `c ? if_true : if_false` without a branch (a cmov on x86-64). The hull updates depend on
+/// comparisons that go either way about as often, where a mispredicted branch costs more than
+/// the whole update; GCC otherwise compiles these selects to branches.
+template <class T>
+inline T* select_ptr(bool c, T* if_true, T* if_false) noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  const int ci = c;
+  __asm__("test %1, %1\n\tcmovne %2, %0" : "+r"(if_false) : "r"(ci), "r"(if_true) : "cc");
+  return if_false;
+#else
+  return c ? if_true : if_false;
+#endif
+}
+
+/// A line y = b − a·x of a hull, with (Δa, Δb) = (a − a_prev, b − b_prev) against the line below
+/// it, so that
+/// - the front test "line h+1 is at least as low at x as line h" is Δb ≤ Δa·x (one product), and
+/// - the back test "the newcomer (a, b) makes the top useless" is Δb_top·(a − a_top) ≥
+///   (b − b_top)·Δa_top (two products), whose two differences are the newcomer's own (Δa, Δb).
+struct hull_line {
+  double a, b, da, db;
+};
+
+/// The L lower-envelope deques of the interleaved kernel, in one buffer (deque ℓ owns
+/// `stride` consecutive lines). Sentinels replace the size checks: the head line's Δb is −∞ (the
+/// back test can never pop it, as Δa > 0 for strictly increasing a) and the slot past the top has
+/// Δb = +∞ (the front test can never step onto it). When a deque's top nears the end of its
+/// region the live lines move back to the start, or all regions double when one is more than
+/// half live: memory is O(L · live lines), not O(L·K).
+struct hull_set {
+  std::vector<hull_line> lines;
+  std::size_t stride = 0;
+};
+
+/// L consecutive DP layers in one sweep over j. Layer ℓ at column j needs only layer ℓ−1 at
+/// column j−1 (the intercept b_j), so the L layers advance together without skew: L independent
+/// dependency chains for the out-of-order core, and the inputs are read once per L layers.
+/// The first two pops and front steps are done without branches (on real histograms about 75%
+/// of the inserts pop and 10–40% of the queries step; a loop would mispredict), a loop does the rest.
+/// `prev` is dp_{m−1}; writes dp_{m+L−1} to `last` (may alias `prev`: index j−1 is read before
+/// j is written) and V(m..m+L−1) (raw) to `values`. Needs K ≥ 1.
+template <int L>
+void cht_layers(const placement_problem& pb, const double* prev, double* last, double* values,
+                hull_set& hs, const double* shift) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const std::size_t K = pb.candidates;
+  const double* P = pb.mass.data();
+  const double* T = pb.moment.data();
+  const double* A = pb.slope.data();
+  if (hs.stride < 64) {
+    hs.stride = 64;
+    hs.lines.assign(L * hs.stride, hull_line{0.0, 0.0, 1.0, 0.0});
+  } else if (hs.lines.size() < L * hs.stride) {
+    hs.lines.resize(L * hs.stride, hull_line{0.0, 0.0, 1.0, 0.0});
+  }
+  double dp[L];         // dp_ℓ[j−1] for each layer
+  hull_line* head[L];   // front line of each deque
+  hull_line* tail[L];   // one past the top line
+  // Column 1: each hull gets its first line, which is the head (Δb = −∞).
+  {
+    const double a = A[1];
+    const double x = P[1];
+    double in = prev[0] + shift[1];
+    for (int l = 0; l < L; ++l) {
+      hull_line* base = hs.lines.data() + static_cast<std::size_t>(l) * hs.stride;
+      base[0] = hull_line{a, in, 1.0, -inf};
+      base[1] = hull_line{0.0, 0.0, 1.0, inf};
+      head[l] = base;
+      tail[l] = base + 1;
+      dp[l] = in - a * x + T[1];
+      in = T[0] + shift[1];  // dp_l[0] = T̃_0 for every layer
+    }
+  }
+  double in_prev = prev[1];
+  last[0] = T[0];
+  last[1] = dp[L - 1];
+  std::size_t next_check = 2;  // column at which some deque may run out of slots
+  for (std::size_t j = 2; j <= K; ++j) {
+    if (HYBRIDCACHE_DETAIL_UNLIKELY(j >= next_check)) {
+      // Every column adds one line per deque: make room for the next `step` columns at once.
+      const std::size_t step = std::min<std::size_t>(K - j + 1, 4096);
+      std::size_t live_max = 0;
+      for (int l = 0; l < L; ++l) {
+        live_max = std::max<std::size_t>(live_max, static_cast<std::size_t>(tail[l] - head[l]));
+      }
+      const std::size_t need = live_max + step + 2;
+      std::size_t stride = hs.stride;
+      while (stride < 2 * need) stride *= 2;
+      if (stride != hs.stride) {
+        std::vector<hull_line> grown(L * stride, hull_line{0.0, 0.0, 1.0, 0.0});
+        for (int l = 0; l < L; ++l) {
+          const std::size_t live = static_cast<std::size_t>(tail[l] - head[l]);
+          hull_line* dst = grown.data() + static_cast<std::size_t>(l) * stride;
+          std::copy(head[l], tail[l] + 1, dst);  // live lines and the +∞ sentinel
+          head[l] = dst;
+          tail[l] = dst + live;
+        }
+        hs.lines.swap(grown);
+        hs.stride = stride;
+      } else {
+        for (int l = 0; l < L; ++l) {
+          hull_line* base = hs.lines.data() + static_cast<std::size_t>(l) * stride;
+          if (static_cast<std::size_t>(tail[l] - base) + step + 2 > stride) {
+            const std::size_t live = static_cast<std::size_t>(tail[l] - head[l]);
+            std::copy(head[l], tail[l] + 1, base);
+            head[l] = base;
+            tail[l] = base + live;
+          }
+        }
+      }
+      next_check = j + step;
+    }
+    const double a = A[j];
+    const double x = P[j];
+    const double tj = T[j];
+    const double sj = shift[j];
+    double in = in_prev + sj;  // b for layer 0: dp_{m−1}[j−1] + a_j P̃_{j−1} − T̃_{j−1}
+    in_prev = prev[j];
+#pragma GCC unroll 8
+    for (int l = 0; l < L; ++l) {
+      const double b = in;
+      if (l + 1 < L) in = dp[l] + sj;  // layer l+1's intercept uses dp_l[j−1]
+      hull_line* h = head[l];
+      hull_line* t = tail[l] - 1;  // the top line
+      // Pop the top while the newcomer makes it useless.
+      double na = a - t->a;
+      double nb = b - t->b;
+      const bool p1 = t->db * na >= nb * t->da;
+      t -= p1;
+      na = a - t->a;
+      nb = b - t->b;
+      const bool p2 = p1 & (t->db * na >= nb * t->da);
+      t -= p2;
+      na = a - t->a;
+      nb = b - t->b;
+      while (HYBRIDCACHE_DETAIL_UNLIKELY(t->db * na >= nb * t->da)) {
+        --t;
+        na = a - t->a;
+        nb = b - t->b;
+      }
+      ++t;
+      *t = hull_line{a, b, na, nb};
+      t[1].db = inf;
+      // Advance the front while the next line is at least as low at x.
+      h += h[1].db <= h[1].da * x;
+      h += h[1].db <= h[1].da * x;
+      while (HYBRIDCACHE_DETAIL_UNLIKELY(h[1].db <= h[1].da * x)) ++h;
+      h->db = -inf;
+      dp[l] = h->b - h->a * x + tj;
+      head[l] = h;
+      tail[l] = t + 1;
+    }
+    last[j] = dp[L - 1];
+  }
+  for (int l = 0; l < L; ++l) values[l] = dp[l];
 }
 
 /// Result of one penalised pass.
