@@ -11,6 +11,7 @@ bad argument and value; ``CapacityError``; ``NotFoundError`` (also a LookupError
 """
 
 import functools as _functools
+import sys as _sys
 
 import numpy as _np
 
@@ -39,8 +40,22 @@ def _accept_sequences(fn):
     return call
 
 
+def _wrap_functions(module):
+    for name in dir(module):
+        obj = getattr(module, name)
+        if not name.startswith("_") and type(obj).__name__ == "nb_func":
+            setattr(module, name, _accept_sequences(obj))
+
+
+_wrap_functions(_hybridcache)
 for _name in dir(_hybridcache):
-    _obj = getattr(_hybridcache, _name)
-    if not _name.startswith("_") and type(_obj).__name__ == "nb_func":
-        globals()[_name] = _accept_sequences(_obj)
-del _name, _obj
+    if not _name.startswith("_") and type(getattr(_hybridcache, _name)).__name__ == "function":
+        globals()[_name] = getattr(_hybridcache, _name)
+# Submodules (C++ namespaces): `from hybridcache import state` and `import hybridcache.state`.
+for _name in ("state", "segment"):
+    if hasattr(_hybridcache, _name):
+        _sub = getattr(_hybridcache, _name)
+        _wrap_functions(_sub)
+        globals()[_name] = _sub
+        _sys.modules[f"{__name__}.{_name}"] = _sub
+del _name

@@ -9,6 +9,7 @@
 
 #include "bind_dispatch.hpp"
 #include "bind_placement.hpp"
+#include "bind_state.hpp"
 #include "common.hpp"
 
 namespace {
@@ -70,4 +71,5 @@ NB_MODULE(_hybridcache, m) {
   register_errors(m);
   bind_placement(m);
   bind_dispatch(m);
+  bind_state(m);
 }

@@ -76,3 +76,29 @@ def optimal_makespan(costs, workers):
             load[w] += c
         best = min(best, load.max())
     return best if len(costs) else 0.0
+
+
+# --- state ----------------------------------------------------------------------------------
+def recurrence(k, v, s0, beta=None, log_gate=None):
+    """S_i = T_i S_{i-1} + u_i token by token in float64, T_i and u_i spelt out as matrices
+    (DESIGN.md section 3 table). Returns (end state, T_L ... T_1)."""
+    k = np.asarray(k, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    s = np.array(s0, dtype=np.float64)
+    length, dk = k.shape
+    total = np.eye(dk)
+    for i in range(length):
+        ki, vi = k[i][:, None], v[i][None, :]
+        if log_gate is None:
+            decay = np.eye(dk)
+        else:
+            g = np.asarray(log_gate, dtype=np.float64)[i]
+            decay = np.diag(np.exp(g) * np.ones(dk)) if np.ndim(g) else np.exp(g) * np.eye(dk)
+        if beta is None:  # additive: T = decay, u = k v^T
+            t, u = decay, ki @ vi
+        else:  # delta rule; a per-row gate (KDA) multiplies on the right, a scalar commutes
+            b = float(beta[i])
+            t, u = (np.eye(dk) - b * (ki @ ki.T)) @ decay, b * (ki @ vi)
+        s = t @ s + u
+        total = t @ total
+    return s, total
