@@ -51,7 +51,8 @@ TEST_CASE_TEMPLATE("summarize equals the token-by-token reference for every vari
       auto in = own<Real>(hc_ref::random_tokens(rng, sh.L, sh.dk, sh.dv, var.delta, var.gate));
       const auto ref = hc_ref::run(in.ref);
       for (auto m : methods) {
-        CAPTURE(var.name);
+        const std::string vname(var.name);
+        CAPTURE(vname);
         CAPTURE(sh.L);
         CAPTURE(static_cast<int>(m));
         const auto s = hcs::summarize(in.view(), in.rule, {m, 64});
@@ -101,7 +102,8 @@ TEST_CASE_TEMPLATE("apply and run_recurrence on random prefix states match the r
         q.a.assign(pr.begin(), pr.end());
         return q;
       }());
-      CAPTURE(var.name);
+      const std::string vname(var.name);
+        CAPTURE(vname);
       CAPTURE(sh.L);
       const auto s = hcs::summarize(in.view(), in.rule);
       CHECK(hc_ref::rel_err(hcs::apply(s, std::span<const Real>(pr)), ref_p.S.a) < tol<Real>());
@@ -132,7 +134,8 @@ TEST_CASE_TEMPLATE("split invariance: one pass equals any split, composed either
       std::vector<hcs::segment_summary<Real>> pieces;
       for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
         pieces.push_back(hcs::summarize(in.view().slice(cuts[i], cuts[i + 1]), in.rule));
-      CAPTURE(var.name);
+      const std::string vname(var.name);
+        CAPTURE(vname);
       CAPTURE(trial);
       // left-to-right
       auto left = pieces[0];

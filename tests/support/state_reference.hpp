@@ -97,6 +97,13 @@ inline result run(const tokens& in, const mat& s0, std::size_t begin, std::size_
   return r;
 }
 inline result run(const tokens& in, const mat& s0) { return run(in, s0, 0, in.L); }
+
+/// The state only (no T product): O(dk²·dv) per token, for long runs.
+inline mat run_state(const tokens& in, mat s, std::size_t begin, std::size_t end) {
+  for (std::size_t i = begin; i < end; ++i)
+    s = add(mul(token_transition(in, i), s), token_write(in, i));
+  return s;
+}
 inline result run(const tokens& in) { return run(in, mat(in.dk, in.dv)); }
 
 /// Frobenius norm of a span-like container.
