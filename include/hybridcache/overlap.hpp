@@ -3,8 +3,11 @@
 
 /// @file
 /// Overlap-depth estimation: the empirical and exponentially weighted histograms of §4.2 of the
-/// sparse prefix caching paper, and the refresh policy that re-plans checkpoints from them.
+/// sparse prefix caching paper, the refresh policy that re-plans checkpoints from them, the
+/// plain-text weights format, and synthetic laws shaped like the paper's data sets.
 
 #include "hybridcache/overlap/empirical_histogram.hpp"
 #include "hybridcache/overlap/ew_histogram.hpp"
 #include "hybridcache/overlap/refresh_policy.hpp"
+#include "hybridcache/overlap/synthetic.hpp"
+#include "hybridcache/overlap/weights_io.hpp"
