@@ -54,6 +54,45 @@ void observe_all(Histogram& h, const in_array<std::int64_t>& depths) {
   }
 }
 
+/// refresh_policy with a Python callback. The callback is stored here (not only inside the C++
+/// std::function) so the garbage collector can see it: an engine that passes its own bound method
+/// creates the cycle engine -> policy -> callback -> engine, which tp_traverse/tp_clear break.
+struct py_refresh_policy {
+  py_refresh_policy(std::size_t max_depth, std::size_t budget, nb::object on_plan,
+                    const hybridcache::refresh_options& o)
+      : callback(std::move(on_plan)),
+        policy(max_depth, budget,
+               [this](const hybridcache::placement& p) {
+                 // The callback gets its own copy of the plan: `current` is overwritten by the
+                 // next re-plan, so a reference would change (or dangle) under the caller.
+                 if (callback.is_valid() && !callback.is_none())
+                   callback(nb::cast(hybridcache::placement(p), nb::rv_policy::move));
+               },
+               o) {}
+  py_refresh_policy(const py_refresh_policy&) = delete;
+  py_refresh_policy& operator=(const py_refresh_policy&) = delete;
+
+  nb::object callback;
+  hybridcache::refresh_policy policy;
+};
+
+inline int refresh_policy_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  Py_VISIT(nb::inst_ptr<py_refresh_policy>(self)->callback.ptr());
+  return 0;
+}
+
+inline int refresh_policy_clear(PyObject* self) {
+  nb::inst_ptr<py_refresh_policy>(self)->callback = nb::object();
+  return 0;
+}
+
+inline PyType_Slot refresh_policy_slots[] = {
+    {Py_tp_traverse, reinterpret_cast<void*>(refresh_policy_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(refresh_policy_clear)},
+    {0, nullptr}};
+
 inline void bind_placement(nb::module_& m) {
   namespace hc = hybridcache;
   using index_array = in_array<std::int64_t>;
@@ -196,37 +235,38 @@ inline void bind_placement(nb::module_& m) {
       .def_prop_ro("observations", &hc::empirical_histogram::observations)
       .def_prop_ro("misses", &hc::empirical_histogram::misses);
 
-  nb::class_<hc::refresh_policy>(m, "refresh_policy",
-                                 "The paper's online loop: an ew_histogram plus an exact re-plan "
-                                 "every `interval` observations, handed to `on_plan`.")
+  nb::class_<py_refresh_policy>(m, "refresh_policy",
+                                "The paper's online loop: an ew_histogram plus an exact re-plan "
+                                "every `interval` observations, handed to `on_plan`.",
+                                nb::type_slots(refresh_policy_slots))
       .def(
           "__init__",
-          [](hc::refresh_policy* self, std::size_t max_depth, std::size_t budget,
+          [](py_refresh_policy* self, std::size_t max_depth, std::size_t budget,
              nb::object on_plan, double gamma, std::size_t interval, std::size_t granularity) {
             hc::refresh_options o;
             o.gamma = gamma;
             o.interval = interval;
             o.placement.granularity = granularity;
-            hc::refresh_policy::callback_type cb;
-            if (!on_plan.is_none()) {
-              // The callback gets its own copy of the plan: the policy's `current` is overwritten
-              // by the next re-plan, so a reference would change (or dangle) under the caller.
-              cb = [fn = std::move(on_plan)](const hc::placement& p) {
-                fn(nb::cast(hc::placement(p), nb::rv_policy::move));
-              };
-            }
-            new (self) hc::refresh_policy(max_depth, budget, std::move(cb), o);
+            new (self) py_refresh_policy(max_depth, budget, std::move(on_plan), o);
           },
           nb::arg("max_depth"), nb::arg("budget"), nb::arg("on_plan").none() = nb::none(),
           nb::arg("gamma") = 0.99, nb::arg("interval") = 10, nb::arg("granularity") = 1)
-      .def("observe", &hc::refresh_policy::observe, nb::arg("depth"),
-           "Records a depth; re-plans (and calls on_plan) on every interval-th call. True if it did.")
-      .def("replan", &hc::refresh_policy::replan, "Re-plans now; False before the first hit.")
-      .def_prop_ro("current", &hc::refresh_policy::current, nb::rv_policy::copy,
-                   "The latest plan.")
-      .def_prop_ro("plans", &hc::refresh_policy::plans)
-      .def_prop_ro("budget", &hc::refresh_policy::budget)
-      .def_prop_ro("histogram", &hc::refresh_policy::histogram, nb::rv_policy::reference_internal);
+      .def(
+          "observe", [](py_refresh_policy& p, std::size_t depth) { return p.policy.observe(depth); },
+          nb::arg("depth"),
+          "Records a depth; re-plans (and calls on_plan) on every interval-th call. True if it did.")
+      .def(
+          "replan", [](py_refresh_policy& p) { return p.policy.replan(); },
+          "Re-plans now; False before the first hit.")
+      .def_prop_ro(
+          "current", [](const py_refresh_policy& p) { return p.policy.current(); },
+          nb::rv_policy::copy, "The latest plan.")
+      .def_prop_ro("plans", [](const py_refresh_policy& p) { return p.policy.plans(); })
+      .def_prop_ro("budget", [](const py_refresh_policy& p) { return p.policy.budget(); })
+      .def_prop_ro(
+          "histogram",
+          [](const py_refresh_policy& p) -> const hc::ew_histogram& { return p.policy.histogram(); },
+          nb::rv_policy::reference_internal);
 }
 
 }  // namespace hybridcache_python

@@ -9,6 +9,7 @@
 
 #include "bind_dispatch.hpp"
 #include "bind_placement.hpp"
+#include "bind_segment.hpp"
 #include "bind_state.hpp"
 #include "common.hpp"
 
@@ -72,4 +73,5 @@ NB_MODULE(_hybridcache, m) {
   bind_placement(m);
   bind_dispatch(m);
   bind_state(m);
+  bind_segment(m);
 }

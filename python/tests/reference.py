@@ -102,3 +102,19 @@ def recurrence(k, v, s0, beta=None, log_gate=None):
         s = t @ s + u
         total = t @ total
     return s, total
+
+
+# --- segment --------------------------------------------------------------------------------
+def namespace_bytes(tenant=None, knowledge_base=None, adapter=None, model=None, extras=()):
+    """The HCNS encoding written from its specification (segment/namespace_key.hpp): magic,
+    version 1, then (tag, uint32 LE length, bytes) per present field in tag order, then 0x00."""
+    out = bytearray(b"HCNS\x01")
+    fields = [(1, tenant), (2, knowledge_base), (3, adapter), (4, model)]
+    fields += [(5, e) for e in extras]
+    for tag, value in fields:
+        if value is None:
+            continue
+        data = value.encode() if isinstance(value, str) else bytes(value)
+        out += bytes([tag]) + len(data).to_bytes(4, "little") + data
+    out += b"\x00"
+    return bytes(out)

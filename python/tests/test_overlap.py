@@ -67,3 +67,24 @@ def test_histogram_errors():
         h.observe(5)
     with pytest.raises(hc.InvalidArgument, match="depths"):
         h.observe_many(np.array([1, -1]))
+
+
+def test_refresh_policy_callback_cycle_is_collected():
+    import gc
+    import weakref
+
+    class Engine:
+        def __init__(self):
+            self.policy = hc.refresh_policy(10, 1, self.on_plan, interval=1)
+            self.last = None
+
+        def on_plan(self, plan):
+            self.last = plan
+
+    engine = Engine()
+    engine.policy.observe(3)
+    assert list(engine.last.checkpoints) == [3]
+    alive = weakref.ref(engine)
+    del engine
+    gc.collect()
+    assert alive() is None  # engine -> policy -> bound method -> engine was traversed

@@ -30,12 +30,28 @@ def test_error_hierarchy():
 
 def test_type_stubs_are_installed():
     pkg = pathlib.Path(hc.__file__).parent
-    stub = pkg / "_hybridcache.pyi"
     assert (pkg / "py.typed").exists()
-    text = stub.read_text()
-    for name in ("def place_optimal", "def optimal_frontier", "def lpt_assign", "class ew_histogram",
-                 "class placement", "class assignment"):
-        assert name in text, name
+    stubs = pkg / "_hybridcache"
+    expected = {
+        "__init__.pyi": ["def place_optimal", "def optimal_frontier", "def lpt_assign",
+                         "class ew_histogram", "class placement", "class assignment",
+                         "from hybridcache._hybridcache import"],
+        "state.pyi": ["def summarize", "def compose", "def apply", "def run_recurrence",
+                      "class segment_summary", "class segment_summary_f32"],
+        "segment.pyi": ["def segment_key", "def block_keys", "class namespace_key", "class digest"],
+    }
+    for name, needles in expected.items():
+        text = (stubs / name).read_text()
+        for needle in needles:
+            assert needle in text, (name, needle)
+
+
+def test_submodules_import_both_ways():
+    import hybridcache.segment
+    import hybridcache.state
+    from hybridcache import segment, state
+
+    assert hybridcache.state is state and hybridcache.segment is segment
 
 
 def _max_main_thread_gap(long_call):

@@ -21,7 +21,7 @@ fi
 py="$venv/bin/python"
 
 if ! "$py" -m pip install "${pip_quiet[@]}" "numpy>=1.22" "pytest>=7" \
-     "scikit-build-core>=0.10" "nanobind>=2.0"; then
+     "scikit-build-core>=0.10" "nanobind>=2.2"; then
   echo "python.sh: numpy/pytest/nanobind/scikit-build-core could not be installed from PyPI;" \
        "the Python module was NOT tested" >&2
   exit 0
