@@ -13,6 +13,7 @@
 #include "hybridcache/rope.hpp"
 #include "hybridcache/segment.hpp"
 #include "hybridcache/select.hpp"
+#include "hybridcache/sim.hpp"
 #include "hybridcache/state.hpp"
 #include "hybridcache/storage.hpp"
 #include "hybridcache/store.hpp"

@@ -96,8 +96,9 @@ void print_dominance(std::FILE* out, const hybridcache::sim::sparse_prefix_resul
     fmt::print(out, "; exceptions:\n");
     for (const auto& c : checks) {
       if (c.holds()) continue;
-      fmt::print(out, "    M={:<4} {} {} < {} {} ({:.1f} ckpt/entry)\n", c.budget, to_string(kind), fmt_reduction(c.dp_reduction),
-                 to_string(c.baseline), fmt_reduction(c.baseline_reduction), c.baseline_checkpoints);
+      fmt::print(out, "    M={:<4} {} {} < {} {} ({:.1f} ckpt/entry, max {})\n", c.budget, to_string(kind),
+                 fmt_reduction(c.dp_reduction), to_string(c.baseline), fmt_reduction(c.baseline_reduction),
+                 c.baseline_checkpoints, c.baseline_max_checkpoints);
     }
   }
 }
@@ -162,13 +163,14 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
   };
   if (!r.sparse.empty()) {
     std::string csv =
-        "trace,strategy,budget,mean_checkpoints,depth_tokens,recomputed_tokens,savings,reduction,checkpoint_bytes,kv_bytes,"
+        "trace,strategy,budget,mean_checkpoints,max_checkpoints,depth_tokens,recomputed_tokens,savings,reduction,checkpoint_bytes,kv_bytes,"
         "cache_bytes,cache_entries,granularity,resolve_every,gamma,model\n";
     std::string dom = "trace,dp_strategy,budget,baseline,dp_reduction,baseline_reduction,baseline_checkpoints,holds\n";
     for (const auto& s : r.sparse) {
       for (const auto& row : s.rows) {
-        csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", s.trace_name, to_string(row.kind),
+        csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", s.trace_name, to_string(row.kind),
                            hybridcache::sim::uses_budget(row.kind) ? row.budget : 0, csv_num(row.mean_checkpoints),
+                           row.max_checkpoints,
                            csv_num(row.depth_tokens), csv_num(row.recomputed_tokens), csv_num(row.savings),
                            csv_num(row.reduction), csv_num(row.checkpoint_bytes), csv_num(row.kv_bytes),
                            csv_num(row.cache_bytes), s.options.cache_entries, s.options.granularity,
@@ -223,6 +225,7 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     t["resolves"] = s.resolves;
     t["dp_fallbacks"] = s.dp_fallbacks;
     t["options"] = {{"cache_entries", s.options.cache_entries}, {"granularity", s.options.granularity},
+                    {"smoothing", s.options.smoothing},
                     {"resolve_every", s.options.resolve_every}, {"gamma", s.options.gamma},
                     {"frontier_tolerance", s.options.frontier_tolerance}, {"model", s.options.model.name},
                     {"checkpoint_bytes", s.options.model.checkpoint_bytes()},
@@ -231,7 +234,8 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     for (const auto& row : s.rows) {
       t["rows"].push_back({{"strategy", to_string(row.kind)},
                            {"budget", hybridcache::sim::uses_budget(row.kind) ? json(row.budget) : json(nullptr)},
-                           {"mean_checkpoints", num(row.mean_checkpoints)}, {"depth_tokens", num(row.depth_tokens)},
+                           {"mean_checkpoints", num(row.mean_checkpoints)}, {"max_checkpoints", row.max_checkpoints},
+                           {"depth_tokens", num(row.depth_tokens)},
                            {"recomputed_tokens", num(row.recomputed_tokens)}, {"savings", num(row.savings)},
                            {"reduction", num(row.reduction)}, {"checkpoint_bytes", num(row.checkpoint_bytes)},
                            {"kv_bytes", num(row.kv_bytes)}, {"cache_bytes", num(row.cache_bytes)}});
