@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake --workflow --preset release >/dev/null
-exec build/release/bin/hybridcache simulate "$@"
+exec build/release/bin/hybridcache simulate --out build/simulate "$@"
