@@ -113,14 +113,28 @@ template <hash_policy H>
 template <hash_policy H>
 [[nodiscard]] digest chain_key(const H& hash, const digest& prev,
                                std::span<const token_id> block) noexcept {
-  std::byte head[4 + 1 + 16 + 4];
-  std::memcpy(head, hybridcache::detail::segment_key_magic, 4);
-  head[4] = static_cast<std::byte>('B');
-  const auto pb = prev.to_bytes();
-  std::memcpy(head + 5, pb.data(), 16);
-  hybridcache::detail::put_u32(head + 21, static_cast<std::uint32_t>(block.size()));
+  constexpr std::size_t head_bytes = 4 + 1 + 16 + 4;
+  constexpr std::size_t max_inline_tokens = 256;
+  auto write_head = [&](std::byte* head) {
+    std::memcpy(head, hybridcache::detail::segment_key_magic, 4);
+    head[4] = static_cast<std::byte>('B');
+    hybridcache::detail::put_u64(head + 5, prev.lo);
+    hybridcache::detail::put_u64(head + 13, prev.hi);
+    hybridcache::detail::put_u32(head + 21, static_cast<std::uint32_t>(block.size()));
+  };
+  if constexpr (std::endian::native == std::endian::little) {
+    // Hot path: one contiguous message on the stack, so the policy hashes it without a copy.
+    if (block.size() <= max_inline_tokens) {
+      std::byte buf[head_bytes + max_inline_tokens * sizeof(token_id)];
+      write_head(buf);
+      if (!block.empty()) std::memcpy(buf + head_bytes, block.data(), block.size_bytes());
+      return hash(std::span<const std::byte>(buf, head_bytes + block.size_bytes()), {});
+    }
+  }
+  std::byte head[head_bytes];
+  write_head(head);
   return hybridcache::detail::with_token_bytes(block, [&](std::span<const std::byte> body) {
-    return hash(std::span<const std::byte>(head, sizeof head), body);
+    return hash(std::span<const std::byte>(head, head_bytes), body);
   });
 }
 
