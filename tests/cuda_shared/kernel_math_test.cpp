@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host tests of what the CUDA kernels share with the host: the launch plans (shared-memory tile
+// geometry) and host replays of the kernels' use of the HYBRIDCACHE_HOST_DEVICE math — the RoPE
+// tile (stage into a padded row, rotate in place with rope_rotate_row, table from rope_theta +
+// rope_delta_sincos) and the element-wise summary steps (decay_factor, affine_scalar per
+// element, compose_log_decay per entry) — against independent references.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <hybridcache/cuda/detail/plan.cuh>
+#include <hybridcache/rope.hpp>
+#include <hybridcache/state/detail/elementwise.hpp>
+#include <limits>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "support/rope_reference.hpp"
+
+namespace hc = hybridcache;
+namespace cd = hybridcache::cuda::detail;
+
+TEST_CASE("ceil_div and align_up") {
+  CHECK(cd::ceil_div(0, 4) == 0);
+  CHECK(cd::ceil_div(1, 4) == 1);
+  CHECK(cd::ceil_div(8, 4) == 2);
+  CHECK(cd::ceil_div(9, 4) == 3);
+  CHECK(cd::align_up(0) == 0);
+  CHECK(cd::align_up(1) == 256);
+  CHECK(cd::align_up(256) == 256);
+  CHECK(cd::align_up(257) == 512);
+}
+
+TEST_CASE("RoPE tile plan: padded rows are bank-conflict free and the tile fits shared memory") {
+  for (const std::size_t elem : {std::size_t{2}, std::size_t{4}, std::size_t{8}}) {
+    for (std::size_t hd = 2; hd <= 512; hd += 2) {
+      CAPTURE(elem);
+      CAPTURE(hd);
+      const auto p = cd::make_rope_tile_plan(hd, hd, elem);
+      REQUIRE(p.rows_per_tile >= 1);
+      CHECK(p.rows_per_tile <= cd::rope_block_threads);
+      CHECK(p.row_stride >= hd);
+      CHECK(p.shared_bytes <= 48 * 1024);
+      CHECK(p.table_bytes >= hd / 2 * 2 * sizeof(float));
+      CHECK(p.table_bytes % 256 == 0);
+      if (elem <= 4) {
+        CHECK((p.row_stride * elem) % 4 == 0);  // rows start on 4-byte words (word staging)
+        // Thread r rotates row r: at any column, 32 consecutive rows fall in 32 distinct banks.
+        for (std::size_t col : {std::size_t{0}, hd / 2, hd - 1}) {
+          std::set<std::size_t> banks;
+          for (std::size_t r = 0; r < 32; ++r) banks.insert(((r * p.row_stride + col) * elem / 4) % 32);
+          CHECK(banks.size() == 32);
+        }
+      }
+    }
+  }
+  // A row that cannot fit is reported (rows_per_tile 0), so the entry point can refuse it.
+  CHECK(cd::make_rope_tile_plan(20000, 20000, 4).rows_per_tile == 0);
+}
+
+TEST_CASE("scoring kernel shared memory stays within an opt-in-free block for common head dims") {
+  CHECK(cd::scores_shared_bytes(128, sizeof(float)) <= 48 * 1024);
+  CHECK(cd::scores_shared_bytes(256, sizeof(float)) > 48 * 1024);  // needs the opt-in the entry point makes
+  CHECK(cd::scores_q_per_warp * (cd::scores_threads / 32) == cd::scores_queries);
+}
+
+namespace {
+template <class T>
+double tolerance() {
+  if constexpr (std::is_same_v<T, float>) return 1e-6;
+  else if constexpr (std::is_same_v<T, hc::half>) return 2e-3;
+  else return 1.6e-2;
+}
+}  // namespace
+
+// The realign kernel, replayed on the host: a tile of rows staged into padded rows, the block's
+// cos/sin table built exactly as rope_fill_table does, each row rotated in place.
+TEST_CASE_TEMPLATE("host replay of the RoPE tile equals rotation at the new position", T, float,
+                   hc::half, hc::bfloat16) {
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> n;
+  struct cfg {
+    std::size_t hd, rd;
+    bool interleaved;
+  };
+  for (const cfg c : {cfg{128, 128, false}, cfg{128, 128, true}, cfg{96, 32, false}, cfg{5, 4, true}}) {
+    hc::rope_params params{.head_dim = c.hd, .rotary_dim = c.rd, .base = 500000.0,
+                           .layout = c.interleaved ? hc::rope_layout::interleaved
+                                                   : hc::rope_layout::half_split};
+    hcref::rope_ref_config ref{c.hd, c.rd, 500000.0L, c.interleaved, 0};
+    const auto plan = cd::make_rope_tile_plan(c.hd, c.rd, sizeof(T));
+    const std::size_t rows = plan.rows_per_tile;
+    for (const long long delta : {1LL, -77LL, 1000000LL}) {
+      const long long p0 = 12345;
+      std::vector<std::vector<double>> raw(rows, std::vector<double>(c.hd));
+      std::vector<T> tile(rows * plan.row_stride);
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (auto& x : raw[r]) x = n(rng);
+        const auto k = hcref::rope_at(ref, raw[r], static_cast<long double>(p0 + r));
+        for (std::size_t j = 0; j < c.hd; ++j) tile[r * plan.row_stride + j] = T(static_cast<float>(k[j]));
+      }
+      const auto f = params.frequency_params();
+      std::vector<float> cs(c.rd / 2), sn(c.rd / 2);
+      for (std::size_t i = 0; i < cs.size(); ++i)
+        hc::detail::rope_delta_sincos(static_cast<double>(delta),
+                                      hc::detail::rope_theta(f, static_cast<double>(i)), &cs[i], &sn[i]);
+      for (std::size_t r = 0; r < rows; ++r) {
+        T* row = &tile[r * plan.row_stride];
+        hc::detail::rope_rotate_row(row, row, c.hd, c.rd, c.interleaved, cs.data(), sn.data(),
+                                    hc::detail::rope_load<T>{}, hc::detail::rope_store<T>{});
+      }
+      std::size_t bad = 0;
+      for (std::size_t r = 0; r < rows; ++r) {
+        const auto want = hcref::rope_at(ref, raw[r], static_cast<long double>(p0 + r + delta));
+        for (std::size_t j = 0; j < c.hd; ++j) {
+          const std::size_t q = hcref::rope_partner(ref, j);
+          const double norm = static_cast<double>(std::sqrt(want[j] * want[j] + want[q] * want[q]));
+          const double err = std::fabs(static_cast<double>(static_cast<float>(tile[r * plan.row_stride + j])) -
+                                       static_cast<double>(want[j]));
+          if (err > tolerance<T>() * std::max(norm, 1e-3)) ++bad;
+        }
+      }
+      CHECK(bad == 0);
+    }
+  }
+}
+
+// The element-wise summary kernel: thread (b, r, c) computes f = (Real)decay_factor(ℓ_r) once per
+// row and calls affine_scalar on one element; the log-decay kernel calls compose_log_decay on one
+// entry with broadcasting resolved by index. Checked against e^ℓ·prev + add in long double.
+TEST_CASE_TEMPLATE("host replay of the element-wise summary kernels equals the definitions", Real,
+                   float, double) {
+  namespace sd = hybridcache::state::detail;
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> n;
+  std::uniform_real_distribution<double> u(-40.0, 0.0);
+  const std::size_t dk = 7, dv = 5;
+  std::vector<double> ld(dk);
+  for (auto& x : ld) x = u(rng);
+  ld[2] = -std::numeric_limits<double>::infinity();  // hard reset row
+  std::vector<Real> prev(dk * dv), add(dk * dv), out(dk * dv);
+  for (auto& x : prev) x = static_cast<Real>(n(rng) * 1e6);
+  for (auto& x : add) x = static_cast<Real>(n(rng));
+  for (std::size_t r = 0; r < dk; ++r) {
+    const Real f = static_cast<Real>(sd::decay_factor(ld[r]));
+    for (std::size_t c = 0; c < dv; ++c)
+      sd::affine_scalar(&out[r * dv + c], &prev[r * dv + c], &add[r * dv + c], 1, f);
+  }
+  for (std::size_t r = 0; r < dk; ++r)
+    for (std::size_t c = 0; c < dv; ++c) {
+      const long double scaled = std::exp(static_cast<long double>(ld[r])) * prev[r * dv + c];
+      const long double want = scaled + add[r * dv + c];
+      const long double mag = std::fabs(scaled) + std::fabs(static_cast<long double>(add[r * dv + c]));
+      const double tol = std::is_same_v<Real, float> ? 2e-7 : 4e-16;
+      CHECK(static_cast<double>(std::fabs(out[r * dv + c] - want)) <= tol * static_cast<double>(mag) * 2);
+    }
+  for (std::size_t c = 0; c < dv; ++c) CHECK(out[2 * dv + c] == add[2 * dv + c]);  // e^{−∞}·x = 0 exactly
+  // Same map as the host's whole-matrix affine_diagonal, element for element.
+  std::vector<Real> whole(dk * dv);
+  sd::affine_diagonal(whole.data(), prev.data(), add.data(), ld.data(), dk, dv);
+  CHECK(whole == out);
+
+  // compose_log_decay, one entry per thread, scalar side broadcast by index.
+  const double scalar_first = -0.5;
+  std::vector<double> per_entry(dk);
+  for (std::size_t i = 0; i < dk; ++i) sd::compose_log_decay(&per_entry[i], &scalar_first, 1, &ld[i], 1);
+  std::vector<double> whole_log(dk);
+  sd::compose_log_decay(whole_log.data(), &scalar_first, 1, ld.data(), dk);
+  for (std::size_t i = 0; i < dk; ++i) {
+    CHECK(per_entry[i] == whole_log[i]);
+    CHECK(per_entry[i] == scalar_first + ld[i]);
+  }
+  CHECK(std::isinf(per_entry[2]));
+}
