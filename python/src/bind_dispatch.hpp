@@ -16,11 +16,11 @@ inline void bind_dispatch(nb::module_& m) {
                              "Result of a dispatch: worker of each segment, per-worker load and "
                              "makespan = max(load).")
       .def_prop_ro(
-          "worker_of", [](const hc::assignment& a) { return to_numpy_index(a.worker_of); }, fresh_array,
-          "int64 array: worker_of[i] is the worker of segment i.")
+          "worker_of", [](const hc::assignment& a) { return to_numpy_index(a.worker_of); },
+          fresh_array, "int64 array: worker_of[i] is the worker of segment i.")
       .def_prop_ro(
-          "load", [](const hc::assignment& a) { return to_numpy(std::vector<double>(a.load)); }, fresh_array,
-          "float64 array: total busy time of each worker.")
+          "load", [](const hc::assignment& a) { return to_numpy(std::vector<double>(a.load)); },
+          fresh_array, "float64 array: total busy time of each worker.")
       .def_ro("makespan", &hc::assignment::makespan, "Heaviest worker's load (0 with no segments).")
       .def("__repr__", [](const hc::assignment& a) {
         return nb::str("assignment(segments={}, workers={}, makespan={})")
@@ -43,8 +43,10 @@ inline void bind_dispatch(nb::module_& m) {
         return hc::lpt_assign(as_span(costs), as_span(speeds));
       },
       nb::arg("costs"), nb::arg("speeds"), nb::call_guard<nb::gil_scoped_release>(),
-      "LPT on related workers: worker w processes speeds[w] cost units per time unit; each segment\n"
-      "(in descending cost) goes to the worker on which it finishes first. Loads are in time units.");
+      "LPT on related workers: worker w processes speeds[w] cost units per time unit; each "
+      "segment\n"
+      "(in descending cost) goes to the worker on which it finishes first. Loads are in time "
+      "units.");
   m.def("lpt_ratio_bound", &hc::lpt_ratio_bound, nb::arg("workers"),
         "Graham's worst-case ratio of LPT to the optimum on m identical workers: 4/3 - 1/(3m).");
 }

@@ -28,8 +28,9 @@ inline std::vector<std::size_t> to_positions(const in_array<std::int64_t>& a, co
   std::vector<std::size_t> out(a.size());
   const std::int64_t* p = a.data();
   for (std::size_t i = 0; i < out.size(); ++i) {
-    if (p[i] < 0) hybridcache::detail::throw_invalid(hybridcache::detail::indexed(name, i), p[i],
-                                                     "positions are >= 1");
+    if (p[i] < 0)
+      hybridcache::detail::throw_invalid(hybridcache::detail::indexed(name, i), p[i],
+                                         "positions are >= 1");
     out[i] = static_cast<std::size_t>(p[i]);
   }
   return out;
@@ -48,8 +49,9 @@ template <class Histogram>
 void observe_all(Histogram& h, const in_array<std::int64_t>& depths) {
   for (std::size_t i = 0; i < depths.size(); ++i) {
     const std::int64_t d = depths.data()[i];
-    if (d < 0) hybridcache::detail::throw_invalid(hybridcache::detail::indexed("depths", i), d,
-                                                  "depths are >= 0 (0 = miss)");
+    if (d < 0)
+      hybridcache::detail::throw_invalid(hybridcache::detail::indexed("depths", i), d,
+                                         "depths are >= 0 (0 = miss)");
     h.observe(static_cast<std::size_t>(d));
   }
 }
@@ -61,14 +63,15 @@ struct py_refresh_policy {
   py_refresh_policy(std::size_t max_depth, std::size_t budget, nb::object on_plan,
                     const hybridcache::refresh_options& o)
       : callback(std::move(on_plan)),
-        policy(max_depth, budget,
-               [this](const hybridcache::placement& p) {
-                 // The callback gets its own copy of the plan: `current` is overwritten by the
-                 // next re-plan, so a reference would change (or dangle) under the caller.
-                 if (callback.is_valid() && !callback.is_none())
-                   callback(nb::cast(hybridcache::placement(p), nb::rv_policy::move));
-               },
-               o) {}
+        policy(
+            max_depth, budget,
+            [this](const hybridcache::placement& p) {
+              // The callback gets its own copy of the plan: `current` is overwritten by the
+              // next re-plan, so a reference would change (or dangle) under the caller.
+              if (callback.is_valid() && !callback.is_none())
+                callback(nb::cast(hybridcache::placement(p), nb::rv_policy::move));
+            },
+            o) {}
   py_refresh_policy(const py_refresh_policy&) = delete;
   py_refresh_policy& operator=(const py_refresh_policy&) = delete;
 
@@ -124,8 +127,7 @@ inline void bind_placement(nb::module_& m) {
                                  make_placement_options(granularity, method));
       },
       nb::arg("weights"), nb::arg("budget"), nb::arg("granularity") = 1,
-      nb::arg("method") = hc::placement_method::automatic,
-      nb::call_guard<nb::gil_scoped_release>(),
+      nb::arg("method") = hc::placement_method::automatic, nb::call_guard<nb::gil_scoped_release>(),
       "The exact optimal plan with at most `budget` checkpoints for overlap weights\n"
       "(weights[i] for depth i+1, normalised internally). With granularity B > 1 positions are\n"
       "restricted to {B, 2B, ...} and the DP is exact over them. O(N*M). Releases the GIL.\n\n"
@@ -152,12 +154,15 @@ inline void bind_placement(nb::module_& m) {
         "The fixed grid B, 2B, ..., floor(N/B)B (block storage as in vLLM/SGLang).");
   m.def("place_logarithmic", positions(&hc::place_logarithmic), nb::arg("n"), nb::arg("budget"),
         "Geometrically growing gaps from the start of the prefix.");
-  m.def("place_sqrt", [](std::size_t n) { return to_numpy_index(hc::place_sqrt(n)); },
-        nb::arg("n"), "The sqrt(N) grid: place_block(n, floor(sqrt(n))).");
-  m.def("place_dense", [](std::size_t n) { return to_numpy_index(hc::place_dense(n)); },
-        nb::arg("n"), "A checkpoint at every token 1..N.");
-  m.def("place_none", [](std::size_t n) { return to_numpy_index(hc::place_none(n)); },
-        nb::arg("n"), "No checkpoint (the no-cache baseline).");
+  m.def(
+      "place_sqrt", [](std::size_t n) { return to_numpy_index(hc::place_sqrt(n)); }, nb::arg("n"),
+      "The sqrt(N) grid: place_block(n, floor(sqrt(n))).");
+  m.def(
+      "place_dense", [](std::size_t n) { return to_numpy_index(hc::place_dense(n)); }, nb::arg("n"),
+      "A checkpoint at every token 1..N.");
+  m.def(
+      "place_none", [](std::size_t n) { return to_numpy_index(hc::place_none(n)); }, nb::arg("n"),
+      "No checkpoint (the no-cache baseline).");
   m.def(
       "clip_to_granularity",
       [](index_array checkpoints, std::size_t granularity) {
@@ -207,8 +212,7 @@ inline void bind_placement(nb::module_& m) {
       .def("observe", &hc::ew_histogram::observe, nb::arg("depth"),
            "Records one request's overlap depth (0 = miss). O(1).")
       .def(
-          "observe_many",
-          [](hc::ew_histogram& h, index_array depths) { observe_all(h, depths); },
+          "observe_many", [](hc::ew_histogram& h, index_array depths) { observe_all(h, depths); },
           nb::arg("depths"), nb::call_guard<nb::gil_scoped_release>(),
           "Records every depth of an array, in order (GIL released).")
       .def(
@@ -241,8 +245,8 @@ inline void bind_placement(nb::module_& m) {
                                 nb::type_slots(refresh_policy_slots))
       .def(
           "__init__",
-          [](py_refresh_policy* self, std::size_t max_depth, std::size_t budget,
-             nb::object on_plan, double gamma, std::size_t interval, std::size_t granularity) {
+          [](py_refresh_policy* self, std::size_t max_depth, std::size_t budget, nb::object on_plan,
+             double gamma, std::size_t interval, std::size_t granularity) {
             hc::refresh_options o;
             o.gamma = gamma;
             o.interval = interval;
@@ -252,9 +256,11 @@ inline void bind_placement(nb::module_& m) {
           nb::arg("max_depth"), nb::arg("budget"), nb::arg("on_plan").none() = nb::none(),
           nb::arg("gamma") = 0.99, nb::arg("interval") = 10, nb::arg("granularity") = 1)
       .def(
-          "observe", [](py_refresh_policy& p, std::size_t depth) { return p.policy.observe(depth); },
+          "observe",
+          [](py_refresh_policy& p, std::size_t depth) { return p.policy.observe(depth); },
           nb::arg("depth"),
-          "Records a depth; re-plans (and calls on_plan) on every interval-th call. True if it did.")
+          "Records a depth; re-plans (and calls on_plan) on every interval-th call. True if it "
+          "did.")
       .def(
           "replan", [](py_refresh_policy& p) { return p.policy.replan(); },
           "Re-plans now; False before the first hit.")
@@ -265,7 +271,9 @@ inline void bind_placement(nb::module_& m) {
       .def_prop_ro("budget", [](const py_refresh_policy& p) { return p.policy.budget(); })
       .def_prop_ro(
           "histogram",
-          [](const py_refresh_policy& p) -> const hc::ew_histogram& { return p.policy.histogram(); },
+          [](const py_refresh_policy& p) -> const hc::ew_histogram& {
+            return p.policy.histogram();
+          },
           nb::rv_policy::reference_internal);
 }
 

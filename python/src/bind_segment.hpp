@@ -128,11 +128,11 @@ inline void bind_segment(nb::module_& m) {
       .def_static("parse", &sg::namespace_key::parse, "text"_a,
                   "Parses the text form, e.g. 'ns{tenant=org_1;extra=a}'.")
       .def("__str__", &sg::namespace_key::to_string)
-      .def("__repr__", [](const sg::namespace_key& k) { return "namespace_key(" + k.to_string() + ")"; })
+      .def("__repr__",
+           [](const sg::namespace_key& k) { return "namespace_key(" + k.to_string() + ")"; })
       .def(nb::self == nb::self)
-      .def("__hash__", [](const sg::namespace_key& k) {
-        return std::hash<std::string_view>{}(k.bytes());
-      });
+      .def("__hash__",
+           [](const sg::namespace_key& k) { return std::hash<std::string_view>{}(k.bytes()); });
 
   nb::class_<sg::xxh3_hash>(s, "xxh3_hash",
                             "XXH3-128 keyed by a 192-byte secret; xxh3_hash() draws a random "
@@ -163,9 +163,8 @@ inline void bind_segment(nb::module_& m) {
       "Position-independent key K(ns, tokens) = H('HCK1' | kind | len(ns) | ns | n | tokens).\n"
       "tokens: uint32 token ids (a NumPy array or a sequence of ints).");
   s.def(
-      "root_key", [](const sg::xxh3_hash& h, const sg::namespace_key& ns) {
-        return sg::root_key(h, ns);
-      },
+      "root_key",
+      [](const sg::xxh3_hash& h, const sg::namespace_key& ns) { return sg::root_key(h, ns); },
       "hash"_a, "ns"_a, "h_0 = H('HCK1' | 'R' | len(ns) | ns), the root of a namespace's chain.");
   s.def(
       "chain_key",

@@ -50,9 +50,9 @@ token_inputs_holder<Real> make_inputs(const in_array<Real, 2>& k, const in_array
   in.dk = k.shape(1);
   in.dv = v.shape(1);
   if (v.shape(0) != in.length)
-    hc::detail::throw_invalid("v.shape[0]", v.shape(0),
-                              "keys and values need the same number of tokens " +
-                                  std::to_string(in.length));
+    hc::detail::throw_invalid(
+        "v.shape[0]", v.shape(0),
+        "keys and values need the same number of tokens " + std::to_string(in.length));
   in.k = as_span(k);
   in.v = as_span(v);
   if (beta) in.beta = as_span(*beta);
@@ -77,7 +77,8 @@ token_inputs_holder<Real> make_inputs(const in_array<Real, 2>& k, const in_array
 }
 
 /// rule=None picks delta when beta is given, additive otherwise.
-inline hybridcache::state::rule pick_rule(std::optional<hybridcache::state::rule> r, bool has_beta) {
+inline hybridcache::state::rule pick_rule(std::optional<hybridcache::state::rule> r,
+                                          bool has_beta) {
   if (r) return *r;
   return has_beta ? hybridcache::state::rule::delta : hybridcache::state::rule::additive;
 }
@@ -99,11 +100,12 @@ void bind_state_for(nb::module_& s, const char* summary_name, const char* dtype_
   using summary = st::segment_summary<Real>;
   using matrix = in_array<Real, 2>;
 
-  nb::class_<summary>(s, summary_name,
-                      (std::string("Cached (T_C, S_C|0) of one segment of one head, ") + dtype_name +
-                       " (HYPIC eq. 4). Scalar/diagonal families keep log-decays; dense keeps "
-                       "the dk x dk matrix.")
-                          .c_str())
+  nb::class_<summary>(
+      s, summary_name,
+      (std::string("Cached (T_C, S_C|0) of one segment of one head, ") + dtype_name +
+       " (HYPIC eq. 4). Scalar/diagonal families keep log-decays; dense keeps "
+       "the dk x dk matrix.")
+          .c_str())
       .def_static(
           "identity", [](std::size_t dk, std::size_t dv) { return summary::identity(dk, dv); },
           nb::arg("dk"), nb::arg("dv"), "The monoid identity (I, 0).")
@@ -128,9 +130,11 @@ void bind_state_for(nb::module_& s, const char* summary_name, const char* dtype_
       .def_static(
           "dense",
           [](matrix transition, matrix end_state, std::size_t length) {
-            if (transition.shape(0) != end_state.shape(0) || transition.shape(1) != end_state.shape(0))
-              hc::detail::throw_invalid("transition.shape[0]", transition.shape(0),
-                                        "a dense transition is dk x dk with dk = end_state.shape[0]");
+            if (transition.shape(0) != end_state.shape(0) ||
+                transition.shape(1) != end_state.shape(0))
+              hc::detail::throw_invalid(
+                  "transition.shape[0]", transition.shape(0),
+                  "a dense transition is dk x dk with dk = end_state.shape[0]");
             return summary::dense(end_state.shape(0), end_state.shape(1), length,
                                   copy_vector<Real>(as_span(transition)),
                                   copy_vector<Real>(as_span(end_state)));
@@ -202,8 +206,7 @@ void bind_state_for(nb::module_& s, const char* summary_name, const char* dtype_
       "What an engine runs per token today, and how seam tokens are recomputed. Releases the GIL.");
 
   s.def(
-      "compose",
-      [](const summary& first, const summary& then) { return st::compose(first, then); },
+      "compose", [](const summary& first, const summary& then) { return st::compose(first, then); },
       nb::arg("first"), nb::arg("then"), nb::call_guard<nb::gil_scoped_release>(),
       "The summary of `first`, then `then`: (T_then T_first, T_then S_first + S_then).");
   s.def(

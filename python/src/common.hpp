@@ -47,9 +47,8 @@ auto as_span(const Array& a) {
 template <class T>
 numpy_array<T> to_numpy(std::vector<T>&& v) {
   auto* owner = new std::vector<T>(std::move(v));
-  nb::capsule free_when_done(owner, [](void* p) noexcept {
-    delete static_cast<std::vector<T>*>(p);
-  });
+  nb::capsule free_when_done(owner,
+                             [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
   const std::size_t shape[1] = {owner->size()};
   return numpy_array<T>(owner->data(), 1, shape, free_when_done);
 }
@@ -58,9 +57,8 @@ numpy_array<T> to_numpy(std::vector<T>&& v) {
 template <class T>
 numpy_array<T, 2> to_numpy_2d(std::vector<T>&& v, std::size_t rows, std::size_t cols) {
   auto* owner = new std::vector<T>(std::move(v));
-  nb::capsule free_when_done(owner, [](void* p) noexcept {
-    delete static_cast<std::vector<T>*>(p);
-  });
+  nb::capsule free_when_done(owner,
+                             [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
   const std::size_t shape[2] = {rows, cols};
   return numpy_array<T, 2>(owner->data(), 2, shape, free_when_done);
 }

@@ -35,10 +35,11 @@ void register_errors(nb::module_& m) {
       bases_invalid.ptr(), nullptr);
   capacity_error_type = PyErr_NewExceptionWithDoc(
       "hybridcache.CapacityError", "A pool or budget was exhausted.", error_type, nullptr);
-  nb::object bases_not_found = nb::make_tuple(nb::handle(error_type), nb::handle(PyExc_LookupError));
-  not_found_error_type = PyErr_NewExceptionWithDoc(
-      "hybridcache.NotFoundError", "A key, namespace or entry does not exist.",
-      bases_not_found.ptr(), nullptr);
+  nb::object bases_not_found =
+      nb::make_tuple(nb::handle(error_type), nb::handle(PyExc_LookupError));
+  not_found_error_type = PyErr_NewExceptionWithDoc("hybridcache.NotFoundError",
+                                                   "A key, namespace or entry does not exist.",
+                                                   bases_not_found.ptr(), nullptr);
   m.attr("Error") = nb::handle(error_type);
   m.attr("InvalidArgument") = nb::handle(invalid_argument_type);
   m.attr("CapacityError") = nb::handle(capacity_error_type);

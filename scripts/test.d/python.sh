@@ -29,7 +29,8 @@ fi
 
 # The build requirements are already in the venv: build without isolation (no second download)
 # and keep the CMake build tree (build/python/<tag>) between runs.
-"$py" -m pip install "${pip_quiet[@]}" --no-build-isolation --force-reinstall --no-deps .
+"$py" -m pip install "${pip_quiet[@]}" --no-build-isolation --force-reinstall --no-deps \
+  --config-settings=build-dir=build/python/{wheel_tag} .
 
 # Run from outside the source tree so `import hybridcache` is the installed package.
 cd build
