@@ -373,6 +373,29 @@ TEST_CASE("host-device element-wise kernels: aliasing, broadcasting, hard resets
   CHECK(lo[1] == ninf);
 }
 
+TEST_CASE("exp_nonpositive: within 3 ulp of exp on [-87, 0], exact 0 below and at -inf") {
+  namespace d = hybridcache::state::detail;
+  double worst = 0;
+  for (float x = -87.0f; x <= 0.0f; x += 1.37e-3f) {
+    const double r = std::exp(static_cast<double>(x));
+    worst = std::max(worst, std::abs(d::exp_nonpositive(x) - r) / r);
+  }
+  CHECK(worst < 3 * 5.97e-8);
+  CHECK(d::exp_nonpositive(0.0f) == 1.0f);
+  CHECK(d::exp_nonpositive(-0.0f) == 1.0f);
+  CHECK(d::exp_nonpositive(-88.0f) == 0.0f);
+  CHECK(d::exp_nonpositive(-1e30f) == 0.0f);
+  CHECK(d::exp_nonpositive(-std::numeric_limits<float>::infinity()) == 0.0f);
+  const double xs[3] = {-1.0, -std::numeric_limits<double>::infinity(), -1e-7};
+  float fo[3];
+  double dout[3];
+  d::decay_factors(xs, fo, 3);
+  d::decay_factors(xs, dout, 3);
+  CHECK(fo[0] == doctest::Approx(std::exp(-1.0)).epsilon(3e-7));
+  CHECK(fo[1] == 0.0f);
+  CHECK(dout[2] == std::exp(-1e-7));
+}
+
 TEST_CASE("the blocked unit-lower inverse is the inverse") {
   std::mt19937_64 rng(41);
   std::normal_distribution<double> nd;

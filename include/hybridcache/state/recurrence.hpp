@@ -32,10 +32,11 @@ namespace state {
 namespace detail {
 
 /// Advances the dk×dv state `s` (in `Real`) over tokens [begin, end) of `in`, in place.
-/// Preconditions: `in` validated for `r`; `s` has dk·dv entries; `x` has dv entries.
+/// Preconditions: `in` validated for `r`; `s` has dk·dv entries; `x` has dv entries and
+/// `f` has dk.
 template <class Real>
 void advance(const token_inputs<Real>& in, rule r, std::size_t begin, std::size_t end, Real* s,
-             Real* x) noexcept {
+             Real* x, Real* f) noexcept {
   const std::size_t dk = in.dk, dv = in.dv;
   const gate_kind gk = in.gate();
   for (std::size_t t = begin; t < end; ++t) {
@@ -45,21 +46,20 @@ void advance(const token_inputs<Real>& in, rule r, std::size_t begin, std::size_
                     : gk == gate_kind::scalar ? in.log_gate.data() + t
                                               : in.log_gate.data() + t * dk;
     if (r == rule::delta) {
-      delta_token(s, dk, dv, 0, k, v, in.beta[t], gk, g, x);
+      delta_token(s, dk, dv, 0, k, v, in.beta[t], gk, g, x, f);
       continue;
     }
     const Real a =
         gk == gate_kind::scalar ? static_cast<Real>(decay_factor(static_cast<double>(g[0]))) : Real(1);
+    if (gk == gate_kind::diagonal) decay_factors(g, f, dk);
     for (std::size_t row = 0; row < dk; ++row) {
-      const Real f = gk == gate_kind::diagonal
-                         ? static_cast<Real>(decay_factor(static_cast<double>(g[row])))
-                         : a;
+      const Real fr = gk == gate_kind::diagonal ? f[row] : a;
       Real* sr = s + row * dv;
       const Real kr = k[row];
       if (gk == gate_kind::none) {
         for (std::size_t c = 0; c < dv; ++c) sr[c] += kr * v[c];
       } else {
-        for (std::size_t c = 0; c < dv; ++c) sr[c] = f * sr[c] + kr * v[c];
+        for (std::size_t c = 0; c < dv; ++c) sr[c] = fr * sr[c] + kr * v[c];
       }
     }
   }
@@ -94,8 +94,8 @@ std::vector<Real> run_recurrence(const token_inputs<Real>& in, rule r,
   detail::validate(in, r);
   detail::check_initial_state(initial_state, in.dk, in.dv, "initial_state");
   std::vector<Real> s(initial_state.begin(), initial_state.end());
-  std::vector<Real> x(in.dv);
-  detail::advance(in, r, 0, in.length, s.data(), x.data());
+  std::vector<Real> x(in.dv), f(in.dk);
+  detail::advance(in, r, 0, in.length, s.data(), x.data(), f.data());
   return s;
 }
 
@@ -106,11 +106,11 @@ inline std::vector<bfloat16> run_recurrence(const token_inputs<float>& in, rule 
                                             std::span<const bfloat16> initial_state) {
   detail::validate(in, r);
   detail::check_initial_state(initial_state, in.dk, in.dv, "initial_state");
-  std::vector<float> work(in.dk * in.dv), x(in.dv);
+  std::vector<float> work(in.dk * in.dv), x(in.dv), f(in.dk);
   std::vector<bfloat16> s(initial_state.begin(), initial_state.end());
   for (std::size_t t = 0; t < in.length; ++t) {
     for (std::size_t i = 0; i < s.size(); ++i) work[i] = static_cast<float>(s[i]);
-    detail::advance(in, r, t, t + 1, work.data(), x.data());
+    detail::advance(in, r, t, t + 1, work.data(), x.data(), f.data());
     for (std::size_t i = 0; i < s.size(); ++i) s[i] = bfloat16(work[i]);
   }
   return s;

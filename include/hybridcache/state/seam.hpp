@@ -195,11 +195,13 @@ std::vector<Real> splice(const seam_plan& plan, std::span<const segment_summary<
   if (cached.size() != plan.cached_steps())
     detail::throw_invalid("cached.size()", cached.size(),
                           "the plan has " + std::to_string(plan.cached_steps()) + " cached steps");
-  std::vector<Real> cur(prefix_state.begin(), prefix_state.end()), next(cur.size()), x(request.dv);
+  std::vector<Real> cur(prefix_state.begin(), prefix_state.end()), next(cur.size()),
+      x(request.dv), f(request.dk);
   std::size_t c = 0;
   for (const splice_step& step : plan.steps) {
     if (step.what == splice_step::kind::recompute) {
-      detail::advance(request, r, step.tokens.begin, step.tokens.end, cur.data(), x.data());
+      detail::advance(request, r, step.tokens.begin, step.tokens.end, cur.data(), x.data(),
+                      f.data());
       continue;
     }
     const segment_summary<Real>& s = cached[c];

@@ -19,9 +19,11 @@
 ///     W = A·diag(β)·(K ⊙ e^{γ}),   U = A·diag(β)·V,   K̃_t = k_t ⊙ e^{γ_n − γ_t},
 ///     chunk transition  D(γ_n) − K̃ᵀW,   chunk state  K̃ᵀU,
 ///   applied to the running [T | S] as  M ← D(γ_n)·M + K̃ᵀ([0 | U] − W·M): three GEMMs per chunk.
-///   For a scalar gate the factors e^{γ_t − γ_i} are formed directly; for a diagonal gate the
-///   split e^{γ_t}·e^{−γ_i} is used and a chunk is closed early once a local log-decay passes
-///   −τ (τ = 40 in float, 300 in double) so neither factor overflows. A −∞ gate closes the chunk.
+///   The decay factors are split as e^{γ_t − γ_i} = e^{γ_t}·e^{−γ_i} (one exponential per token
+///   and key row, not one per pair), and a chunk is closed early once a local log-decay passes
+///   −τ (τ = 40 in float, 300 in double), so neither factor overflows or underflows; a −∞ gate
+///   closes its chunk. Only the chunk's last token may carry an unbounded decay, and its e^{−γ}
+///   is never needed.
 /// `summarize_method::automatic` takes the chunked path for segments of ≥ 32 tokens, where it is
 /// faster (bench/state/summarize_bench.cpp), and the per-token path otherwise.
 
@@ -81,8 +83,10 @@ segment_summary<Real> summarize_diagonal_family(const token_inputs<Real>& in) {
     ld[0] = s;
   } else {
     for (std::size_t t = L; t-- > 0;) {
+      Real* w = kw.data() + t * dk;
+      decay_factors(ld.data(), w, dk);  // e^{Σ_{j>t} g_j}, row by row, vectorised
       for (std::size_t r = 0; r < dk; ++r) {
-        kw[t * dk + r] = static_cast<Real>(decay_factor(ld[r])) * in.k[t * dk + r];
+        w[r] *= in.k[t * dk + r];
         ld[r] += static_cast<double>(in.log_gate[t * dk + r]);
       }
     }
@@ -114,14 +118,14 @@ template <class Real>
 segment_summary<Real> summarize_dense_per_token(const token_inputs<Real>& in) {
   const std::size_t L = in.length, dk = in.dk, dv = in.dv, w = dk + dv;
   const gate_kind gk = in.gate();
-  std::vector<Real> m(dk * w, Real(0)), x(w);
+  std::vector<Real> m(dk * w, Real(0)), x(w), f(dk);
   for (std::size_t r = 0; r < dk; ++r) m[r * w + r] = Real(1);
   for (std::size_t t = 0; t < L; ++t) {
     const Real* g = gk == gate_kind::none     ? nullptr
                     : gk == gate_kind::scalar ? in.log_gate.data() + t
                                               : in.log_gate.data() + t * dk;
     delta_token(m.data(), dk, w, dk, in.k.data() + t * dk, in.v.data() + t * dv, in.beta[t], gk,
-                g, x.data());
+                g, x.data(), f.data());
   }
   return split_augmented(m, L, dk, dv);
 }
@@ -136,15 +140,14 @@ segment_summary<Real> summarize_dense_chunked(const token_inputs<Real>& in, std:
 
   std::vector<Real> m(dk * w, Real(0));  // running [T | S]
   std::vector<Real> gram(C * C), inv_scratch(C * C), rhs(C * w), wu(C * w), z(C * w);
-  std::vector<Real> ktil(C * dk), kp, kn;
+  std::vector<Real> ktil(C * dk), kp, kn, at(C), bi(C), end_factor;
   std::vector<double> gam;       // local cumulative log-decays: n (scalar) or n·dk (diagonal)
-  std::vector<double> to_end;    // Σ_{j>t} g_j within the chunk, same shape
+  std::vector<double> to_end;    // Σ_{j>t} g_j within the chunk (scalar gate)
   std::vector<double> end_decay;  // γ_n: 1 or dk entries
   if (gk == gate_kind::diagonal) {
     kp.resize(C * dk);
     kn.resize(C * dk);
     gam.resize(C * dk);
-    to_end.resize(C * dk);
     end_decay.resize(dk);
   } else {
     gam.resize(C);
@@ -164,7 +167,7 @@ segment_summary<Real> summarize_dense_chunked(const token_inputs<Real>& in, std:
       while (s + n < L && n < C) {
         acc += static_cast<double>(in.log_gate[s + n]);
         gam[n++] = acc;
-        if (!(acc >= -1e4)) break;  // keep differences γ_t − γ_i exact and finite
+        if (!(acc >= -tau)) break;  // e^{−γ_i} below must stay finite
       }
     } else {
       std::fill_n(end_decay.begin(), dk, 0.0);  // reused as the running cumulative sum
@@ -199,26 +202,44 @@ segment_summary<Real> summarize_dense_chunked(const token_inputs<Real>& in, std:
         for (std::size_t r = 0; r < dk; ++r) ktil[t * dk + r] = f * kc[t * dk + r];
       }
     } else {
-      std::fill_n(end_decay.begin(), dk, 0.0);
-      for (std::size_t t = n; t-- > 0;) {
-        for (std::size_t r = 0; r < dk; ++r) {
-          to_end[t * dk + r] = end_decay[r];
-          end_decay[r] += static_cast<double>(in.log_gate[(s + t) * dk + r]);
-        }
-      }
+      // One exponential per (token, row): a = e^{γ_t} ∈ [e^{−τ}, 1] for t < n−1 (the chunk rule),
+      // so 1/a is finite and e^{γ_n − γ_t} = e^{γ_n}·(1/a) needs no second exponential; the last
+      // row's e^{−γ} may be unbounded and is never needed (it pairs only with later tokens).
+      const double* last = gam.data() + (n - 1) * dk;
+      for (std::size_t r = 0; r < dk; ++r) end_decay[r] = last[r];
+      std::vector<Real>& end_f = end_factor;
+      end_f.resize(dk);
+      decay_factors(last, end_f.data(), dk);
       for (std::size_t t = 0; t < n; ++t) {
-        for (std::size_t r = 0; r < dk; ++r) {
-          const Real kv = kc[t * dk + r];
-          ktil[t * dk + r] = static_cast<Real>(decay_factor(to_end[t * dk + r])) * kv;
-          kp[t * dk + r] = static_cast<Real>(decay_factor(gam[t * dk + r])) * kv;
-          // e^{−γ_i} is only needed for i < n−1 (it pairs with a later t); the last row may
-          // carry an unbounded decay, so it is zeroed rather than overflowed.
-          kn[t * dk + r] =
-              t + 1 < n ? static_cast<Real>(decay_factor(-gam[t * dk + r])) * kv : Real(0);
+        const Real* kt = kc + t * dk;
+        Real* kpt = kp.data() + t * dk;
+        Real* knt = kn.data() + t * dk;
+        Real* ktt = ktil.data() + t * dk;
+        if (t + 1 < n) {
+          decay_factors(gam.data() + t * dk, kpt, dk);  // a = e^{γ_t}, vectorised
+          for (std::size_t r = 0; r < dk; ++r) {
+            const Real a = kpt[r];
+            const Real b = Real(1) / a;
+            kpt[r] = a * kt[r];
+            knt[r] = b * kt[r];
+            ktt[r] = end_f[r] * b * kt[r];
+          }
+        } else {
+          for (std::size_t r = 0; r < dk; ++r) {
+            kpt[r] = end_f[r] * kt[r];
+            knt[r] = Real(0);
+            ktt[r] = kt[r];
+          }
         }
       }
     }
 
+    if (gk == gate_kind::scalar) {
+      for (std::size_t t = 0; t < n; ++t) {
+        at[t] = static_cast<Real>(decay_factor(gam[t]));
+        bi[t] = t + 1 < n ? static_cast<Real>(decay_factor(-gam[t])) : Real(0);
+      }
+    }
     // --- N = StrictLower(diag(β) (K K̂ᵀ ⊙ decay)), then A = (I + N)⁻¹ in place.
     auto G = as_matrix(gram.data(), n, n);
     if (gk == gate_kind::diagonal) {
@@ -232,8 +253,9 @@ segment_summary<Real> summarize_dense_chunked(const token_inputs<Real>& in, std:
       const Real bt = bc[t];
       Real* row = gram.data() + t * n;
       if (gk == gate_kind::scalar) {
-        for (std::size_t i = 0; i < t; ++i)
-          row[i] *= bt * static_cast<Real>(decay_factor(gam[t] - gam[i]));
+        // e^{γ_t − γ_i} = e^{γ_t}·e^{−γ_i}: both finite by the chunk rule (−γ_i ≤ τ for i < t).
+        const Real f = bt * at[t];
+        for (std::size_t i = 0; i < t; ++i) row[i] *= f * bi[i];
       } else {
         for (std::size_t i = 0; i < t; ++i) row[i] *= bt;
       }
@@ -247,8 +269,7 @@ segment_summary<Real> summarize_dense_chunked(const token_inputs<Real>& in, std:
       if (gk == gate_kind::diagonal) {
         for (std::size_t r = 0; r < dk; ++r) row[r] = bt * kp[t * dk + r];
       } else {
-        const Real f =
-            gk == gate_kind::scalar ? bt * static_cast<Real>(decay_factor(gam[t])) : bt;
+        const Real f = gk == gate_kind::scalar ? bt * at[t] : bt;
         for (std::size_t r = 0; r < dk; ++r) row[r] = f * kc[t * dk + r];
       }
       for (std::size_t c = 0; c < dv; ++c) row[dk + c] = bt * vc[t * dv + c];

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <bit>
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/rope/detail/rotate.hpp"
@@ -27,6 +28,64 @@ namespace detail {
 /// e^{ℓ} for a log-decay ℓ ∈ [−∞, 0]; exp(−∞) = 0 exactly, so a hard reset needs no special case.
 HYBRIDCACHE_HOST_DEVICE inline double decay_factor(double log_decay) noexcept {
   return ::exp(log_decay);
+}
+
+/// Bit casts usable on host and device.
+HYBRIDCACHE_HOST_DEVICE inline std::uint32_t float_as_bits(float f) noexcept {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  return std::bit_cast<std::uint32_t>(f);
+#endif
+}
+HYBRIDCACHE_HOST_DEVICE inline float bits_as_float(std::uint32_t u) noexcept {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  return std::bit_cast<float>(u);
+#endif
+}
+
+/// e^{x} for x ∈ [−∞, 0] in float, written so that loops over it vectorise without fast-math
+/// flags (std::exp does not): the clamp x ≥ −104 and the underflow flush are integer operations
+/// (non-positive floats order by their bit patterns), x = n·ln2 + r with |r| ≤ ln2/2 (two-part
+/// ln2), a degree-7 Taylor polynomial for e^{r} and 2^{n} assembled in the exponent bits.
+/// Accuracy ≤ 3 ulp (test "exp_nonpositive"); results below e^{−87.3} (the normal range) and
+/// x = −∞ give exactly 0, so a hard reset stays exact. Positive x and NaN are out of contract.
+HYBRIDCACHE_HOST_DEVICE inline float exp_nonpositive(float x) noexcept {
+  std::uint32_t u = float_as_bits(x);
+  u = u < 0xC2D00000u ? u : 0xC2D00000u;  // max(x, −104) for x ≤ 0 (−104.0f = 0xC2D00000)
+  const float xc = bits_as_float(u);
+  const std::int32_t ni = static_cast<std::int32_t>(xc * 1.44269504088896341f - 0.5f);  // round
+  const float n = static_cast<float>(ni);
+  float r = xc - n * 0.693145751953125f;  // ln2 high part (exact product for |n| < 2^8)
+  r -= n * 1.428606765330187045e-06f;     // ln2 low part
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const std::uint32_t keep = ni >= -126 ? 0xFFFFFFFFu : 0u;  // flush below the normal range
+  const std::uint32_t scale = (static_cast<std::uint32_t>(ni + 127) << 23) & keep;
+  return p * bits_as_float(scale);
+}
+
+/// out[i] = e^{x[i]} for log-decays x[i] ∈ [−∞, 0]: the fast float kernel for float, std::exp in
+/// double for double (its accuracy is what double callers pay for).
+HYBRIDCACHE_HOST_DEVICE inline void decay_factors(const double* x, float* out,
+                                                  std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = exp_nonpositive(static_cast<float>(x[i]));
+}
+HYBRIDCACHE_HOST_DEVICE inline void decay_factors(const float* x, float* out,
+                                                  std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = exp_nonpositive(x[i]);
+}
+HYBRIDCACHE_HOST_DEVICE inline void decay_factors(const double* x, double* out,
+                                                  std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = ::exp(x[i]);
 }
 
 /// out[i] = factor·prev[i] + add[i] for i < n: the scalar-family affine map e^{ℓ}·S_prev + S

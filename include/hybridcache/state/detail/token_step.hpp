@@ -17,20 +17,20 @@ namespace state::detail {
 
 /// One delta-rule token applied to the augmented dk×w matrix M (w = dk + dv for [T | S], w = dv
 /// for a bare state with `value_offset` = 0): M ← D M; M ← M + k zᵀ, z = β(y − kᵀM), y = [0 | v].
-/// `x` is scratch of w entries. Used by the per-token summary and by run_recurrence.
+/// `x` is scratch of w entries, `f` of dk. Used by the per-token summary and by run_recurrence.
 template <class Real>
 void delta_token(Real* m, std::size_t dk, std::size_t w, std::size_t value_offset,
-                 const Real* k, const Real* v, Real beta, gate_kind gk, const Real* g,
-                 Real* x) noexcept {
+                 const Real* k, const Real* v, Real beta, gate_kind gk, const Real* g, Real* x,
+                 Real* f) noexcept {
   std::fill(x, x + w, Real(0));
   Real a = Real(1);
   if (gk == gate_kind::scalar) a = static_cast<Real>(decay_factor(static_cast<double>(g[0])));
+  if (gk == gate_kind::diagonal) decay_factors(g, f, dk);
   for (std::size_t r = 0; r < dk; ++r) {
     Real* row = m + r * w;
-    Real f = a;
-    if (gk == gate_kind::diagonal) f = static_cast<Real>(decay_factor(static_cast<double>(g[r])));
     if (gk != gate_kind::none) {
-      for (std::size_t c = 0; c < w; ++c) row[c] *= f;
+      const Real fr = gk == gate_kind::diagonal ? f[r] : a;
+      for (std::size_t c = 0; c < w; ++c) row[c] *= fr;
     }
     const Real kr = k[r];
     for (std::size_t c = 0; c < w; ++c) x[c] += kr * row[c];
