@@ -31,69 +31,6 @@
 HYBRIDCACHE_NAMESPACE_BEGIN
 namespace detail {
 
-/// Scratch space for the layer kernels (reused across layers and calls to avoid allocation).
-struct cht_workspace {
-  std::vector<double> slope;      // a of the hull lines
-  std::vector<double> intercept;  // b of the hull lines
-  std::vector<double> count;      // ±checkpoint count of the lines (penalised pass)
-  std::vector<std::uint32_t> index;
-  void reserve(std::size_t lines) {
-    if (slope.size() < lines) {
-      slope.resize(lines);
-      intercept.resize(lines);
-      count.resize(lines);
-      index.resize(lines);
-    }
-  }
-};
-
-/// One DP layer: cur[j] = dp_m[j] from prev[j] = dp_{m−1}[j], j = 0..K.
-inline void cht_layer(const placement_problem& pb, const double* prev, double* cur,
-                      cht_workspace& ws) {
-  const std::size_t K = pb.candidates;
-  const double* P = pb.mass.data();
-  const double* T = pb.moment.data();
-  const double* A = pb.slope.data();
-  ws.reserve(K + 1);
-  double* ha = ws.slope.data();
-  double* hb = ws.intercept.data();
-  std::size_t head = 0;
-  std::size_t tail = 0;
-  cur[0] = prev[0];
-  for (std::size_t j = 1; j <= K; ++j) {
-    const double a = A[j];
-    const double b = prev[j - 1] - T[j - 1] + a * P[j - 1];
-    while (tail - head >= 2) {
-      const double a1 = ha[tail - 2], b1 = hb[tail - 2], a2 = ha[tail - 1], b2 = hb[tail - 1];
-      if ((b2 - b1) * (a - a2) >= (b - b2) * (a2 - a1)) {
-        --tail;
-      } else {
-        break;
-      }
-    }
-    ha[tail] = a;
-    hb[tail] = b;
-    ++tail;
-    const double x = P[j];
-    while (tail - head >= 2 && hb[head + 1] - ha[head + 1] * x <= hb[head] - ha[head] * x) ++head;
-    cur[j] = hb[head] - ha[head] * x + T[j];
-  }
-}
-
-/// `c ? if_true : if_false` without a branch (a cmov on x86-64). The hull updates depend on
-/// comparisons that go either way about as often, where a mispredicted branch costs more than
-/// the whole update; GCC otherwise compiles these selects to branches.
-template <class T>
-inline T* select_ptr(bool c, T* if_true, T* if_false) noexcept {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  const int ci = c;
-  __asm__("test %1, %1\n\tcmovne %2, %0" : "+r"(if_false) : "r"(ci), "r"(if_true) : "cc");
-  return if_false;
-#else
-  return c ? if_true : if_false;
-#endif
-}
-
 /// A line y = b − a·x of a hull, with (Δa, Δb) = (a − a_prev, b − b_prev) against the line below
 /// it, so that
 /// - the front test "line h+1 is at least as low at x as line h" is Δb ≤ Δa·x (one product), and
@@ -243,64 +180,80 @@ struct penalised_result {
   std::size_t count = 0;     ///< checkpoints of the chosen optimal plan
 };
 
+/// A hull line of the penalised pass: the `hull_line` fields plus the line's ±checkpoint count c
+/// (exact small integers in a double), its difference dc to the line below, and its candidate.
+struct priced_line {
+  double a, b, da, db, c, dc;
+  std::uint64_t k;
+  std::uint64_t pad;  // 64 bytes: one cache line, and a power-of-two stride
+};
+
+/// Scratch space of the penalised pass (reused across the passes of one search).
+struct cht_workspace {
+  std::vector<priced_line> lines;
+};
+
 /// One penalised pass at price `lambda`; `most` selects the tie-break (most instead of fewest
-/// checkpoints among the optimal plans). Writes parent[j] = the candidate serving block j's
-/// deepest segment (0: none) so that `trace` can recover the plan. `parent` has K+1 entries.
+/// checkpoints among the optimal plans). Writes parent[j] = the candidate serving segment j
+/// (0: none) so that `trace` can recover the plan. `parent` has K+1 entries.
+/// Same hull layout and sentinels as `cht_layers`, but plain loops: a single pass is one long
+/// dependency chain, where correctly predicted branches let the core run ahead (branch-free
+/// selects would serialise on the loads; measured 2x slower), whereas the interleaved frontier
+/// kernel is throughput-bound and gains from removing mispredictions. The count decides only
+/// when the values tie exactly.
 inline penalised_result penalised_pass(const placement_problem& pb, double lambda, bool most,
                                        std::uint32_t* parent, cht_workspace& ws) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
   const std::size_t K = pb.candidates;
   const double* P = pb.mass.data();
   const double* T = pb.moment.data();
   const double* A = pb.slope.data();
   const double sign = most ? -1.0 : 1.0;
-  ws.reserve(K + 1);
-  double* ha = ws.slope.data();
-  double* hb = ws.intercept.data();
-  double* hc = ws.count.data();
-  std::uint32_t* hk = ws.index.data();
-  // Line 0: no checkpoint at all (slope 0, intercept 0, count 0).
-  ha[0] = 0.0;
-  hb[0] = 0.0;
-  hc[0] = 0.0;
-  hk[0] = 0;
-  std::size_t head = 0;
-  std::size_t tail = 1;
-  double gv = T[0];  // g[j−1] (value)
-  double gc = 0.0;   // its ±count
+  if (ws.lines.size() < K + 3) ws.lines.resize(K + 3);
+  priced_line* base = ws.lines.data();
+  // Line 0: no checkpoint at all (slope 0, intercept 0, count 0); it starts as the head.
+  base[0] = priced_line{0.0, 0.0, 1.0, -inf, 0.0, 0.0, 0, 0};
+  base[1].db = inf;
+  priced_line* h = base;
+  priced_line* t = base;  // the top line
+  double gv = T[0];       // g[j−1]: value …
+  double gc = 0.0;        // … and ±count
   parent[0] = 0;
+  // The back test: does (a, b, c) make the top useless? Exact ties fall back to the counts.
+  auto useless = [](const priced_line* top, double na, double nb, double c) {
+    const double lv = top->db * na;
+    const double rv = nb * top->da;
+    if (HYBRIDCACHE_DETAIL_LIKELY(lv != rv)) return lv > rv;
+    return top->dc * na >= (c - top->c) * top->da;
+  };
+  // The front test: is the line after `hd` at least as low at x (value, then count)?
+  auto steps = [](const priced_line* hd, double x) {
+    const double lv = hd[1].db;
+    const double rv = hd[1].da * x;
+    if (HYBRIDCACHE_DETAIL_LIKELY(lv != rv)) return lv < rv;
+    return hd[1].c <= hd->c;
+  };
   for (std::size_t j = 1; j <= K; ++j) {
     const double a = A[j];
     const double b = gv - T[j - 1] + a * P[j - 1] + lambda;
     const double c = gc + sign;
-    while (tail - head >= 2) {
-      const double a1 = ha[tail - 2], a2 = ha[tail - 1];
-      const double lv = (hb[tail - 1] - hb[tail - 2]) * (a - a2);
-      const double rv = (b - hb[tail - 1]) * (a2 - a1);
-      if (lv > rv || (lv == rv && (hc[tail - 1] - hc[tail - 2]) * (a - a2) >=
-                                      (c - hc[tail - 1]) * (a2 - a1))) {
-        --tail;
-      } else {
-        break;
-      }
+    double na = a - t->a;
+    double nb = b - t->b;
+    while (useless(t, na, nb, c)) {
+      --t;
+      na = a - t->a;
+      nb = b - t->b;
     }
-    ha[tail] = a;
-    hb[tail] = b;
-    hc[tail] = c;
-    hk[tail] = static_cast<std::uint32_t>(j);
-    ++tail;
+    const double dc = c - t->c;
+    ++t;
+    *t = priced_line{a, b, na, nb, c, dc, j, 0};
+    t[1].db = inf;
     const double x = P[j];
-    while (tail - head >= 2) {
-      const double v1 = hb[head + 1] - ha[head + 1] * x;
-      const double v0 = hb[head] - ha[head] * x;
-      if (v1 < v0 || (v1 == v0 && hc[head + 1] <= hc[head])) {
-        ++head;
-      } else {
-        break;
-      }
-    }
-    gv = hb[head] - ha[head] * x + T[j];
-    gc = hc[head];
-    parent[j] = hk[head];
+    while (steps(h, x)) ++h;
+    h->db = -inf;
+    gv = h->b - h->a * x + T[j];
+    gc = h->c;
+    parent[j] = static_cast<std::uint32_t>(h->k);
   }
   return {gv, static_cast<std::size_t>(most ? -gc : gc)};
 }
