@@ -66,6 +66,16 @@ TEST_CASE("composition TTFT: hits cost nothing to prefill, seams and query are r
   CHECK(c.workers_used == 1);
   CHECK(c.dispatch == doctest::Approx(o.cost.cost(200)));
   CHECK_THROWS_AS(sim::composition_ttft(len, std::span<const bool>(all_hit, 2), 0, 1, o), hybridcache::invalid_argument);
+  // Prefix first (HYPIC's lookup order): with the first segment restored from the prefix cache,
+  // its seam and its composition disappear; with all three, only the query is left.
+  const auto p1 = sim::composition_ttft(len, all_hit, 20, 4, o, 1);
+  CHECK(p1.combine == doctest::Approx(o.cost.combine_fixed + 2 * o.cost.compose_per_segment + seams + o.cost.cost(20, 600)));
+  const auto p2 = sim::composition_ttft(len, all_hit, 20, 4, o, 2);
+  CHECK(p2.combine == doctest::Approx(o.cost.combine_fixed + 1 * o.cost.compose_per_segment + o.cost.cost(16, 300 - 8) +
+                                      o.cost.cost(20, 600)));
+  const auto p3 = sim::composition_ttft(len, one_cold, 20, 4, o, 3);
+  CHECK(p3.total == doctest::Approx(o.cost.cost(20, 600)));
+  CHECK_THROWS_AS(sim::composition_ttft(len, all_hit, 20, 4, o, 4), hybridcache::invalid_argument);
 }
 
 TEST_CASE("segment index: hits and misses per namespace, hand-computed") {
@@ -102,6 +112,10 @@ TEST_CASE("segment index: hits and misses per namespace, hand-computed") {
   const double full = (3 * m.cost(115) + m.cost(117) + m.cost(117)) / 5.0;
   CHECK(r.ttft[0].method == "full");
   CHECK(r.ttft[0].mean == doctest::Approx(full));
+  // Request 5 repeats request 1 whole: prefix caching and composition both recompute one token.
+  CHECK(r.ttft[1].method == "prefix");
+  const double prefix = (3 * m.cost(115) + 2 * m.cost(117) - m.cost(115) + m.cost(1, 114)) / 5.0;
+  CHECK(r.ttft[1].mean == doctest::Approx(prefix));
 }
 
 TEST_CASE("segment-reuse simulation is deterministic and rejects bad input") {

@@ -140,6 +140,12 @@ TEST_CASE("DP on a point-mass workload: hand-computed recompute and the fallback
   CHECK(r.dp_fallbacks == 1);
   // Balanced M=1 always stores 64: 64 per hit.
   CHECK(r.find(strategy::balanced, 1)->recomputed_tokens == 64.0 * (n - 1));
+  // Oracle: the law (all mass at 128) is known before the first entry is placed.
+  o.oracle = true;
+  const auto oracle = sim::simulate_sparse_prefix(t, o);
+  CHECK(oracle.find(strategy::dp, 1)->recomputed_tokens == 0.0);
+  CHECK(oracle.dp_fallbacks == 0);
+  CHECK(oracle.depths == r.depths);
 }
 
 TEST_CASE("DP placements are optimal for the re-solved EW histogram (brute force)") {
@@ -260,6 +266,10 @@ TEST_CASE("bad options and over-long requests are rejected") {
   CHECK_THROWS_AS(sim::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
   o = {};
   o.budgets = {};
+  CHECK_THROWS_AS(sim::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
+  o = {};
+  o.oracle = true;
+  o.oracle_weights = {1.0, 2.0};
   CHECK_THROWS_AS(sim::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
   o = {};
   o.budgets = {4, 0};

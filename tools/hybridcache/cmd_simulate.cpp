@@ -64,6 +64,8 @@ sparse prefix caching:
   --resolve-every R   histogram snapshot / DP re-solve period in requests (default 10)
   --gamma G           EW histogram decay (default 0.99)
   --smoothing E       DP on (1-E)*histogram + E*uniform (default 0: the paper's plug-in DP)
+  --oracle            DP on the trace's own depth law (known in advance) instead of the online
+                      EW histogram: separates estimation error from the method
   --strategies LIST   subset of the strategies above (default all)
   --model NAME        state-size preset: qwen3.5-0.8b (default) | qwen3-next-80b-a3b
 segment reuse:
@@ -208,7 +210,7 @@ sim::trace build_segments(const std::string& kind, const workload_options& w) {
 }
 
 int run(std::span<const std::string_view> argv) {
-  const hybridcache_cli::args a(argv, {"no-plot", "quiet"});
+  const hybridcache_cli::args a(argv, {"no-plot", "quiet", "oracle"});
   if (!a.positional().empty()) throw usage_error{"unexpected argument '" + a.positional().front() + "'"};
   workload_options w;
   w.data = a.get("data") ? fs::path(*a.get("data")) : default_data_dir();
@@ -227,6 +229,8 @@ int run(std::span<const std::string_view> argv) {
   so.resolve_every = a.get_size("resolve-every").value_or(10);
   so.gamma = a.get_double("gamma").value_or(0.99);
   so.smoothing = a.get_double("smoothing").value_or(0.0);
+  so.oracle = a.has("oracle");
+  (void)a.get("oracle");
   if (auto s = a.get("strategies")) {
     so.strategies.clear();
     for (const auto& name : split_list(*s)) {

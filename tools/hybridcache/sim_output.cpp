@@ -67,9 +67,12 @@ void print_sparse_table(std::FILE* out, const hybridcache::sim::sparse_prefix_re
   fmt::print(out, "\nsparse prefix caching — trace {}: {} requests, {} hits ({:.1f}%), mean depth of a hit {:.0f} tokens\n",
              r.trace_name, r.requests, r.hits, r.requests ? 100.0 * static_cast<double>(r.hits) / static_cast<double>(r.requests) : 0.0,
              r.hits ? r.depth_tokens / static_cast<double>(r.hits) : 0.0);
-  fmt::print(out, "  last-K cache K = {}, block B = {}, re-solve every {} requests, gamma = {}, model {} ({} / checkpoint, {} KV / token)\n",
-             o.cache_entries, o.granularity, o.resolve_every, o.gamma, o.model.name, human_bytes(o.model.checkpoint_bytes()),
-             human_bytes(o.model.kv_bytes_per_token()));
+  fmt::print(out, "  last-K cache K = {}, block B = {}, {}, model {} ({} / checkpoint, {} KV / token)\n",
+             o.cache_entries, o.granularity,
+             o.oracle ? std::string("DP on the trace's own depth law (oracle)")
+                      : fmt::format("re-solve every {} requests, gamma = {}{}", o.resolve_every, o.gamma,
+                                    o.smoothing > 0 ? fmt::format(", smoothing {}", o.smoothing) : std::string()),
+             o.model.name, human_bytes(o.model.checkpoint_bytes()), human_bytes(o.model.kv_bytes_per_token()));
   fmt::print(out, "  {:<12} {:>6} {:>10} {:>14} {:>9} {:>10} {:>12} {:>12}\n", "strategy", "budget", "ckpt/entry",
              "recomputed", "savings", "reduction", "state/entry", "cache (K)");
   for (const auto& row : r.rows) {
@@ -225,7 +228,7 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     t["resolves"] = s.resolves;
     t["dp_fallbacks"] = s.dp_fallbacks;
     t["options"] = {{"cache_entries", s.options.cache_entries}, {"granularity", s.options.granularity},
-                    {"smoothing", s.options.smoothing},
+                    {"smoothing", s.options.smoothing}, {"oracle", s.options.oracle},
                     {"resolve_every", s.options.resolve_every}, {"gamma", s.options.gamma},
                     {"frontier_tolerance", s.options.frontier_tolerance}, {"model", s.options.model.name},
                     {"checkpoint_bytes", s.options.model.checkpoint_bytes()},
@@ -367,11 +370,12 @@ std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std
     scripts.emplace_back("reduction.svg", dir / "reduction_svg.gp");
   }
   if (!r.fig14.empty() || !r.segments.empty()) {
+    // Two files, so a missing half never shifts gnuplot's index numbering.
     std::string dat = "# cold dispatch: workers ttft dispatch transfer combine full\n";
     for (const auto& b : r.fig14) {
       dat += fmt::format("{} {} {} {} {} {}\n", b.workers, b.total, b.dispatch, b.transfer, b.combine, b.full);
     }
-    dat += "\n\n# segment trace: workers composition full prefix naive (mean ms)\n";
+    std::string seg = "# segment trace: workers composition full prefix naive (mean ms)\n";
     if (!r.segments.empty()) {
       const auto& s = r.segments.front();
       double full = 0, prefix = 0, naive = 0;
@@ -381,10 +385,11 @@ std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std
         if (x.method == "naive") naive = x.mean;
       }
       for (const auto& x : s.ttft) {
-        if (x.method == "composition") dat += fmt::format("{} {} {} {} {}\n", x.workers, x.mean, full, prefix, naive);
+        if (x.method == "composition") seg += fmt::format("{} {} {} {} {}\n", x.workers, x.mean, full, prefix, naive);
       }
     }
-    write_atomic(dir / "ttft_workers.dat", dat);
+    if (!r.fig14.empty()) write_atomic(dir / "ttft_fig14.dat", dat);
+    if (!r.segments.empty()) write_atomic(dir / "ttft_segments.dat", seg);
     const bool both = !r.fig14.empty() && !r.segments.empty();
     for (bool png : {true, false}) {
       std::string gp = terminal(png, both ? 1200 : 640, 420);
@@ -392,22 +397,23 @@ std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std
       gp += fmt::format("set multiplot layout 1,{}\nset grid\nset logscale x 2\nset key top right\nset xlabel \"prefill workers m\"\n"
                         "set ylabel \"TTFT (ms, cost model)\"\nset yrange [0:*]\n",
                         both ? 2 : 1);
-      const std::string d = gp_quote(abs / "ttft_workers.dat");
+      const std::string d = gp_quote(abs / "ttft_fig14.dat");
+      const std::string e = gp_quote(abs / "ttft_segments.dat");
       if (!r.fig14.empty()) {
         gp += fmt::format("set title \"{} cold segments x {} tokens (HYPIC Fig. 14 shape)\"\n", r.fig14_segments, r.fig14_tokens);
-        gp += fmt::format("plot {0} index 0 using 1:6 with lines dt 2 lw 2 title 'full recompute', "
-                          "{0} index 0 using 1:2 with linespoints lw 3 title 'composition + LPT (total)', "
-                          "{0} index 0 using 1:3 with linespoints title 'dispatch forward', "
-                          "{0} index 0 using 1:($4+$5) with linespoints title 'transfer + combine'\n",
+        gp += fmt::format("plot {0} using 1:6 with lines dt 2 lw 2 title 'full recompute', "
+                          "{0} using 1:2 with linespoints lw 3 title 'composition + LPT (total)', "
+                          "{0} using 1:3 with linespoints title 'dispatch forward', "
+                          "{0} using 1:($4+$5) with linespoints title 'transfer + combine'\n",
                           d);
       }
       if (!r.segments.empty()) {
         gp += fmt::format("set title \"{}: mean TTFT per request\"\n", r.segments.front().trace_name);
-        gp += fmt::format("plot {0} index 1 using 1:3 with lines dt 2 lw 2 title 'full recompute', "
-                          "{0} index 1 using 1:4 with lines dt 3 lw 2 title 'prefix caching', "
-                          "{0} index 1 using 1:5 with lines dt 4 lw 2 title 'naive addition (inexact)', "
-                          "{0} index 1 using 1:2 with linespoints lw 3 title 'composition + LPT'\n",
-                          d);
+        gp += fmt::format("plot {0} using 1:3 with lines dt 2 lw 2 title 'full recompute', "
+                          "{0} using 1:4 with lines dt 3 lw 2 title 'prefix caching', "
+                          "{0} using 1:5 with lines dt 4 lw 2 title 'naive addition (inexact)', "
+                          "{0} using 1:2 with linespoints lw 3 title 'composition + LPT'\n",
+                          e);
       }
       gp += "unset multiplot\n";
       write_atomic(dir / (png ? "ttft_workers_png.gp" : "ttft_workers_svg.gp"), gp);

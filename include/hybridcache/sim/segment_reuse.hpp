@@ -15,10 +15,12 @@
 /// |---|---|
 /// | full recompute | cost(n, 0) |
 /// | prefix caching | cost(max(n − p, 1), p) — reuse only the longest cached segment-aligned prefix |
-/// | naive addition | Σ_miss cost(|s_i|, 0) + k·compose + combine_fixed + cost(q, n − q): states added without T_C, no seam repair (HYPIC's strawman; fast, inexact) |
+/// | naive addition | Σ_miss cost(|s_i|, 0) + k'·compose + combine_fixed + cost(q, n − q): states added without T_C, no seam repair (HYPIC's strawman; fast, inexact) |
 /// | composition (HYPIC) on m workers | min(serial, LPT makespan of {cost(|s_i|, 0) : miss} over m workers (`lpt_assign`) + transfer) + k·compose + combine_fixed + Σ_boundaries cost(2w, pos) + cost(q, n − q) |
 ///
-/// The seam windows (HYPIC §4.3, w = 8 by default) are recomputed at each of the k − 1 internal
+/// As in HYPIC's lookup order, a request first restores the longest cached prefix and composes
+/// only the k' segments after it (a fully cached prompt costs what prefix caching costs); the
+/// seam windows (HYPIC §4.3, w = 8 by default) are recomputed at each of the k − 1 internal
 /// segment boundaries, attending to everything before them (pos = the boundary's offset − w).
 /// The prefix cache is generous to the baseline: it keeps the state at every segment boundary of
 /// every earlier request (a hybrid engine needs a stored recurrent state exactly there).
@@ -108,17 +110,28 @@ struct segment_reuse_result {
 /// @param hit whether each segment is cached
 /// @param query query tokens (recomputed after the segments)
 inline ttft_breakdown composition_ttft(std::span<const std::size_t> lengths, std::span<const bool> hit,
-                                       std::size_t query, std::size_t workers, const segment_reuse_options& o) {
+                                       std::size_t query, std::size_t workers, const segment_reuse_options& o,
+                                       std::size_t prefix_segments = 0) {
   if (lengths.size() != hit.size()) {
     hybridcache::detail::throw_invalid("hit.size()", hit.size(), "must equal lengths.size()");
+  }
+  if (prefix_segments > lengths.size()) {
+    hybridcache::detail::throw_invalid("prefix_segments", prefix_segments, "exceeds the number of segments");
   }
   ttft_breakdown b;
   b.workers = workers;
   std::vector<double> cold;
   std::size_t n = 0;
   for (std::size_t i = 0; i < lengths.size(); ++i) {
-    if (!hit[i]) cold.push_back(o.cost.cost(lengths[i], 0));
+    if (!hit[i] && i >= prefix_segments) cold.push_back(o.cost.cost(lengths[i], 0));
     n += lengths[i];
+  }
+  b.full = o.cost.cost(n + query, 0);
+  if (prefix_segments == lengths.size() && !lengths.empty()) {
+    // Every segment is restored from the prefix cache: only the query (at least one token) is left.
+    b.combine = query > 0 ? o.cost.cost(query, n) : o.cost.cost(1, n - 1);
+    b.total = b.serial = b.combine;
+    return b;
   }
   const double serial_dispatch = [&] {
     double s = 0.0;
@@ -136,10 +149,12 @@ inline ttft_breakdown composition_ttft(std::span<const std::size_t> lengths, std
   } else {
     b.workers_used = workers;
   }
-  double combine = o.cost.combine_fixed + o.cost.compose_per_segment * static_cast<double>(lengths.size());
+  double combine = o.cost.combine_fixed +
+                   o.cost.compose_per_segment * static_cast<double>(lengths.size() - prefix_segments);
   std::size_t offset = 0;
   for (std::size_t i = 0; i + 1 < lengths.size(); ++i) {
     offset += lengths[i];
+    if (i + 1 < prefix_segments) continue;  // inside the restored prefix: no seam to repair
     const std::size_t left = std::min(o.seam, lengths[i]);
     const std::size_t right = std::min(o.seam, lengths[i + 1]);
     combine += o.cost.cost(left + right, offset - left);
@@ -147,7 +162,6 @@ inline ttft_breakdown composition_ttft(std::span<const std::size_t> lengths, std
   if (query > 0) combine += o.cost.cost(query, n);
   b.combine = combine;
   b.total = b.dispatch + b.transfer + b.combine;
-  b.full = o.cost.cost(n + query, 0);
   b.serial = serial_dispatch + combine;
   return b;
 }
@@ -220,7 +234,6 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
     hit.reset(new bool[k + 1]());
     std::size_t n = query;
     bool any_miss = false;
-    double naive_ms = 0.0;
     for (std::size_t s = 0; s < k; ++s) {
       const auto tok = t.piece(q.pieces[s]);
       lengths[s] = tok.size();
@@ -234,11 +247,10 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
         ++st.misses;
         st.miss_tokens += static_cast<double>(tok.size());
         any_miss = true;
-        naive_ms += o.cost.cost(tok.size(), 0);
       }
     }
     // Longest cached segment-aligned prefix (query included: a repeated prompt hits it all).
-    std::size_t p = 0, run = 0;
+    std::size_t p = 0, run = 0, covered = 0;  // covered: leading pieces inside the prefix hit
     std::uint64_t key = std::hash<std::string>{}(ns);
     std::vector<std::uint64_t> keys;
     bool matching = true;
@@ -247,9 +259,15 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
       key = detail::hash_tokens(tok, key);
       keys.push_back(key);
       run += tok.size();
-      if (matching && prefixes.count(key)) p = run;
-      else matching = false;
+      if (matching && prefixes.count(key)) {
+        p = run;
+        covered = s + 1;
+      } else {
+        matching = false;
+      }
     }
+    const std::size_t prefix_segments = std::min(covered, k);
+    const bool whole_prompt = covered == q.pieces.size() && !q.pieces.empty();
     for (auto kk : keys) prefixes.insert(kk);
     r.prefix_hit_tokens += static_cast<double>(p);
     r.prompt_tokens += static_cast<double>(n);
@@ -257,10 +275,21 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
     cold_mask.push_back(any_miss ? 1.0 : 0.0);
     full.push_back(o.cost.cost(n, 0));
     prefix.push_back(o.cost.cost(std::max<std::size_t>(n - p, 1), std::min(p, n - 1)));
-    naive.push_back(naive_ms + o.cost.compose_per_segment * static_cast<double>(k) + o.cost.combine_fixed +
-                    (query > 0 ? o.cost.cost(query, n - query) : 0.0));
+    // Lookup order of HYPIC: the prefix cache first, position-independent hits for the rest.
+    if (whole_prompt) {
+      naive.push_back(prefix.back());
+    } else {
+      double nv = o.cost.compose_per_segment * static_cast<double>(k - prefix_segments) + o.cost.combine_fixed +
+                  (query > 0 ? o.cost.cost(query, n - query) : 0.0);
+      for (std::size_t s = prefix_segments; s < k; ++s) {
+        if (!hit[s]) nv += o.cost.cost(lengths[s], 0);
+      }
+      naive.push_back(nv);
+    }
     for (std::size_t w = 0; w < o.workers.size(); ++w) {
-      comp[w].push_back(composition_ttft(lengths, std::span<const bool>(hit.get(), k), query, o.workers[w], o).total);
+      comp[w].push_back(whole_prompt ? prefix.back()
+                                     : composition_ttft(lengths, std::span<const bool>(hit.get(), k), query,
+                                                        o.workers[w], o, prefix_segments).total);
     }
     for (std::size_t s = 0; s < k; ++s) {
       if (!hit[s]) index.insert(key_ns, t.piece(q.pieces[s]), static_cast<std::uint32_t>(i));

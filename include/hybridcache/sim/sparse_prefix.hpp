@@ -150,6 +150,13 @@ struct sparse_prefix_options {
   /// histogram). With ε > 0 every block is "useful", so spare budget goes to depths the
   /// histogram has not seen yet instead of being left unused.
   double smoothing = 0.0;
+  /// Oracle mode: place with the trace's own empirical depth law (all requests, known in advance)
+  /// instead of the online EW histogram — separates estimation error from the method.
+  /// `simulate_sparse_prefix` computes it with a first, strategy-independent pass.
+  bool oracle = false;
+  /// The law the DP uses in oracle mode, weights of depths 1..N (filled by
+  /// `simulate_sparse_prefix`; a caller driving `sparse_prefix_simulator` may set it).
+  std::vector<double> oracle_weights{};
   model_shape model = qwen3_5_0_8b;
 };
 
@@ -224,6 +231,17 @@ class sparse_prefix_simulator {
   sparse_prefix_simulator(sparse_prefix_options opts, std::size_t max_depth)
       : opts_(std::move(opts)), hist_(check_depth(max_depth), opts_.gamma) {
     detail::check_sparse_options(opts_);
+    if (opts_.oracle) {
+      if (opts_.oracle_weights.size() != max_depth) {
+        hybridcache::detail::throw_invalid("oracle_weights.size()", opts_.oracle_weights.size(), "must equal max_depth");
+      }
+      for (std::size_t i = 0; i < max_depth; ++i) {
+        const double x = opts_.oracle_weights[i];
+        if (!(x >= 0.0) || !(x < 1e300)) {
+          hybridcache::detail::throw_invalid(hybridcache::detail::indexed("oracle_weights", i), x, "must be finite and >= 0");
+        }
+      }
+    }
     for (auto s : opts_.strategies) {
       if (uses_budget(s)) {
         for (auto m : opts_.budgets) configs_.push_back({s, m});
@@ -233,6 +251,7 @@ class sparse_prefix_simulator {
     }
     acc_.assign(configs_.size(), {});
     entries_.resize(opts_.cache_entries);
+    if (opts_.oracle) resolve();  // the law is known before the first request
     result_.max_depth = max_depth;
     result_.options = opts_;
   }
@@ -350,9 +369,14 @@ class sparse_prefix_simulator {
   }
 
   void resolve() {
-    weights_ = hist_.pmf();
-    has_weights_ = false;
-    for (double w : weights_) has_weights_ = has_weights_ || w > 0.0;
+    const auto w = opts_.oracle ? opts_.oracle_weights : hist_.pmf();
+    cum_mass_.assign(w.size() + 1, 0.0);
+    cum_moment_.assign(w.size() + 1, 0.0);
+    for (std::size_t t = 1; t <= w.size(); ++t) {
+      cum_mass_[t] = cum_mass_[t - 1] + w[t - 1];
+      cum_moment_[t] = cum_moment_[t - 1] + static_cast<double>(t) * w[t - 1];
+    }
+    has_weights_ = cum_mass_.back() > 0.0;
     ++result_.resolves;
     ++epoch_;
     dp_memo_.clear();
@@ -377,32 +401,54 @@ class sparse_prefix_simulator {
     return clip_to_granularity(pos, b);
   }
 
+  // The DP of Thm. 2 on the snapshot truncated to depths 1..len (optionally smoothed), solved on
+  // the equivalent block-compressed problem: with checkpoints only at multiples of B, ℓ(t) is
+  // B·ℓ'(k) for every depth t in block k = ⌊t/B⌋, so
+  //   E[r] = Σ_t p_t t − B·Σ_k P_k ℓ'(k),   P_k = Σ_{t in block k, t <= len} p_t,
+  // and minimising it is minimising E'[r] = Σ_k P_k (k − ℓ'(k)) over checkpoint indices
+  // (granularity 1, depths k = 1..⌊len/B⌋; depths < B can never be served). Same optimum, exact;
+  // O(len/B) to build from the snapshot's prefix sums instead of O(len).
   std::vector<std::size_t> place_dp(const config& c, std::size_t len) {
     const std::size_t b = opts_.granularity;
-    const std::span<const double> w = has_weights_ ? std::span<const double>(weights_).first(len) : std::span<const double>{};
-    double mass = 0.0;
-    for (double x : w) mass += x;
+    const double mass = has_weights_ ? cum_mass_[len] : 0.0;
     if (!(mass > 0.0)) {
       fell_back_ = true;
       return clip_to_granularity(place_balanced(len, std::min(c.budget, len)), b);
     }
-    std::span<const double> law = w;
-    if (opts_.smoothing > 0.0) {
-      smoothed_.resize(len);
-      const double flat = opts_.smoothing / static_cast<double>(len);
-      for (std::size_t i = 0; i < len; ++i) smoothed_[i] = (1.0 - opts_.smoothing) * w[i] / mass + flat;
-      law = smoothed_;
+    if (compressed_len_ != len || compressed_epoch_ != epoch_) {
+      const std::size_t k_max = len / b;
+      const double eps = opts_.smoothing;
+      compressed_.assign(k_max, 0.0);
+      compressed_total_ = 0.0;
+      compressed_moment_ = 0.0;
+      for (std::size_t k = 1; k <= k_max; ++k) {
+        const std::size_t lo = k * b, hi = std::min((k + 1) * b - 1, len);
+        double pk = (cum_mass_[hi] - cum_mass_[lo - 1]) / mass;
+        if (eps > 0.0) pk = (1.0 - eps) * pk + eps * static_cast<double>(hi - lo + 1) / static_cast<double>(len);
+        compressed_[k - 1] = pk;
+        compressed_total_ += pk;
+        compressed_moment_ += static_cast<double>(k) * pk;
+      }
+      const double first_moment = cum_moment_[len] / mass;
+      no_cache_ = eps > 0.0 ? (1.0 - eps) * first_moment + eps * (static_cast<double>(len) + 1.0) / 2.0 : first_moment;
+      compressed_len_ = len;
+      compressed_epoch_ = epoch_;
     }
-    const placement_options po{.granularity = b};
-    std::size_t m = std::min(c.budget, len / b);
+    if (!(compressed_total_ > 0.0)) return {};  // all the mass is below B: no checkpoint helps
+    std::size_t m = std::min(c.budget, compressed_.size());
     if (c.kind == strategy::dp_frontier && m > 0) {
-      const auto f = optimal_frontier(law, m, po);
-      const double limit = (1.0 + opts_.frontier_tolerance) * f.back();
+      // E[r](m) in tokens of the (normalised) law: R_nc − B·(S − Z·E'(m)).
+      const auto f = optimal_frontier(compressed_, m);
+      const auto bb = static_cast<double>(b);
+      auto tokens_of = [&](double e) { return no_cache_ - bb * (compressed_moment_ - compressed_total_ * e); };
+      const double limit = (1.0 + opts_.frontier_tolerance) * tokens_of(f.back());
       std::size_t k = 0;
-      while (k < m && f[k] > limit) ++k;
+      while (k < m && tokens_of(f[k]) > limit * (1.0 + 1e-12)) ++k;
       m = k;
     }
-    return place_optimal(law, m, po).checkpoints;
+    auto idx = place_optimal(compressed_, m).checkpoints;
+    for (auto& x : idx) x *= b;
+    return idx;
   }
 
   void insert(std::span<const token_id> tokens, const std::optional<std::string>& ns) {
@@ -444,8 +490,10 @@ class sparse_prefix_simulator {
   std::size_t inserted_ = 0;
   std::size_t since_solve_ = 0;
   std::size_t epoch_ = 0;
-  std::vector<double> weights_;
-  std::vector<double> smoothed_;
+  std::vector<double> cum_mass_, cum_moment_;  // prefix sums of the snapshot: Σ p_t, Σ t·p_t
+  std::vector<double> compressed_;             // block masses P_k of the last compressed problem
+  double compressed_total_ = 0.0, compressed_moment_ = 0.0, no_cache_ = 0.0;
+  std::size_t compressed_len_ = 0, compressed_epoch_ = static_cast<std::size_t>(-1);
   bool has_weights_ = false;
   std::unordered_map<std::uint64_t, placed> dp_memo_, fixed_memo_;
   bool fell_back_ = false;
@@ -495,9 +543,24 @@ inline std::vector<dominance_check> check_dominance(const sparse_prefix_result& 
 inline sparse_prefix_result simulate_sparse_prefix(const trace& t, const sparse_prefix_options& opts = {},
                                                    const progress_fn& progress = {}) {
   if (t.empty()) hybridcache::detail::throw_invalid("trace.size()", std::size_t{0}, "the trace has no requests");
-  sparse_prefix_simulator sim(opts, std::max<std::size_t>(t.max_length(), 1));
+  const std::size_t max_depth = std::max<std::size_t>(t.max_length(), 1);
   std::vector<token_id> buf;
   const std::size_t n = t.size();
+  sparse_prefix_options o = opts;
+  if (o.oracle && o.oracle_weights.empty()) {
+    // First pass: the depths do not depend on the strategy; their empirical law is the oracle.
+    sparse_prefix_options probe = opts;
+    probe.oracle = false;
+    probe.strategies = {strategy::kv_only};
+    sparse_prefix_simulator depth_only(probe, max_depth);
+    o.oracle_weights.assign(max_depth, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      t.materialize(t.requests()[i], buf);
+      const std::size_t d = depth_only.step(buf, t.requests()[i].ns);
+      if (d > 0) o.oracle_weights[d - 1] += 1.0;
+    }
+  }
+  sparse_prefix_simulator sim(o, max_depth);
   const std::size_t every = std::max<std::size_t>(n / 100, 1);
   for (std::size_t i = 0; i < n; ++i) {
     t.materialize(t.requests()[i], buf);
