@@ -108,7 +108,9 @@ struct gemm_args {
 
 template <class Real>
 __global__ void __launch_bounds__(gemm_threads) batched_gemm_kernel(gemm_args<Real> g) {
-  __shared__ Real as[gemm_tile_k][gemm_tile_m];  // A tile, transposed: as[kk][i]
+  // A tile, transposed (as[kk][i]) and padded by one: the loads below write it with kk fastest,
+  // and a row length of 65 words spreads those writes over the banks.
+  __shared__ Real as[gemm_tile_k][gemm_tile_m + 1];
   __shared__ Real bs[gemm_tile_k][gemm_tile_n];
   const unsigned tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const std::size_t i0 = static_cast<std::size_t>(blockIdx.y) * gemm_tile_m;
