@@ -56,6 +56,25 @@ TEST_CASE("last_k_cache depth equals the brute-force longest common prefix") {
   }
 }
 
+TEST_CASE("last_k_cache depth on long shared prefixes (document QA shape) equals brute force") {
+  std::mt19937 rng(8);
+  std::vector<std::vector<token_id>> docs(4, std::vector<token_id>(700));
+  for (auto& d : docs)
+    for (auto& t : d) t = rng() % 5;
+  for (std::size_t k : {3u, 50u}) {
+    st::last_k_cache cache(k);
+    brute_last_k ref{k, {}};
+    for (int r = 0; r < 1500; ++r) {
+      const auto& d = docs[rng() % docs.size()];
+      std::vector<token_id> t(d.begin(), d.begin() + static_cast<long>(rng() % d.size()));
+      if (!t.empty() && rng() % 3 == 0) t[rng() % t.size()] += 1;  // a mutation anywhere
+      for (int q = 0; q < 5; ++q) t.push_back(rng() % 5);           // a question
+      const auto m = cache.observe(t);
+      REQUIRE(m.depth == ref.observe(std::string(sg::namespace_key{}.bytes()), t));
+    }
+  }
+}
+
 TEST_CASE("last_k_cache retains exactly the last K requests") {
   st::last_k_cache cache(2);
   const std::vector<token_id> a{1, 2, 3}, b{4, 5}, c{6};

@@ -35,7 +35,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -337,13 +336,33 @@ class lru_pool {
     bool released = false;  // bytes returned, callback scheduled
     bool in_lru = false;
     release_reason reason = release_reason::evicted;
-    typename std::list<node*>::iterator lru_pos{};
+    node* lru_prev = nullptr;  // towards the most recently used end
+    node* lru_next = nullptr;  // towards the least recently used end
+  };
+
+  // Intrusive doubly linked LRU list (no allocation on pin/unpin): head = most recently used.
+  struct lru_list {
+    node* head = nullptr;
+    node* tail = nullptr;
+    [[nodiscard]] bool empty() const noexcept { return head == nullptr; }
+    [[nodiscard]] node* back() const noexcept { return tail; }
+    void erase(node& n) noexcept {
+      (n.lru_prev ? n.lru_prev->lru_next : head) = n.lru_next;
+      (n.lru_next ? n.lru_next->lru_prev : tail) = n.lru_prev;
+      n.lru_prev = n.lru_next = nullptr;
+    }
+    void push_front(node& n) noexcept {
+      n.lru_prev = nullptr;
+      n.lru_next = head;
+      (head ? head->lru_prev : tail) = &n;
+      head = &n;
+    }
   };
 
   struct state {
     mutable std::mutex mutex;
     std::unordered_map<Key, std::shared_ptr<node>, KeyHash, KeyEqual> map;
-    std::list<node*> lru[2];  // front = most recently used; only attached, unpinned entries
+    lru_list lru[2];  // per class; only attached, unpinned entries
     std::size_t capacity = 0;
     std::size_t reserved = 0;
     std::size_t used = 0;
@@ -355,14 +374,12 @@ class lru_pool {
 
     void lru_remove(node& n) noexcept {
       if (n.in_lru) {
-        lru[static_cast<int>(n.cls)].erase(n.lru_pos);
+        lru[static_cast<int>(n.cls)].erase(n);
         n.in_lru = false;
       }
     }
     void lru_push_front(node& n) {
-      auto& l = lru[static_cast<int>(n.cls)];
-      l.push_front(&n);
-      n.lru_pos = l.begin();
+      lru[static_cast<int>(n.cls)].push_front(n);
       n.in_lru = true;
     }
 
@@ -426,8 +443,8 @@ class lru_pool {
         const std::size_t used_ord = used - used_reserved;
         if (used_ord + bytes > shared_cap) {
           const std::size_t need = used_ord + bytes - shared_cap;
-          for (auto it = lru[0].rbegin(); it != lru[0].rend() && free_ord < need; ++it) {
-            free_ord += (*it)->bytes;
+          for (node* it = lru[0].tail; it != nullptr && free_ord < need; it = it->lru_prev) {
+            free_ord += it->bytes;
             ++n_ord;
           }
           if (free_ord < need) return false;
@@ -438,8 +455,8 @@ class lru_pool {
       const std::size_t used_after = used - free_ord;
       if (used_after + bytes > capacity) {
         const std::size_t need = used_after + bytes - capacity;
-        for (auto it = lru[1].rbegin(); it != lru[1].rend() && free_res < need; ++it) {
-          free_res += (*it)->bytes;
+        for (node* it = lru[1].tail; it != nullptr && free_res < need; it = it->lru_prev) {
+          free_res += it->bytes;
           ++n_res;
         }
         if (free_res < need) return false;
