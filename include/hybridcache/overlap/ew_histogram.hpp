@@ -48,8 +48,7 @@ class ew_histogram {
     if (!(gamma > 0.0 && gamma <= 1.0)) {
       detail::throw_invalid("gamma", gamma, "the decay must lie in (0, 1]");
     }
-    weight_.assign(max_depth, 0.0);
-    stamp_.assign(max_depth, 0);
+    bins_.assign(max_depth, bin{});
     log_inv_gamma_ = -std::log(gamma);
     inv_gamma_ = 1.0 / gamma;
     if (log_inv_gamma_ > 0.0) {
@@ -62,19 +61,19 @@ class ew_histogram {
   /// Records one request that reused `depth` tokens (0: a miss). O(1).
   /// @throws invalid_argument if depth > max_depth (never clipped silently).
   void observe(std::size_t depth) {
-    if (HYBRIDCACHE_DETAIL_UNLIKELY(depth > weight_.size())) {
+    if (HYBRIDCACHE_DETAIL_UNLIKELY(depth > bins_.size())) {
       detail::throw_invalid("depth", depth,
-                            "exceeds max_depth = " + std::to_string(weight_.size()));
+                            "exceeds max_depth = " + std::to_string(bins_.size()));
     }
     if (depth == 0) {
       miss_ += increment_;
     } else {
-      const std::size_t i = depth - 1;
-      if (HYBRIDCACHE_DETAIL_UNLIKELY(stamp_[i] != epoch_)) {
-        weight_[i] = stamp_[i] + 1 == epoch_ ? weight_[i] * carry_ : 0.0;
-        stamp_[i] = epoch_;
+      bin& b = bins_[depth - 1];
+      if (HYBRIDCACHE_DETAIL_UNLIKELY(b.stamp != epoch_)) {
+        b.weight = b.stamp + 1 == epoch_ ? b.weight * carry_ : 0.0;
+        b.stamp = epoch_;
       }
-      weight_[i] += increment_;
+      b.weight += increment_;
     }
     ++observations_;
     ++step_;
@@ -82,7 +81,7 @@ class ew_histogram {
     if (HYBRIDCACHE_DETAIL_UNLIKELY((step_ & 4095u) == 0 || step_ == epoch_length_)) advance();
   }
 
-  [[nodiscard]] std::size_t max_depth() const noexcept { return weight_.size(); }
+  [[nodiscard]] std::size_t max_depth() const noexcept { return bins_.size(); }
   [[nodiscard]] double gamma() const noexcept { return gamma_; }
   /// Number of observations so far, misses included.
   [[nodiscard]] std::uint64_t observations() const noexcept { return observations_; }
@@ -97,9 +96,9 @@ class ew_histogram {
   /// p̂_t / (1 − p̂_0) for t = 1..max_depth: the weighted law of the depth given a hit, summing to 1
   /// (all zero before the first hit). A snapshot, O(N).
   [[nodiscard]] std::vector<double> pmf() const {
-    std::vector<double> p(weight_.size());
+    std::vector<double> p(bins_.size());
     double sum = 0.0;
-    for (std::size_t i = 0; i < weight_.size(); ++i) {
+    for (std::size_t i = 0; i < bins_.size(); ++i) {
       p[i] = current(i);
       sum += p[i];
     }
@@ -113,9 +112,9 @@ class ew_histogram {
   /// The weights themselves, p̂_t (t = 1..max_depth) as in the formula of the file comment: they
   /// sum to 1 − p̂_0 (all zero before the first hit). O(N).
   [[nodiscard]] std::vector<double> weights() const {
-    std::vector<double> p(weight_.size());
+    std::vector<double> p(bins_.size());
     double sum = miss_;
-    for (std::size_t i = 0; i < weight_.size(); ++i) {
+    for (std::size_t i = 0; i < bins_.size(); ++i) {
       p[i] = current(i);
       sum += p[i];
     }
@@ -127,12 +126,13 @@ class ew_histogram {
 
  private:
   [[nodiscard]] double current(std::size_t i) const noexcept {
-    if (stamp_[i] == epoch_) return weight_[i];
-    return stamp_[i] + 1 == epoch_ ? weight_[i] * carry_ : 0.0;
+    const bin& b = bins_[i];
+    if (b.stamp == epoch_) return b.weight;
+    return b.stamp + 1 == epoch_ ? b.weight * carry_ : 0.0;
   }
   [[nodiscard]] double hit_weight() const noexcept {
     double s = 0.0;
-    for (std::size_t i = 0; i < weight_.size(); ++i) s += current(i);
+    for (std::size_t i = 0; i < bins_.size(); ++i) s += current(i);
     return s;
   }
   void advance() noexcept {
@@ -148,8 +148,13 @@ class ew_histogram {
     }
   }
 
-  std::vector<double> weight_;        // per depth, in the scale of stamp_'s epoch
-  std::vector<std::uint64_t> stamp_;  // epoch of the last update of each bin
+  // A bin's weight (in the scale of its epoch) and that epoch side by side: one cache line
+  // touched per observation.
+  struct bin {
+    double weight = 0.0;
+    std::uint64_t stamp = 0;
+  };
+  std::vector<bin> bins_;
   double gamma_;
   double inv_gamma_ = 1.0;
   double log_inv_gamma_ = 0.0;
