@@ -58,6 +58,16 @@ TEST_CASE("Poisson arrivals, Zipf popularity, reproducible from the seed") {
     CHECK(t.requests()[i].arrival == t2.requests()[i].arrival);
   }
   CHECK_THROWS_AS(sim::generate_requests(t2, groups, {.rate = 0.0}), hybridcache::invalid_argument);
+  sim::trace t3("once");
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    (void)t3.add_piece(std::vector<std::uint32_t>(10, static_cast<std::uint32_t>(g)));
+    (void)t3.add_piece(std::vector<std::uint32_t>{99});
+  }
+  sim::generate_requests(t3, groups, {.requests = 999, .seed = 3, .each_once = true});
+  REQUIRE(t3.size() == groups.size());
+  std::map<std::uint32_t, std::size_t> once;
+  for (const auto& r : t3.requests()) ++once[r.pieces.front()];
+  CHECK(once.size() == groups.size());
   CHECK_THROWS_AS(sim::generate_requests(t2, {}, {}), hybridcache::invalid_argument);
 }
 

@@ -51,7 +51,8 @@ workloads:
                       jsonl:PATH | none
   --data DIR          real data directory (default $HYBRIDCACHE_DATA_DIR, else ../shared/data
                       next to the source tree or the working directory)
-  --requests N        requests per trace (default 4000 synthetic, 10000 real; mooncake: all)
+  --requests N        requests per trace (default 4000 synthetic, 10000 real; mooncake: all;
+                      musique / multi_news: every prompt once, or N Zipf-popular draws)
   --length N          token scale of the synthetic prefixes (default 4096)
   --seed S            trace seed (default 1)
   --zipf S            popularity skew of documents / prompts (default 1.0)
@@ -185,7 +186,10 @@ std::pair<sim::trace, std::size_t> build_sparse(const std::string& kind, const w
 
 sim::trace build_segments(const std::string& kind, const workload_options& w) {
   namespace io = hybridcache_cli::sim_io;
-  const sim::arrival_options real{.requests = w.requests.value_or(2000), .rate = 2.0, .zipf = w.zipf, .seed = w.seed};
+  // Every prompt once (reuse comes from passages shared across prompts), unless --requests asks
+  // for Zipf-popular repeats.
+  const sim::arrival_options real{.requests = w.requests.value_or(2000), .rate = 2.0, .zipf = w.zipf, .seed = w.seed,
+                                  .each_once = !w.requests.has_value()};
   constexpr std::string_view instruction =
       "You are a helpful assistant. Answer the question using only the passages below.";
   if (kind == "rag") {

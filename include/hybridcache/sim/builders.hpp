@@ -44,6 +44,9 @@ struct arrival_options {
   double rate = 1.0;             ///< mean arrivals per second (Poisson)
   double zipf = 1.0;             ///< popularity skew over groups (0 = uniform)
   std::uint64_t seed = 1;        ///< names the trace
+  /// Instead of `requests` Zipf draws, every group exactly once (its suffix drawn uniformly), in
+  /// a seeded random order: reuse then comes only from what groups share, not from repeats.
+  bool each_once = false;
 };
 
 /// A group of requests sharing a prefix: the prefix pieces, the alternative suffixes (each a
@@ -65,7 +68,7 @@ inline void check_arrivals(const arrival_options& o) {
 }  // namespace detail
 
 /// Appends `opts.requests` requests drawn from `groups` to `t` (see the file comment for the
-/// model). A request is `group.prefix ++ suffix`; it `ends_with_query` when the suffix is not
+/// model; `each_once`: one request per group in a random order). A request is `group.prefix ++ suffix`; it `ends_with_query` when the suffix is not
 /// empty.
 /// @param shared_suffixes suffixes for groups with `use_shared_suffixes` (e.g. ShareGPT queries
 ///        under every system prompt).
@@ -88,9 +91,10 @@ inline void generate_requests(trace& t, std::span<const request_group> groups,
   for (std::size_t i = rank_of.size(); i > 1; --i) std::swap(rank_of[i - 1], rank_of[r.below(i)]);
   const sim::detail::zipf pop(groups.size(), opts.zipf);
   double clock = 0.0;
-  for (std::size_t i = 0; i < opts.requests; ++i) {
+  const std::size_t total = opts.each_once ? groups.size() : opts.requests;
+  for (std::size_t i = 0; i < total; ++i) {
     clock += r.exponential(opts.rate);
-    const request_group& g = groups[rank_of[pop(r)]];
+    const request_group& g = groups[opts.each_once ? rank_of[i] : rank_of[pop(r)]];
     request q;
     q.pieces = g.prefix;
     q.ns = g.ns;
