@@ -3,6 +3,7 @@
 
 #include <hybridcache/segment/split.hpp>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -103,6 +104,29 @@ TEST_CASE("split: properties on random requests (default seam 8)") {
     CHECK(covered + seps == t.size());
     CHECK(r.spliced_length == pos);
     CHECK(sg::splice(t, r, P).size() == pos);
+  }
+}
+
+TEST_CASE("split: seam interior is [h, n - w) with h = max(w, k - 1), empty when h + w >= n") {
+  for (std::size_t w : {0u, 1u, 4u, 8u}) {
+    for (std::size_t k : {0u, 1u, 4u, 12u}) {
+      for (std::size_t n = 1; n < 40; ++n) {
+        std::vector<token_id> t{S};
+        for (std::size_t i = 0; i < n; ++i) t.push_back(1);
+        t.push_back(S);
+        const auto r = sg::split(t, {.separator = S, .seam_width = w, .conv_kernel = k});
+        REQUIRE(r.segments.size() == 1);
+        const auto& s = r.segments[0];
+        const std::size_t h = std::max<std::size_t>(w, k > 1 ? k - 1 : 0);
+        const std::size_t ib = s.interior_begin() - s.begin, ie = s.interior_end() - s.begin;
+        if (h + w < n) {
+          CHECK(ib == h);
+          CHECK(ie == n - w);
+        } else {
+          CHECK(ib == ie);
+        }
+      }
+    }
   }
 }
 

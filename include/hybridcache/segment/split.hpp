@@ -20,10 +20,12 @@
 /// align with the engine's block size); the query is not padded. `position` is a segment's
 /// start in that spliced sequence — the p_i of HYPIC's RoPE re-rotation R(p_i).
 ///
-/// Seams (HYPIC §4.3, Fig. 7): each reusable segment keeps its first and last `seam_width`
-/// tokens out of the cached state (they are recomputed at splice time together with the
-/// neighbour's); a segment shorter than 2w has head = min(w, n) and tail = min(w, n − head).
-/// Default w = 8, HYPIC's default (the state-algebra component uses the same default).
+/// Seams (HYPIC §4.3, Fig. 7–8): each reusable segment keeps its first h and last w tokens out of
+/// the cached state (they are recomputed at splice time together with the neighbour's), with
+/// h = max(w, k − 1) when a causal conv of kernel k precedes the layer (HYPIC §4.3: w ≥ k − 1
+/// warms the conv state). Short segments: head = min(h, n), tail = min(w, n − head), so the
+/// interior is [h, n − w) when h + w < n and empty otherwise — the same interior as
+/// `state::cached_interior` with the same w and k. Default w = 8, HYPIC's default.
 
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +52,7 @@ struct split_options {
   std::size_t block_size = 1;  ///< pad leading and reusable segments to a multiple of this
   token_id pad_token = 0;      ///< token id written into padding by `splice`
   std::size_t seam_width = 8;  ///< HYPIC seam window w (0 disables seam exclusion)
+  std::size_t conv_kernel = 0; ///< k of a causal conv before QKV (0/1: none); head seam >= k−1
 };
 
 /// One piece of a request.
@@ -112,7 +115,9 @@ struct segmentation {
       s.padded_length = (n + opts.block_size - 1) / opts.block_size * opts.block_size;
     }
     if (role == segment_role::reusable) {
-      s.head_seam = n < opts.seam_width ? n : opts.seam_width;
+      const std::size_t warm = opts.conv_kernel > 1 ? opts.conv_kernel - 1 : 0;
+      const std::size_t head = opts.seam_width > warm ? opts.seam_width : warm;
+      s.head_seam = n < head ? n : head;
       const std::size_t rest = n - s.head_seam;
       s.tail_seam = rest < opts.seam_width ? rest : opts.seam_width;
     }
