@@ -28,13 +28,13 @@ namespace {
 bool g_smoke = false;
 int g_reps = 7;
 
-#define BENCH_CHECK(expr)                                                                     \
-  do {                                                                                        \
-    const cudaError_t e_ = (expr);                                                            \
-    if (e_ != cudaSuccess) {                                                                  \
+#define BENCH_CHECK(expr)                                                                         \
+  do {                                                                                            \
+    const cudaError_t e_ = (expr);                                                                \
+    if (e_ != cudaSuccess) {                                                                      \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
+      std::exit(1);                                                                               \
+    }                                                                                             \
   } while (0)
 
 /// Median milliseconds of one call of `f` (batches of `inner` calls between two events).
@@ -87,12 +87,15 @@ void bench_realign(const char* type, cudaStream_t s) {
     const auto dv = hc::cuda::make_view(dst.data(), {tokens, heads, hd});
     const double t = median_ms(s, [&] { BENCH_CHECK(hc::realign_keys(p, sv, dv, 4099, s)); });
     const double m = median_ms(s, [&] {
-      BENCH_CHECK(cudaMemcpyAsync(dst.data(), src.data(), n * sizeof(T), cudaMemcpyDeviceToDevice, s));
+      BENCH_CHECK(
+          cudaMemcpyAsync(dst.data(), src.data(), n * sizeof(T), cudaMemcpyDeviceToDevice, s));
     });
     const double bytes = 2.0 * static_cast<double>(n * sizeof(T));
-    std::printf("realign_keys    %-5s %-11s %8zu rows  %8.3f ms %8.1f GB/s | cudaMemcpy %8.1f GB/s (%.2fx)\n",
-                type, layout == hc::rope_layout::half_split ? "half_split" : "interleaved",
-                tokens * heads, t, gbps(bytes, t), gbps(bytes, m), m / t);
+    std::printf(
+        "realign_keys    %-5s %-11s %8zu rows  %8.3f ms %8.1f GB/s | cudaMemcpy %8.1f GB/s "
+        "(%.2fx)\n",
+        type, layout == hc::rope_layout::half_split ? "half_split" : "interleaved", tokens * heads,
+        t, gbps(bytes, t), gbps(bytes, m), m / t);
   }
 }
 
@@ -131,30 +134,30 @@ void bench_realign_blocks(const char* type, cudaStream_t s) {
                                 cudaMemcpyDeviceToDevice, s));
   });
   const double bytes = 4.0 * static_cast<double>(half_bytes);
-  std::printf("realign_blocks  %-5s %5zu blocks of %zu  %8.3f ms %8.1f GB/s | cudaMemcpy K+V %8.1f GB/s (%.2fx)\n",
-              type, logical, bs, t, gbps(bytes, t), gbps(bytes, m), m / t);
+  std::printf(
+      "realign_blocks  %-5s %5zu blocks of %zu  %8.3f ms %8.1f GB/s | cudaMemcpy K+V %8.1f GB/s "
+      "(%.2fx)\n",
+      type, logical, bs, t, gbps(bytes, t), gbps(bytes, m), m / t);
 }
 
 #if defined(HYBRIDCACHE_BENCH_CUBLAS)
 cublasStatus_t gemm_batched(cublasHandle_t h, std::size_t B, std::size_t dk, std::size_t dv,
                             const float* T, const float* P, float* D) {
   const float one = 1.0f;
-  return cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(dv),
-                                   static_cast<int>(dk), static_cast<int>(dk), &one, P,
-                                   static_cast<int>(dv), static_cast<long long>(dk * dv), T,
-                                   static_cast<int>(dk), static_cast<long long>(dk * dk), &one, D,
-                                   static_cast<int>(dv), static_cast<long long>(dk * dv),
-                                   static_cast<int>(B));
+  return cublasSgemmStridedBatched(
+      h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(dv), static_cast<int>(dk), static_cast<int>(dk),
+      &one, P, static_cast<int>(dv), static_cast<long long>(dk * dv), T, static_cast<int>(dk),
+      static_cast<long long>(dk * dk), &one, D, static_cast<int>(dv),
+      static_cast<long long>(dk * dv), static_cast<int>(B));
 }
 cublasStatus_t gemm_batched(cublasHandle_t h, std::size_t B, std::size_t dk, std::size_t dv,
                             const double* T, const double* P, double* D) {
   const double one = 1.0;
-  return cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(dv),
-                                   static_cast<int>(dk), static_cast<int>(dk), &one, P,
-                                   static_cast<int>(dv), static_cast<long long>(dk * dv), T,
-                                   static_cast<int>(dk), static_cast<long long>(dk * dk), &one, D,
-                                   static_cast<int>(dv), static_cast<long long>(dk * dv),
-                                   static_cast<int>(B));
+  return cublasDgemmStridedBatched(
+      h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(dv), static_cast<int>(dk), static_cast<int>(dk),
+      &one, P, static_cast<int>(dv), static_cast<long long>(dk * dv), T, static_cast<int>(dk),
+      static_cast<long long>(dk * dk), &one, D, static_cast<int>(dv),
+      static_cast<long long>(dk * dv), static_cast<int>(B));
 }
 #endif
 
@@ -178,7 +181,8 @@ void bench_dense(const char* type, cudaStream_t s) {
     cublasHandle_t h;
     if (cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
       cublasSetStream(h, s);
-      const double c = median_ms(s, [&] { (void)gemm_batched(h, B, dk, dv, T.data(), P.data(), D.data()); });
+      const double c =
+          median_ms(s, [&] { (void)gemm_batched(h, B, dk, dv, T.data(), P.data(), D.data()); });
       std::printf(" | cuBLAS strided-batched %8.2f TFLOP/s (%.2fx)\n", flops / (c * 1e-3) / 1e12,
                   c / t);
       cublasDestroy(h);
@@ -214,8 +218,7 @@ void bench_elementwise(const char* type, cudaStream_t s) {
 }
 
 void bench_select(cudaStream_t s) {
-  const std::size_t t_len = g_smoke ? 256 : 8192, nq = g_smoke ? 16 : 512, H = 32, Hkv = 8,
-                    d = 128;
+  const std::size_t t_len = g_smoke ? 256 : 8192, nq = g_smoke ? 16 : 512, H = 32, Hkv = 8, d = 128;
   auto q = random_device<float>(nq * H * d, 11);
   auto k = random_device<float>(t_len * Hkv * d, 12);
   hc::cuda::device_buffer<float> out(t_len);
@@ -229,14 +232,14 @@ void bench_select(cudaStream_t s) {
   const auto kv = hc::cuda::make_view(static_cast<const float*>(k.data()), {t_len, Hkv, d});
   const auto pv = hc::cuda::make_view(static_cast<const std::int64_t*>(dpos.data()), {nq});
   const auto ov = hc::cuda::make_view(out.data(), {t_len});
-  const double t = median_ms(s, [&] {
-    BENCH_CHECK(hc::sparse_q_scores(qv, pv, kv, ov, {}, ws.data(), ws_bytes, s));
-  });
+  const double t = median_ms(
+      s, [&] { BENCH_CHECK(hc::sparse_q_scores(qv, pv, kv, ov, {}, ws.data(), ws_bytes, s)); });
   double visible = 0;
   for (auto p : pos) visible += static_cast<double>(p + 1);
   const double flops = 2.0 * static_cast<double>(H * d) * visible;
-  std::printf("sparse_q_scores T=%zu nq=%zu H=%zu/%zu d=%zu  %8.3f ms %8.2f TFLOP/s (useful logits)\n",
-              t_len, nq, H, Hkv, d, t, flops / (t * 1e-3) / 1e12);
+  std::printf(
+      "sparse_q_scores T=%zu nq=%zu H=%zu/%zu d=%zu  %8.3f ms %8.2f TFLOP/s (useful logits)\n",
+      t_len, nq, H, Hkv, d, t, flops / (t * 1e-3) / 1e12);
 
   // Key-token top-k over a long prompt, against the radix sort it is built on.
   const std::size_t T2 = g_smoke ? 1000 : (1u << 20), kk = 2048;
@@ -252,9 +255,8 @@ void bench_select(cudaStream_t s) {
   std::size_t bytes = 0;
   BENCH_CHECK(hc::cuda::select_key_tokens(sv, mv, tv, nullptr, bytes, s));
   hc::cuda::device_buffer<unsigned char> tws(bytes);
-  const double tk = median_ms(s, [&] {
-    BENCH_CHECK(hc::cuda::select_key_tokens(sv, mv, tv, tws.data(), bytes, s));
-  });
+  const double tk = median_ms(
+      s, [&] { BENCH_CHECK(hc::cuda::select_key_tokens(sv, mv, tv, tws.data(), bytes, s)); });
   hc::cuda::device_buffer<float> ko(T2);
   hc::cuda::device_buffer<std::uint32_t> vi(T2), vo(T2);
   std::size_t sort_bytes = 0;
@@ -267,17 +269,21 @@ void bench_select(cudaStream_t s) {
                                                           ko.data(), vi.data(), vo.data(),
                                                           static_cast<std::int64_t>(T2), 0, 32, s));
   });
-  std::printf("select_key_tokens T=%zu k=%zu  %8.3f ms %8.2f Gitems/s | cub radix sort alone %8.2f Gitems/s\n",
-              T2, kk, tk, static_cast<double>(T2) / (tk * 1e-3) / 1e9,
-              static_cast<double>(T2) / (ts * 1e-3) / 1e9);
+  std::printf(
+      "select_key_tokens T=%zu k=%zu  %8.3f ms %8.2f Gitems/s | cub radix sort alone %8.2f "
+      "Gitems/s\n",
+      T2, kk, tk, static_cast<double>(T2) / (tk * 1e-3) / 1e9,
+      static_cast<double>(T2) / (ts * 1e-3) / 1e9);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--smoke") == 0) g_smoke = true;
-    else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) g_reps = std::max(1, std::atoi(argv[++i]));
+    if (std::strcmp(argv[i], "--smoke") == 0)
+      g_smoke = true;
+    else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+      g_reps = std::max(1, std::atoi(argv[++i]));
   }
   if (hc::cuda::device_count() == 0) {
     std::printf("HYBRIDCACHE_SKIP: no CUDA device visible; nothing measured\n");
@@ -286,7 +292,8 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s (sm_%d%d, %d SMs)%s\n", prop.name, prop.major, prop.minor,
-              prop.multiProcessorCount, g_smoke ? "  [smoke run: sizes too small to mean anything]" : "");
+              prop.multiProcessorCount,
+              g_smoke ? "  [smoke run: sizes too small to mean anything]" : "");
   cudaStream_t s;
   BENCH_CHECK(cudaStreamCreate(&s));
   bench_realign<hc::half>("fp16", s);

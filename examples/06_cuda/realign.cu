@@ -29,7 +29,8 @@ int main() {
   std::vector<hc::half> hk = k, hv = v;
   const hc::strided_view<hc::half, 4> hkv(hk.data(), {blocks, block_size, heads, head_dim});
   const hc::strided_view<hc::half, 4> hvv(hv.data(), {blocks, block_size, heads, head_dim});
-  const hc::vector_view<const std::int32_t> hot(old_blocks.data(), {3}), hnt(new_blocks.data(), {3});
+  const hc::vector_view<const std::int32_t> hot(old_blocks.data(), {3}),
+      hnt(new_blocks.data(), {3});
   hc::realign_blocks(params, hkv, hvv, hkv, hvv, hot, hnt, num_tokens, delta);
 
   if (hc::cuda::device_count() == 0) {
@@ -49,7 +50,8 @@ int main() {
   const auto nt = hc::cuda::make_view(static_cast<const std::int32_t*>(dnt.data()), {3});
   cudaStream_t stream;
   if (cudaStreamCreate(&stream) != cudaSuccess) return 1;
-  const cudaError_t e = hc::realign_blocks(params, kv, vv, kv, vv, ot, nt, num_tokens, delta, stream);
+  const cudaError_t e =
+      hc::realign_blocks(params, kv, vv, kv, vv, ot, nt, num_tokens, delta, stream);
   if (e != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess) {
     std::printf("CUDA error: %s\n", cudaGetErrorString(e));
     return 1;

@@ -66,9 +66,8 @@ TEST_CASE_TEMPLATE("device apply/compose of scalar and diagonal summaries", Real
       auto s1v = hc::cuda::make_view(static_cast<const Real*>(ds1.data()), {B, dk, dv});
       auto s2v = hc::cuda::make_view(static_cast<const Real*>(ds2.data()), {B, dk, dv});
       auto sov = hc::cuda::make_view(dso.data(), {B, dk, dv});
-      sync_ok(hc::cuda::compose_elementwise(l1v, s1v, l2v, s2v,
-                                            hc::cuda::make_view(dlo.data(), {B, no}), sov,
-                                            cudaStream_t{}));
+      sync_ok(hc::cuda::compose_elementwise(
+          l1v, s1v, l2v, s2v, hc::cuda::make_view(dlo.data(), {B, no}), sov, cudaStream_t{}));
       const auto lo = download(dlo);
       const auto so = download(dso);
       for (std::size_t b = 0; b < B; ++b) {
@@ -92,7 +91,8 @@ TEST_CASE_TEMPLATE("device apply/compose of scalar and diagonal summaries", Real
       sync_ok(hc::cuda::apply_elementwise(l2v, s1v, inout, inout, cudaStream_t{}));
       const auto applied = download(ds2_inplace);
       for (std::size_t e = 0; e < applied.size(); ++e)
-        CHECK(static_cast<double>(applied[e]) == doctest::Approx(static_cast<double>(so[e])).epsilon(tol<Real>()));
+        CHECK(static_cast<double>(applied[e]) ==
+              doctest::Approx(static_cast<double>(so[e])).epsilon(tol<Real>()));
     }
   }
 }
@@ -133,7 +133,9 @@ TEST_CASE_TEMPLATE("device apply/compose of dense summaries (batched GEMM)", Rea
             want += at(t2, b, dk, dk, i, x) * at(t1, b, dk, dk, x, j);
             mag += std::fabs(at(t2, b, dk, dk, i, x) * at(t1, b, dk, dk, x, j));
           }
-          if (std::fabs(static_cast<double>(to[(b * dk + i) * dk + j]) - want) > tol<Real>() * (mag + 1e-30) * 4) ++bad;
+          if (std::fabs(static_cast<double>(to[(b * dk + i) * dk + j]) - want) >
+              tol<Real>() * (mag + 1e-30) * 4)
+            ++bad;
         }
         for (std::size_t j = 0; j < dv; ++j) {
           double want = at(s2, b, dk, dv, i, j), mag = std::fabs(want);
@@ -141,7 +143,9 @@ TEST_CASE_TEMPLATE("device apply/compose of dense summaries (batched GEMM)", Rea
             want += at(t2, b, dk, dk, i, x) * at(s1, b, dk, dv, x, j);
             mag += std::fabs(at(t2, b, dk, dk, i, x) * at(s1, b, dk, dv, x, j));
           }
-          if (std::fabs(static_cast<double>(so[(b * dk + i) * dv + j]) - want) > tol<Real>() * (mag + 1e-30) * 4) ++bad;
+          if (std::fabs(static_cast<double>(so[(b * dk + i) * dv + j]) - want) >
+              tol<Real>() * (mag + 1e-30) * 4)
+            ++bad;
         }
       }
     }

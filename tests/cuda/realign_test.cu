@@ -25,9 +25,12 @@ namespace {
 
 template <class T>
 constexpr double tolerance() {  // relative to the norm of a rotation pair
-  if constexpr (std::is_same_v<T, float>) return 2e-6;
-  else if constexpr (std::is_same_v<T, hc::half>) return 2e-3;
-  else return 1.6e-2;
+  if constexpr (std::is_same_v<T, float>)
+    return 2e-6;
+  else if constexpr (std::is_same_v<T, hc::half>)
+    return 2e-3;
+  else
+    return 1.6e-2;
 }
 
 struct config_case {
@@ -39,14 +42,16 @@ struct config_case {
 // Both layouts, partial rotary, both scalings, and head dims whose rows are not 4-byte multiples
 // for 16-bit types (5: the element-wise staging path).
 const config_case k_cases[] = {
-    {128, 128, false, 0}, {128, 128, true, 0}, {96, 32, false, 1}, {64, 48, true, 2},
-    {5, 4, false, 0},     {5, 4, true, 0},
+    {128, 128, false, 0}, {128, 128, true, 0}, {96, 32, false, 1},
+    {64, 48, true, 2},    {5, 4, false, 0},    {5, 4, true, 0},
 };
 
 hc::rope_params to_params(const config_case& c) {
-  hc::rope_params p{.head_dim = c.head_dim, .rotary_dim = c.rotary_dim, .base = 10000.0,
-                    .layout = c.interleaved ? hc::rope_layout::interleaved
-                                            : hc::rope_layout::half_split};
+  hc::rope_params p{
+      .head_dim = c.head_dim,
+      .rotary_dim = c.rotary_dim,
+      .base = 10000.0,
+      .layout = c.interleaved ? hc::rope_layout::interleaved : hc::rope_layout::half_split};
   if (c.scaling == 1) p.scaling = hc::rope_scaling::linear(4.0);
   if (c.scaling == 2) p.scaling = hc::rope_scaling::llama3(8.0, 1.0, 4.0, 8192.0);
   return p;
@@ -73,8 +78,8 @@ std::size_t bad_elements(const T* got, const std::vector<double>& raw,
   for (std::size_t j = 0; j < c.head_dim; ++j) {
     const std::size_t q = hcref::rope_partner(c, j);
     const long double norm = std::sqrt(want[j] * want[j] + want[q] * want[q]);
-    const double err = std::fabs(static_cast<double>(static_cast<float>(got[j])) -
-                                 static_cast<double>(want[j]));
+    const double err =
+        std::fabs(static_cast<double>(static_cast<float>(got[j])) - static_cast<double>(want[j]));
     if (err > tolerance<T>() * static_cast<double>(std::max<long double>(norm, 1e-3L))) ++bad;
   }
   return bad;
@@ -104,12 +109,13 @@ TEST_CASE_TEMPLATE("device realign_keys: moved by Δ equals rotated directly at 
       }
       auto d_src = upload(src);
       hc::cuda::device_buffer<T> d_dst(src.size());
-      const auto sv = hc::cuda::make_view(static_cast<const T*>(d_src.data()),
-                                          {tokens, heads, cc.head_dim});
+      const auto sv =
+          hc::cuda::make_view(static_cast<const T*>(d_src.data()), {tokens, heads, cc.head_dim});
       const auto dv = hc::cuda::make_view(d_dst.data(), {tokens, heads, cc.head_dim});
       sync_ok(hc::realign_keys(params, sv, dv, delta, cudaStream_t{}));
       const auto out = download(d_dst);
-      CHECK(std::memcmp(download(d_src).data(), src.data(), src.size() * sizeof(T)) == 0);  // untouched
+      CHECK(std::memcmp(download(d_src).data(), src.data(), src.size() * sizeof(T)) ==
+            0);  // untouched
       std::size_t bad = 0;
       for (std::size_t r = 0; r < tokens * heads; ++r)
         bad += bad_elements(&out[r * cc.head_dim], raw[r], ref,
@@ -144,8 +150,9 @@ TEST_CASE("device realign_keys: strided token axis, pass-through dims, host-visi
   CHECK_THROWS_AS((void)hc::realign_keys(bad, src, dst, 1), hc::invalid_argument);
 }
 
-TEST_CASE_TEMPLATE("device realign_blocks: keys rotated into new blocks, values copied, rest untouched",
-                   T, float, hc::half, hc::bfloat16) {
+TEST_CASE_TEMPLATE(
+    "device realign_blocks: keys rotated into new blocks, values copied, rest untouched", T, float,
+    hc::half, hc::bfloat16) {
   HC_REQUIRE_GPU();
   std::mt19937_64 rng(5);
   const std::size_t blocks = 12, bs = 16, heads = 9;  // 144 rows per block: two tiles

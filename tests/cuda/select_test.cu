@@ -29,8 +29,9 @@ std::vector<double> normal(std::size_t n, std::mt19937_64& rng, double sd) {
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("device sparse_q_scores equals the reference (GQA, causal, host and device positions)",
-                   Real, float, double) {
+TEST_CASE_TEMPLATE(
+    "device sparse_q_scores equals the reference (GQA, causal, host and device positions)", Real,
+    float, double) {
   HC_REQUIRE_GPU();
   std::mt19937_64 rng(3);
   struct shape {
@@ -49,8 +50,8 @@ TEST_CASE_TEMPLATE("device sparse_q_scores equals the reference (GQA, causal, ho
     std::vector<std::size_t> pos(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(s.nq));
     std::sort(pos.begin(), pos.end());
     const double scale = 1.0 / std::sqrt(static_cast<double>(s.d));
-    const auto want = hcref::sparse_q_scores(qd, s.nq, s.heads, kd, s.t_len, s.kv_heads, s.d, pos,
-                                             scale);
+    const auto want =
+        hcref::sparse_q_scores(qd, s.nq, s.heads, kd, s.t_len, s.kv_heads, s.d, pos, scale);
     const std::vector<Real> q(qd.begin(), qd.end()), k(kd.begin(), kd.end());
     auto dq = upload(q), dk = upload(k);
     hc::cuda::device_buffer<Real> dout(s.t_len);
@@ -92,8 +93,9 @@ TEST_CASE("device sparse_q_scores: host-visible errors and a too-small workspace
   const auto ov = hc::cuda::make_view(out.data(), {5});
   const std::vector<std::int64_t> unordered{3, 1}, fine{1, 3};
   const hc::vector_view<const std::int64_t> bad(unordered.data(), {2}), good(fine.data(), {2});
-  CHECK_THROWS_AS((void)hc::sparse_q_scores(qv, bad, kv, ov, {}, ws.data(), ws.size(), cudaStream_t{}),
-                  hc::invalid_argument);
+  CHECK_THROWS_AS(
+      (void)hc::sparse_q_scores(qv, bad, kv, ov, {}, ws.data(), ws.size(), cudaStream_t{}),
+      hc::invalid_argument);
   CHECK_THROWS_AS((void)hc::sparse_q_scores(qv, good, kv, ov, {}, ws.data(), 8, cudaStream_t{}),
                   hc::invalid_argument);
   CHECK_THROWS_AS((void)hc::sparse_q_scores(qv, good, kv, hc::cuda::make_view(out.data(), {4}), {},
@@ -122,7 +124,8 @@ TEST_CASE_TEMPLATE("device select_key_tokens equals the reference top-k over reu
     const std::vector<Real> sr(s.begin(), s.end());
     auto ds = upload(sr);
     auto dm = upload(mask);
-    for (const std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{17}, reused_count + 5}) {
+    for (const std::size_t k :
+         {std::size_t{0}, std::size_t{1}, std::size_t{17}, reused_count + 5}) {
       CAPTURE(t_len);
       CAPTURE(k);
       const auto ref = hcref::select(s, reused, k, 16, 64);
@@ -131,7 +134,8 @@ TEST_CASE_TEMPLATE("device select_key_tokens equals the reference top-k over reu
       const auto mv = hc::cuda::make_view(static_cast<const std::uint8_t*>(dm.data()), {t_len});
       const auto ov = hc::cuda::make_view(dout.data(), {k});
       std::size_t bytes = 0;
-      REQUIRE(hc::cuda::select_key_tokens(sv, mv, ov, nullptr, bytes, cudaStream_t{}) == cudaSuccess);
+      REQUIRE(hc::cuda::select_key_tokens(sv, mv, ov, nullptr, bytes, cudaStream_t{}) ==
+              cudaSuccess);
       hc::cuda::device_buffer<unsigned char> ws(bytes);
       sync_ok(hc::cuda::select_key_tokens(sv, mv, ov, ws.data(), bytes, cudaStream_t{}));
       const auto got = download(dout);

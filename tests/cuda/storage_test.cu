@@ -41,21 +41,20 @@ V some() {
 static_assert(std::is_same_v<decltype(hc::realign_keys(hc::rope_params{}, some<dkeys>(),
                                                        some<dkeys>(), 1, cudaStream_t{})),
                              cudaError_t>);
-static_assert(std::is_same_v<decltype(hc::realign_keys(hc::rope_params{}, some<dkeys>(),
-                                                       some<dkeys>(), 1)),
-                             cudaError_t>);
-static_assert(std::is_same_v<decltype(hc::realign_keys(hc::rope_params{}, some<hkeys>(),
-                                                       some<hkeys>(), 1)),
-                             void>);
-static_assert(std::is_same_v<decltype(hc::realign_blocks(hc::rope_params{}, some<dpool>(),
-                                                         some<dpool>(), some<dpool>(),
-                                                         some<dpool>(), some<dtable>(),
-                                                         some<dtable>(), 1, 1, cudaStream_t{})),
-                             cudaError_t>);
-static_assert(std::is_same_v<decltype(hc::realign_blocks(hc::rope_params{}, some<hpool>(),
-                                                         some<hpool>(), some<hpool>(),
-                                                         some<hpool>(), some<htable>(),
-                                                         some<htable>(), 1, 1)),
+static_assert(
+    std::is_same_v<decltype(hc::realign_keys(hc::rope_params{}, some<dkeys>(), some<dkeys>(), 1)),
+                   cudaError_t>);
+static_assert(
+    std::is_same_v<decltype(hc::realign_keys(hc::rope_params{}, some<hkeys>(), some<hkeys>(), 1)),
+                   void>);
+static_assert(
+    std::is_same_v<decltype(hc::realign_blocks(hc::rope_params{}, some<dpool>(), some<dpool>(),
+                                               some<dpool>(), some<dpool>(), some<dtable>(),
+                                               some<dtable>(), 1, 1, cudaStream_t{})),
+                   cudaError_t>);
+static_assert(std::is_same_v<decltype(hc::realign_blocks(
+                                 hc::rope_params{}, some<hpool>(), some<hpool>(), some<hpool>(),
+                                 some<hpool>(), some<htable>(), some<htable>(), 1, 1)),
                              void>);
 
 using dq = hc::cuda::strided_view<const float, 3>;
@@ -67,9 +66,9 @@ static_assert(std::is_same_v<decltype(hc::sparse_q_scores(some<dq>(), some<hpos>
                                                           some<dout>(), hc::sparse_q_options{},
                                                           nullptr, 0, cudaStream_t{})),
                              cudaError_t>);
-static_assert(std::is_same_v<decltype(hc::sparse_q_scores(some<hq>(), some<hpos>(), some<hq>(),
-                                                          some<hout>())),
-                             void>);
+static_assert(
+    std::is_same_v<
+        decltype(hc::sparse_q_scores(some<hq>(), some<hpos>(), some<hq>(), some<hout>())), void>);
 
 }  // namespace
 

@@ -50,7 +50,8 @@ TEST_CASE("RoPE tile plan: padded rows are bank-conflict free and the tile fits 
         // Thread r rotates row r: at any column, 32 consecutive rows fall in 32 distinct banks.
         for (std::size_t col : {std::size_t{0}, hd / 2, hd - 1}) {
           std::set<std::size_t> banks;
-          for (std::size_t r = 0; r < 32; ++r) banks.insert(((r * p.row_stride + col) * elem / 4) % 32);
+          for (std::size_t r = 0; r < 32; ++r)
+            banks.insert(((r * p.row_stride + col) * elem / 4) % 32);
           CHECK(banks.size() == 32);
         }
       }
@@ -62,16 +63,20 @@ TEST_CASE("RoPE tile plan: padded rows are bank-conflict free and the tile fits 
 
 TEST_CASE("scoring kernel shared memory stays within an opt-in-free block for common head dims") {
   CHECK(cd::scores_shared_bytes(128, sizeof(float)) <= 48 * 1024);
-  CHECK(cd::scores_shared_bytes(256, sizeof(float)) > 48 * 1024);  // needs the opt-in the entry point makes
+  CHECK(cd::scores_shared_bytes(256, sizeof(float)) >
+        48 * 1024);  // needs the opt-in the entry point makes
   CHECK(cd::scores_q_per_warp * (cd::scores_threads / 32) == cd::scores_queries);
 }
 
 namespace {
 template <class T>
 double tolerance() {
-  if constexpr (std::is_same_v<T, float>) return 1e-6;
-  else if constexpr (std::is_same_v<T, hc::half>) return 2e-3;
-  else return 1.6e-2;
+  if constexpr (std::is_same_v<T, float>)
+    return 1e-6;
+  else if constexpr (std::is_same_v<T, hc::half>)
+    return 2e-3;
+  else
+    return 1.6e-2;
 }
 }  // namespace
 
@@ -85,10 +90,13 @@ TEST_CASE_TEMPLATE("host replay of the RoPE tile equals rotation at the new posi
     std::size_t hd, rd;
     bool interleaved;
   };
-  for (const cfg c : {cfg{128, 128, false}, cfg{128, 128, true}, cfg{96, 32, false}, cfg{5, 4, true}}) {
-    hc::rope_params params{.head_dim = c.hd, .rotary_dim = c.rd, .base = 500000.0,
-                           .layout = c.interleaved ? hc::rope_layout::interleaved
-                                                   : hc::rope_layout::half_split};
+  for (const cfg c :
+       {cfg{128, 128, false}, cfg{128, 128, true}, cfg{96, 32, false}, cfg{5, 4, true}}) {
+    hc::rope_params params{
+        .head_dim = c.hd,
+        .rotary_dim = c.rd,
+        .base = 500000.0,
+        .layout = c.interleaved ? hc::rope_layout::interleaved : hc::rope_layout::half_split};
     hcref::rope_ref_config ref{c.hd, c.rd, 500000.0L, c.interleaved, 0};
     const auto plan = cd::make_rope_tile_plan(c.hd, c.rd, sizeof(T));
     const std::size_t rows = plan.rows_per_tile;
@@ -99,13 +107,15 @@ TEST_CASE_TEMPLATE("host replay of the RoPE tile equals rotation at the new posi
       for (std::size_t r = 0; r < rows; ++r) {
         for (auto& x : raw[r]) x = n(rng);
         const auto k = hcref::rope_at(ref, raw[r], static_cast<long double>(p0 + r));
-        for (std::size_t j = 0; j < c.hd; ++j) tile[r * plan.row_stride + j] = T(static_cast<float>(k[j]));
+        for (std::size_t j = 0; j < c.hd; ++j)
+          tile[r * plan.row_stride + j] = T(static_cast<float>(k[j]));
       }
       const auto f = params.frequency_params();
       std::vector<float> cs(c.rd / 2), sn(c.rd / 2);
       for (std::size_t i = 0; i < cs.size(); ++i)
         hc::detail::rope_delta_sincos(static_cast<double>(delta),
-                                      hc::detail::rope_theta(f, static_cast<double>(i)), &cs[i], &sn[i]);
+                                      hc::detail::rope_theta(f, static_cast<double>(i)), &cs[i],
+                                      &sn[i]);
       for (std::size_t r = 0; r < rows; ++r) {
         T* row = &tile[r * plan.row_stride];
         hc::detail::rope_rotate_row(row, row, c.hd, c.rd, c.interleaved, cs.data(), sn.data(),
@@ -117,8 +127,9 @@ TEST_CASE_TEMPLATE("host replay of the RoPE tile equals rotation at the new posi
         for (std::size_t j = 0; j < c.hd; ++j) {
           const std::size_t q = hcref::rope_partner(ref, j);
           const double norm = static_cast<double>(std::sqrt(want[j] * want[j] + want[q] * want[q]));
-          const double err = std::fabs(static_cast<double>(static_cast<float>(tile[r * plan.row_stride + j])) -
-                                       static_cast<double>(want[j]));
+          const double err =
+              std::fabs(static_cast<double>(static_cast<float>(tile[r * plan.row_stride + j])) -
+                        static_cast<double>(want[j]));
           if (err > tolerance<T>() * std::max(norm, 1e-3)) ++bad;
         }
       }
@@ -152,11 +163,14 @@ TEST_CASE_TEMPLATE("host replay of the element-wise summary kernels equals the d
     for (std::size_t c = 0; c < dv; ++c) {
       const long double scaled = std::exp(static_cast<long double>(ld[r])) * prev[r * dv + c];
       const long double want = scaled + add[r * dv + c];
-      const long double mag = std::fabs(scaled) + std::fabs(static_cast<long double>(add[r * dv + c]));
+      const long double mag =
+          std::fabs(scaled) + std::fabs(static_cast<long double>(add[r * dv + c]));
       const double tol = std::is_same_v<Real, float> ? 2e-7 : 4e-16;
-      CHECK(static_cast<double>(std::fabs(out[r * dv + c] - want)) <= tol * static_cast<double>(mag) * 2);
+      CHECK(static_cast<double>(std::fabs(out[r * dv + c] - want)) <=
+            tol * static_cast<double>(mag) * 2);
     }
-  for (std::size_t c = 0; c < dv; ++c) CHECK(out[2 * dv + c] == add[2 * dv + c]);  // e^{−∞}·x = 0 exactly
+  for (std::size_t c = 0; c < dv; ++c)
+    CHECK(out[2 * dv + c] == add[2 * dv + c]);  // e^{−∞}·x = 0 exactly
   // Same map as the host's whole-matrix affine_diagonal, element for element.
   std::vector<Real> whole(dk * dv);
   sd::affine_diagonal(whole.data(), prev.data(), add.data(), ld.data(), dk, dv);
@@ -165,7 +179,8 @@ TEST_CASE_TEMPLATE("host replay of the element-wise summary kernels equals the d
   // compose_log_decay, one entry per thread, scalar side broadcast by index.
   const double scalar_first = -0.5;
   std::vector<double> per_entry(dk);
-  for (std::size_t i = 0; i < dk; ++i) sd::compose_log_decay(&per_entry[i], &scalar_first, 1, &ld[i], 1);
+  for (std::size_t i = 0; i < dk; ++i)
+    sd::compose_log_decay(&per_entry[i], &scalar_first, 1, &ld[i], 1);
   std::vector<double> whole_log(dk);
   sd::compose_log_decay(whole_log.data(), &scalar_first, 1, ld.data(), dk);
   for (std::size_t i = 0; i < dk; ++i) {

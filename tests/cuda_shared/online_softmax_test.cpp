@@ -27,8 +27,8 @@ std::vector<Real> logits(std::size_t n, std::mt19937_64& rng, double sd) {
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("softmax_push over a sequence gives the max and the shifted exponential sum", Real,
-                   float, double) {
+TEST_CASE_TEMPLATE("softmax_push over a sequence gives the max and the shifted exponential sum",
+                   Real, float, double) {
   std::mt19937_64 rng(1);
   for (const double sd : {0.1, 3.0, 80.0}) {  // large spreads: the shift is what keeps it finite
     const auto x = logits<Real>(257, rng, sd);
@@ -46,8 +46,8 @@ TEST_CASE_TEMPLATE("softmax_push over a sequence gives the max and the shifted e
   }
 }
 
-TEST_CASE_TEMPLATE("softmax_merge: any split and merge order gives the sequential state", Real, float,
-                   double) {
+TEST_CASE_TEMPLATE("softmax_merge: any split and merge order gives the sequential state", Real,
+                   float, double) {
   std::mt19937_64 rng(2);
   const auto x = logits<Real>(100, rng, 5.0);
   auto seq = hd::softmax_identity<Real>();
@@ -114,7 +114,8 @@ TEST_CASE("host replay of the scoring kernel's reduction equals the reference sc
       };
       hd::softmax_state<float> lane[lanes];
       for (auto& s : lane) s = hd::softmax_identity<float>();
-      for (std::size_t j = 0; j <= pos[i]; ++j) lane[j % lanes] = hd::softmax_push(lane[j % lanes], logit(j));
+      for (std::size_t j = 0; j <= pos[i]; ++j)
+        lane[j % lanes] = hd::softmax_push(lane[j % lanes], logit(j));
       for (unsigned off = lanes / 2; off > 0; off /= 2) {
         hd::softmax_state<float> next[lanes];
         for (unsigned l = 0; l < lanes; ++l) next[l] = hd::softmax_merge(lane[l], lane[l ^ off]);

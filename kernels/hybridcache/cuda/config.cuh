@@ -19,7 +19,8 @@
 ///    so the host tests exercise the code the kernels run.
 
 #if !defined(__CUDACC__)
-#error "hybridcache/cuda/*.cuh are CUDA headers: compile this file with nvcc (CMake: a .cu source, or LANGUAGE CUDA) and link hybridcache::cuda"
+#error \
+    "hybridcache/cuda/*.cuh are CUDA headers: compile this file with nvcc (CMake: a .cu source, or LANGUAGE CUDA) and link hybridcache::cuda"
 #endif
 
 #include <cuda_runtime.h>
@@ -72,8 +73,8 @@ inline cudaError_t last_launch_error() noexcept { return cudaGetLastError(); }
 HYBRIDCACHE_NAMESPACE_END
 
 /// Returns from the enclosing function with the error when `expr` is not `cudaSuccess`.
-#define HYBRIDCACHE_DETAIL_CUDA_TRY(expr)                 \
-  do {                                                     \
-    const cudaError_t hybridcache_detail_status_ = (expr); \
+#define HYBRIDCACHE_DETAIL_CUDA_TRY(expr)                                             \
+  do {                                                                                \
+    const cudaError_t hybridcache_detail_status_ = (expr);                            \
     if (hybridcache_detail_status_ != cudaSuccess) return hybridcache_detail_status_; \
   } while (0)

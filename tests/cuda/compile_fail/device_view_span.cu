@@ -1,5 +1,6 @@
 // expect: (no operator "\[\]"|constraints not satisfied|no matching)
-// A device buffer has no host span/operator[]: the CPU cannot touch device memory. Must NOT compile.
+// A device buffer has no host span/operator[]: the CPU cannot touch device memory. Must NOT
+// compile.
 #include <hybridcache/cuda/storage/device_heap.cuh>
 
 int main() {

@@ -60,8 +60,8 @@ HYBRIDCACHE_HOST_DEVICE inline softmax_state<Real> softmax_merge(softmax_state<R
 template <class Real>
 HYBRIDCACHE_HOST_DEVICE inline softmax_state<Real> softmax_push(softmax_state<Real> s,
                                                                 Real x) noexcept {
-  return softmax_merge(s, softmax_state<Real>{x, x == -static_cast<Real>(INFINITY) ? Real(0)
-                                                                                   : Real(1)});
+  return softmax_merge(
+      s, softmax_state<Real>{x, x == -static_cast<Real>(INFINITY) ? Real(0) : Real(1)});
 }
 
 /// Softmax weight e^{x − m}/l of logit x in the set `s` describes (0 for the empty set).

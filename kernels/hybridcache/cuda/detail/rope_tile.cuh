@@ -28,8 +28,7 @@ namespace cuda::detail {
 
 /// cos/sin of delta·θ_i for i < rotary_dim/2 into shared memory, by the whole block.
 __device__ inline void rope_fill_table(const hybridcache::detail::rope_frequency& f,
-                                       std::int64_t delta, std::size_t half, float* cs,
-                                       float* sn) {
+                                       std::int64_t delta, std::size_t half, float* cs, float* sn) {
   for (std::size_t i = threadIdx.x; i < half; i += blockDim.x) {
     hybridcache::detail::rope_delta_sincos(
         static_cast<double>(delta), hybridcache::detail::rope_theta(f, static_cast<double>(i)),

@@ -106,8 +106,8 @@ __device__ inline bool block_id_ok(Id id, std::size_t limit) {
 template <class KT, class VT, class Id>
 __global__ void __launch_bounds__(rope_block_threads)
     realign_blocks_kernel(rope_pages_args<KT, VT, Id> a, rope_tile_plan plan,
-                          hybridcache::detail::rope_frequency freq, bool interleaved,
-                          bool k_words, bool v_words, std::int64_t delta) {
+                          hybridcache::detail::rope_frequency freq, bool interleaved, bool k_words,
+                          bool v_words, std::int64_t delta) {
   extern __shared__ __align__(256) unsigned char smem[];
   const std::size_t half = plan.rotary_dim / 2;
   float* cs = reinterpret_cast<float*>(smem);
@@ -165,10 +165,10 @@ template <class T>
 rope_tile_plan rope_plan_or_throw(const rope_params& params) {
   const rope_tile_plan plan = make_rope_tile_plan(params.head_dim, params.rotary_dim, sizeof(T));
   if (plan.rows_per_tile == 0) {
-    hybridcache::detail::throw_invalid(
-        "params.head_dim", params.head_dim,
-        "a head vector does not fit the CUDA backend's " + std::to_string(rope_tile_budget) +
-            "-byte shared-memory tile");
+    hybridcache::detail::throw_invalid("params.head_dim", params.head_dim,
+                                       "a head vector does not fit the CUDA backend's " +
+                                           std::to_string(rope_tile_budget) +
+                                           "-byte shared-memory tile");
   }
   return plan;
 }
@@ -215,9 +215,10 @@ void check_same_extents(const Src& src, const Dst& dst, std::size_t upto) {
 /// cudaError_t e = hybridcache::realign_keys(params, k, k, delta, stream);  // in place
 /// ```
 template <device_view Src, device_view Dst>
-  requires detail::rope_view_pair<Src, Dst, 3>
-cudaError_t realign_keys(const rope_params& params, Src src, Dst dst, std::int64_t delta,
-                         cudaStream_t stream) {
+requires detail::rope_view_pair<Src, Dst, 3> cudaError_t realign_keys(const rope_params& params,
+                                                                      Src src, Dst dst,
+                                                                      std::int64_t delta,
+                                                                      cudaStream_t stream) {
   params.validate();
   detail::check_head_axis(src, "src", params.head_dim);
   detail::check_head_axis(dst, "dst", params.head_dim);
@@ -231,16 +232,18 @@ cudaError_t realign_keys(const rope_params& params, Src src, Dst dst, std::int64
   cuda::detail::rope_rows_args<T> a{src.data(),    dst.data(),    src.extent(0), src.extent(1),
                                     src.stride(0), src.stride(1), dst.stride(0), dst.stride(1)};
   const unsigned grid = cuda::detail::rope_grid(cuda::detail::ceil_div(rows, plan.rows_per_tile));
-  cuda::detail::realign_keys_kernel<T><<<grid, cuda::detail::rope_block_threads,
-                                         plan.shared_bytes, stream>>>(
-      a, plan, params.frequency_params(), params.layout == rope_layout::interleaved, words, delta);
+  cuda::detail::realign_keys_kernel<T>
+      <<<grid, cuda::detail::rope_block_threads, plan.shared_bytes, stream>>>(
+          a, plan, params.frequency_params(), params.layout == rope_layout::interleaved, words,
+          delta);
   return cuda::detail::last_launch_error();
 }
 
 /// `realign_keys` on the default stream.
 template <device_view Src, device_view Dst>
-  requires detail::rope_view_pair<Src, Dst, 3>
-cudaError_t realign_keys(const rope_params& params, Src src, Dst dst, std::int64_t delta) {
+requires detail::rope_view_pair<Src, Dst, 3> cudaError_t realign_keys(const rope_params& params,
+                                                                      Src src, Dst dst,
+                                                                      std::int64_t delta) {
   return realign_keys(params, src, dst, delta, cudaStream_t{});
 }
 
@@ -258,13 +261,15 @@ constexpr void realign_mixed_spaces() {
 /// overloads rather than a defaulted stream, so each has the parameter list of the fallback it
 /// must be more constrained than.
 template <view Src, view Dst>
-  requires(device_view<Src> || device_view<Dst>) && (!device_view<Src> || !device_view<Dst>)
-void realign_keys(const rope_params&, Src, Dst, std::int64_t) {
+requires(device_view<Src> || device_view<Dst>) &&
+    (!device_view<Src> || !device_view<Dst>)void realign_keys(const rope_params&, Src, Dst,
+                                                              std::int64_t) {
   cuda::detail::realign_mixed_spaces<Src>();
 }
 template <view Src, view Dst>
-  requires(device_view<Src> || device_view<Dst>) && (!device_view<Src> || !device_view<Dst>)
-void realign_keys(const rope_params&, Src, Dst, std::int64_t, cudaStream_t) {
+requires(device_view<Src> || device_view<Dst>) &&
+    (!device_view<Src> || !device_view<Dst>)void realign_keys(const rope_params&, Src, Dst,
+                                                              std::int64_t, cudaStream_t) {
   cuda::detail::realign_mixed_spaces<Src>();
 }
 
@@ -277,11 +282,12 @@ void realign_keys(const rope_params&, Src, Dst, std::int64_t, cudaStream_t) {
 ///         shapes, table lengths, block_size 0) or a head vector too large for the tile. Block
 ///         ids are not validated on the host (they are in device memory): see the file comment.
 template <device_view KSrc, device_view VSrc, device_view KDst, device_view VDst, device_view Table>
-  requires detail::rope_view_pair<KSrc, KDst, 4> && detail::rope_view_pair<VSrc, VDst, 4> &&
-           (Table::rank == 1) && std::integral<typename Table::value_type>
-cudaError_t realign_blocks(const rope_params& params, KSrc k_src, VSrc v_src, KDst k_dst,
-                           VDst v_dst, Table old_blocks, Table new_blocks, std::size_t num_tokens,
-                           std::int64_t delta, cudaStream_t stream) {
+requires detail::rope_view_pair<KSrc, KDst, 4> && detail::rope_view_pair<VSrc, VDst, 4> &&
+    (Table::rank == 1) &&
+    std::integral<typename Table::value_type> cudaError_t
+    realign_blocks(const rope_params& params, KSrc k_src, VSrc v_src, KDst k_dst, VDst v_dst,
+                   Table old_blocks, Table new_blocks, std::size_t num_tokens, std::int64_t delta,
+                   cudaStream_t stream) {
   params.validate();
   detail::check_head_axis(k_src, "k_src", params.head_dim);
   detail::check_head_axis(k_dst, "k_dst", params.head_dim);
@@ -291,7 +297,8 @@ cudaError_t realign_blocks(const rope_params& params, KSrc k_src, VSrc v_src, KD
     for (std::size_t r = 1; r < 4; ++r) {
       if (v.extent(r) != want[r - 1]) {
         hybridcache::detail::throw_invalid(std::string(name) + ".extent(" + std::to_string(r) + ")",
-                                           v.extent(r), "must equal " + std::to_string(want[r - 1]));
+                                           v.extent(r),
+                                           "must equal " + std::to_string(want[r - 1]));
       }
     }
   };
@@ -357,11 +364,11 @@ cudaError_t realign_blocks(const rope_params& params, KSrc k_src, VSrc v_src, KD
 
 /// `realign_blocks` on the default stream.
 template <device_view KSrc, device_view VSrc, device_view KDst, device_view VDst, device_view Table>
-  requires detail::rope_view_pair<KSrc, KDst, 4> && detail::rope_view_pair<VSrc, VDst, 4> &&
-           (Table::rank == 1) && std::integral<typename Table::value_type>
-cudaError_t realign_blocks(const rope_params& params, KSrc k_src, VSrc v_src, KDst k_dst,
-                           VDst v_dst, Table old_blocks, Table new_blocks, std::size_t num_tokens,
-                           std::int64_t delta) {
+requires detail::rope_view_pair<KSrc, KDst, 4> && detail::rope_view_pair<VSrc, VDst, 4> &&
+    (Table::rank == 1) &&
+    std::integral<typename Table::value_type> cudaError_t
+    realign_blocks(const rope_params& params, KSrc k_src, VSrc v_src, KDst k_dst, VDst v_dst,
+                   Table old_blocks, Table new_blocks, std::size_t num_tokens, std::int64_t delta) {
   return realign_blocks(params, k_src, v_src, k_dst, v_dst, old_blocks, new_blocks, num_tokens,
                         delta, cudaStream_t{});
 }

@@ -76,12 +76,13 @@ __device__ inline std::size_t clamp_position(Pos p, std::size_t t_len) {
 }
 
 template <class Scalar, class Pos>
-__global__ void __launch_bounds__(scores_threads) sparse_q_scores_kernel(scores_args<Scalar, Pos> a) {
+__global__ void __launch_bounds__(scores_threads)
+    sparse_q_scores_kernel(scores_args<Scalar, Pos> a) {
   using hybridcache::detail::softmax_state;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  Scalar* qs = reinterpret_cast<Scalar*>(smem_raw);             // [16][d]
-  Scalar* ks = qs + scores_queries * a.d;                       // [32][d + 1]
-  Scalar* part = ks + scores_key_tile * (a.d + 1);              // [4 warps][32]
+  Scalar* qs = reinterpret_cast<Scalar*>(smem_raw);  // [16][d]
+  Scalar* ks = qs + scores_queries * a.d;            // [32][d + 1]
+  Scalar* part = ks + scores_key_tile * (a.d + 1);   // [4 warps][32]
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const std::size_t h = blockIdx.y, kvh = h / a.group;
   const std::size_t i0 = static_cast<std::size_t>(blockIdx.x) * scores_queries;
@@ -89,9 +90,9 @@ __global__ void __launch_bounds__(scores_threads) sparse_q_scores_kernel(scores_
 
   for (std::size_t e = threadIdx.x; e < scores_queries * a.d; e += blockDim.x) {
     const std::size_t r = e / a.d, c = e % a.d;
-    qs[e] = r < nqb ? static_cast<Scalar>(a.q[(i0 + r) * a.qs[0] + h * a.qs[1] + c * a.qs[2]] *
-                                          a.scale)
-                    : Scalar(0);
+    qs[e] = r < nqb
+                ? static_cast<Scalar>(a.q[(i0 + r) * a.qs[0] + h * a.qs[1] + c * a.qs[2]] * a.scale)
+                : Scalar(0);
   }
   // Visible keys of this thread's queries (a query slot past nq sees none: limit 0 → masked).
   std::size_t limit[scores_q_per_warp];
@@ -105,11 +106,10 @@ __global__ void __launch_bounds__(scores_threads) sparse_q_scores_kernel(scores_
   auto load_tile = [&](std::size_t j0) {
     for (std::size_t e = threadIdx.x; e < scores_key_tile * a.d; e += blockDim.x) {
       const std::size_t r = e / a.d, c = e % a.d, j = j0 + r;
-      ks[r * (a.d + 1) + c] =
-          j < last ? a.k[j * a.ks[0] + kvh * a.ks[1] + c * a.ks[2]] : Scalar(0);
+      ks[r * (a.d + 1) + c] = j < last ? a.k[j * a.ks[0] + kvh * a.ks[1] + c * a.ks[2]] : Scalar(0);
     }
   };
-  auto logits = [&](Scalar (&x)[scores_q_per_warp]) {
+  auto logits = [&](Scalar(&x)[scores_q_per_warp]) {
     for (unsigned s = 0; s < scores_q_per_warp; ++s) x[s] = Scalar(0);
     const Scalar* kr = ks + lane * (a.d + 1);
     const Scalar* q0 = qs + warp * scores_q_per_warp * a.d;
@@ -121,7 +121,8 @@ __global__ void __launch_bounds__(scores_threads) sparse_q_scores_kernel(scores_
 
   // Pass 1: softmax normaliser (m, l) of every query.
   softmax_state<Scalar> st[scores_q_per_warp];
-  for (unsigned s = 0; s < scores_q_per_warp; ++s) st[s] = hybridcache::detail::softmax_identity<Scalar>();
+  for (unsigned s = 0; s < scores_q_per_warp; ++s)
+    st[s] = hybridcache::detail::softmax_identity<Scalar>();
   for (std::size_t j0 = 0; j0 < last; j0 += scores_key_tile) {
     __syncthreads();
     load_tile(j0);
@@ -183,9 +184,9 @@ __global__ void scores_finish_kernel(const double* acc, Out* out, std::size_t ou
 ///         a workspace that is null or too small. Non-finite inputs are not diagnosed on the
 ///         device: they yield non-finite scores.
 template <device_view Q, view P, device_view K, device_view Out>
-  requires detail::sparse_q_views<Q, P, K, Out>
-cudaError_t sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_options opt,
-                            void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
+requires detail::sparse_q_views<Q, P, K, Out> cudaError_t
+sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_options opt, void* workspace,
+                std::size_t workspace_bytes, cudaStream_t stream) {
   using scalar = typename Q::value_type;
   const std::size_t nq = queries.extent(0), heads = queries.extent(1), d = queries.extent(2);
   const std::size_t t_len = keys.extent(0), kv_heads = keys.extent(1);
@@ -233,8 +234,9 @@ cudaError_t sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q
         HYBRIDCACHE_DETAIL_CUDA_TRY(cudaFuncSetAttribute(
             kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
       }
-      const dim3 grid(static_cast<unsigned>(cuda::detail::ceil_div(nq, cuda::detail::scores_queries)),
-                      static_cast<unsigned>(heads));
+      const dim3 grid(
+          static_cast<unsigned>(cuda::detail::ceil_div(nq, cuda::detail::scores_queries)),
+          static_cast<unsigned>(heads));
       kernel<<<grid, cuda::detail::scores_threads, smem, stream>>>(args);
       return cuda::detail::last_launch_error();
     };
@@ -265,22 +267,23 @@ cudaError_t sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q
       fill(args);
       args.pos = pos;
       args.pos_stride = 1;
-      HYBRIDCACHE_DETAIL_CUDA_TRY(launch(cuda::detail::sparse_q_scores_kernel<scalar, std::int64_t>, args));
+      HYBRIDCACHE_DETAIL_CUDA_TRY(
+          launch(cuda::detail::sparse_q_scores_kernel<scalar, std::int64_t>, args));
     } else {
       using pos_t = std::remove_cv_t<typename P::value_type>;
       cuda::detail::scores_args<scalar, pos_t> args{};
       fill(args);
       args.pos = positions.data();
       args.pos_stride = positions.stride(0);
-      HYBRIDCACHE_DETAIL_CUDA_TRY(launch(cuda::detail::sparse_q_scores_kernel<scalar, pos_t>, args));
+      HYBRIDCACHE_DETAIL_CUDA_TRY(
+          launch(cuda::detail::sparse_q_scores_kernel<scalar, pos_t>, args));
     }
   }
-  const double norm = nq == 0 || heads == 0
-                          ? 0.0
-                          : 1.0 / (static_cast<double>(heads) * static_cast<double>(nq));
+  const double norm =
+      nq == 0 || heads == 0 ? 0.0 : 1.0 / (static_cast<double>(heads) * static_cast<double>(nq));
   using out_t = typename Out::value_type;
-  const unsigned grid = static_cast<unsigned>(
-      std::min<std::size_t>(cuda::detail::ceil_div(t_len, 256), 4096));
+  const unsigned grid =
+      static_cast<unsigned>(std::min<std::size_t>(cuda::detail::ceil_div(t_len, 256), 4096));
   cuda::detail::scores_finish_kernel<out_t>
       <<<grid, 256, 0, stream>>>(acc, scores.data(), scores.stride(0), t_len, norm);
   return cuda::detail::last_launch_error();
@@ -288,9 +291,9 @@ cudaError_t sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q
 
 /// Device views without a workspace: a compile error that says what is missing.
 template <view Q, view P, view K, view Out>
-  requires(device_view<Q> || device_view<K> || device_view<Out>) &&
-          (device_view<Q> && device_view<K> && device_view<Out>)
-void sparse_q_scores(Q, P, K, Out, sparse_q_options = {}) {
+requires(device_view<Q> || device_view<K> || device_view<Out>) &&
+    (device_view<Q> && device_view<K> &&
+     device_view<Out>)void sparse_q_scores(Q, P, K, Out, sparse_q_options = {}) {
   static_assert(detail::dependent_false<Q>,
                 "hybridcache::sparse_q_scores on device views needs an explicit workspace and "
                 "stream: sparse_q_scores(q, pos, k, out, opts, workspace, "

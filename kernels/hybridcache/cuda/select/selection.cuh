@@ -15,9 +15,9 @@
 /// Workspace: CUB's two-phase protocol. Call with `workspace == nullptr` to get the byte count in
 /// `workspace_bytes` (nothing is enqueued), allocate it, call again.
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cmath>
 #include <string>
 #include <type_traits>
 
@@ -39,8 +39,7 @@ __global__ void top_k_keys_kernel(const Score* scores, std::size_t score_stride,
   for (std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; j < t_len;
        j += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const bool reused = mask[j * mask_stride] != Mask(0);
-    keys[j] = reused ? static_cast<Key>(scores[j * score_stride])
-                     : -static_cast<Key>(INFINITY);
+    keys[j] = reused ? static_cast<Key>(scores[j * score_stride]) : -static_cast<Key>(INFINITY);
     idx[j] = static_cast<std::uint32_t>(j);
   }
 }
@@ -58,8 +57,7 @@ __global__ void top_k_gather_kernel(const Key* keys, const std::uint32_t* idx, O
 /// Layout of the workspace: four arrays of T entries, then CUB's temporary storage.
 template <class Key>
 struct top_k_layout {
-  std::size_t keys_in = 0, keys_out = 0, idx_in = 0, idx_out = 0, cub = 0, cub_bytes = 0,
-              total = 0;
+  std::size_t keys_in = 0, keys_out = 0, idx_in = 0, idx_out = 0, cub = 0, cub_bytes = 0, total = 0;
 };
 
 template <class Key>
@@ -69,7 +67,8 @@ cudaError_t make_top_k_layout(std::size_t t_len, top_k_layout<Key>& l) {
       nullptr, cub_bytes, static_cast<const Key*>(nullptr), static_cast<Key*>(nullptr),
       static_cast<const std::uint32_t*>(nullptr), static_cast<std::uint32_t*>(nullptr),
       static_cast<std::int64_t>(t_len)));
-  const std::size_t kb = align_up(t_len * sizeof(Key)), ib = align_up(t_len * sizeof(std::uint32_t));
+  const std::size_t kb = align_up(t_len * sizeof(Key)),
+                    ib = align_up(t_len * sizeof(std::uint32_t));
   l.keys_in = 0;
   l.keys_out = kb;
   l.idx_in = 2 * kb;
@@ -93,13 +92,13 @@ cudaError_t make_top_k_layout(std::size_t t_len, top_k_layout<Key>& l) {
 /// @returns the first CUDA error (from CUB's size query or the enqueued work).
 /// @throws invalid_argument when extents differ, T ≥ 2³², or the workspace is too small.
 template <device_view Scores, device_view Mask, device_view Out>
-  requires(Scores::rank == 1 && Mask::rank == 1 && Out::rank == 1 &&
-           std::is_floating_point_v<typename Scores::value_type> &&
-           std::is_integral_v<typename Mask::value_type> &&
-           std::is_integral_v<typename Out::value_type> &&
-           !std::is_const_v<typename Out::element_type>)
-cudaError_t select_key_tokens(Scores scores, Mask reused, Out out, void* workspace,
-                              std::size_t& workspace_bytes, cudaStream_t stream) {
+requires(Scores::rank == 1 && Mask::rank == 1 && Out::rank == 1 &&
+         std::is_floating_point_v<typename Scores::value_type> &&
+         std::is_integral_v<typename Mask::value_type> &&
+         std::is_integral_v<typename Out::value_type> &&
+         !std::is_const_v<typename Out::element_type>) cudaError_t
+    select_key_tokens(Scores scores, Mask reused, Out out, void* workspace,
+                      std::size_t& workspace_bytes, cudaStream_t stream) {
   using key_t = std::remove_cv_t<typename Scores::value_type>;
   using mask_t = std::remove_cv_t<typename Mask::value_type>;
   using out_t = typename Out::value_type;
@@ -126,7 +125,8 @@ cudaError_t select_key_tokens(Scores scores, Mask reused, Out out, void* workspa
   auto* idx_in = reinterpret_cast<std::uint32_t*>(base + l.idx_in);
   auto* idx_out = reinterpret_cast<std::uint32_t*>(base + l.idx_out);
   const auto blocks = [](std::size_t n) {
-    return static_cast<unsigned>(n == 0 ? 1 : (detail::ceil_div(n, 256) < 4096 ? detail::ceil_div(n, 256) : 4096));
+    return static_cast<unsigned>(
+        n == 0 ? 1 : (detail::ceil_div(n, 256) < 4096 ? detail::ceil_div(n, 256) : 4096));
   };
   if (t_len != 0) {
     detail::top_k_keys_kernel<key_t, typename Scores::value_type, mask_t>

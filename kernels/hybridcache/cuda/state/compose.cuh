@@ -79,10 +79,10 @@ __global__ void apply_elementwise_kernel(elementwise_args<Real> a) {
 /// `compose_log_decay`. (A template only so that the header may define it in many TUs.)
 template <class Unused = void>
 __global__ void compose_log_decay_kernel(const double* first, std::size_t first_batch,
-                                                std::size_t first_n, const double* then,
-                                                std::size_t then_batch, std::size_t then_n,
-                                                double* out, std::size_t out_batch,
-                                                std::size_t out_n, std::size_t batches) {
+                                         std::size_t first_n, const double* then,
+                                         std::size_t then_batch, std::size_t then_n, double* out,
+                                         std::size_t out_batch, std::size_t out_n,
+                                         std::size_t batches) {
   const std::size_t total = batches * out_n;
   for (std::size_t g = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; g < total;
        g += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
@@ -199,9 +199,9 @@ std::size_t check_log_decay(const V& v, const char* name, std::size_t batches, s
     hybridcache::detail::throw_invalid(std::string(name) + ".extent(0)", v.extent(0),
                                        "must equal the batch size " + std::to_string(batches));
   if (v.extent(1) != 1 && v.extent(1) != dk)
-    hybridcache::detail::throw_invalid(std::string(name) + ".extent(1)", v.extent(1),
-                                       "must be 1 (scalar family) or dk = " + std::to_string(dk) +
-                                           " (diagonal family)");
+    hybridcache::detail::throw_invalid(
+        std::string(name) + ".extent(1)", v.extent(1),
+        "must be 1 (scalar family) or dk = " + std::to_string(dk) + " (diagonal family)");
   if (v.extent(1) > 1 && v.stride(1) != 1)
     hybridcache::detail::throw_invalid(std::string(name) + ".stride(1)", v.stride(1),
                                        "log-decays of an entry must be contiguous");
@@ -233,20 +233,25 @@ concept same_real = (std::same_as<typename V::value_type, float> && ...) ||
 /// @param prev,add,out device `[B, dk, dv]`, float or double; `out` may alias `prev` or `add`.
 /// @throws invalid_argument on mismatched extents or non-unit row strides.
 template <device_view LogDecay, device_view Prev, device_view Add, device_view Out>
-  requires(LogDecay::rank == 2 && Prev::rank == 3 && Add::rank == 3 && Out::rank == 3 &&
-           std::same_as<typename LogDecay::value_type, double> &&
-           detail::same_real<Prev, Add, Out> && !std::is_const_v<typename Out::element_type>)
-cudaError_t apply_elementwise(LogDecay log_decay, Prev prev, Add add, Out out,
-                              cudaStream_t stream) {
+requires(LogDecay::rank == 2 && Prev::rank == 3 && Add::rank == 3 && Out::rank == 3 &&
+         std::same_as<typename LogDecay::value_type, double> && detail::same_real<Prev, Add, Out> &&
+         !std::is_const_v<typename Out::element_type>) cudaError_t
+    apply_elementwise(LogDecay log_decay, Prev prev, Add add, Out out, cudaStream_t stream) {
   const std::size_t B = prev.extent(0), dk = prev.extent(1), dv = prev.extent(2);
   detail::check_rank3(prev, "prev", B, dk, dv);
   detail::check_rank3(add, "add", B, dk, dv);
   detail::check_rank3(out, "out", B, dk, dv);
   const std::size_t n = detail::check_log_decay(log_decay, "log_decay", B, dk);
   using Real = typename Out::value_type;
-  detail::elementwise_args<Real> a{detail::as_input(prev), detail::as_input(add),
-                                   detail::as_batched(out), log_decay.data(), log_decay.stride(0),
-                                   n, B, dk, dv};
+  detail::elementwise_args<Real> a{detail::as_input(prev),
+                                   detail::as_input(add),
+                                   detail::as_batched(out),
+                                   log_decay.data(),
+                                   log_decay.stride(0),
+                                   n,
+                                   B,
+                                   dk,
+                                   dv};
   if (B * dk * dv == 0) return cudaSuccess;
   detail::apply_elementwise_kernel<Real>
       <<<detail::elementwise_grid(B * dk, 8), dim3(32, 8), 0, stream>>>(a);
@@ -262,13 +267,13 @@ cudaError_t apply_elementwise(LogDecay log_decay, Prev prev, Add add, Out out,
 /// @param first_state,then_state,out_state device `[B, dk, dv]` (out may alias either input).
 template <device_view Log1, device_view S1, device_view Log2, device_view S2, device_view LogOut,
           device_view SOut>
-  requires(Log1::rank == 2 && Log2::rank == 2 && LogOut::rank == 2 && S1::rank == 3 &&
-           S2::rank == 3 && SOut::rank == 3 && std::same_as<typename Log1::value_type, double> &&
-           std::same_as<typename Log2::value_type, double> &&
-           std::same_as<typename LogOut::element_type, double> && detail::same_real<S1, S2, SOut> &&
-           !std::is_const_v<typename SOut::element_type>)
-cudaError_t compose_elementwise(Log1 first_log, S1 first_state, Log2 then_log, S2 then_state,
-                                LogOut out_log, SOut out_state, cudaStream_t stream) {
+requires(Log1::rank == 2 && Log2::rank == 2 && LogOut::rank == 2 && S1::rank == 3 &&
+         S2::rank == 3 && SOut::rank == 3 && std::same_as<typename Log1::value_type, double> &&
+         std::same_as<typename Log2::value_type, double> &&
+         std::same_as<typename LogOut::element_type, double> && detail::same_real<S1, S2, SOut> &&
+         !std::is_const_v<typename SOut::element_type>) cudaError_t
+    compose_elementwise(Log1 first_log, S1 first_state, Log2 then_log, S2 then_state,
+                        LogOut out_log, SOut out_state, cudaStream_t stream) {
   const std::size_t B = first_state.extent(0), dk = first_state.extent(1),
                     dv = first_state.extent(2);
   detail::check_rank3(then_state, "then_state", B, dk, dv);
@@ -278,15 +283,20 @@ cudaError_t compose_elementwise(Log1 first_log, S1 first_state, Log2 then_log, S
   const std::size_t no = n1 > n2 ? n1 : n2;
   if (out_log.extent(0) != B || out_log.extent(1) != no || (no > 1 && out_log.stride(1) != 1))
     hybridcache::detail::throw_invalid("out_log.extent(1)", out_log.extent(1),
-                                       "must be [B, max(n_first, n_then)] = [" +
-                                           std::to_string(B) + ", " + std::to_string(no) +
-                                           "], contiguous");
+                                       "must be [B, max(n_first, n_then)] = [" + std::to_string(B) +
+                                           ", " + std::to_string(no) + "], contiguous");
   if (B == 0) return cudaSuccess;
   using Real = typename SOut::value_type;
   // The state first (it reads ℓ_then, which out_log may alias), then the log-decays.
-  detail::elementwise_args<Real> a{detail::as_input(first_state), detail::as_input(then_state),
-                                   detail::as_batched(out_state), then_log.data(),
-                                   then_log.stride(0), n2, B, dk, dv};
+  detail::elementwise_args<Real> a{detail::as_input(first_state),
+                                   detail::as_input(then_state),
+                                   detail::as_batched(out_state),
+                                   then_log.data(),
+                                   then_log.stride(0),
+                                   n2,
+                                   B,
+                                   dk,
+                                   dv};
   if (dk * dv != 0) {
     detail::apply_elementwise_kernel<Real>
         <<<detail::elementwise_grid(B * dk, 8), dim3(32, 8), 0, stream>>>(a);
@@ -295,9 +305,9 @@ cudaError_t compose_elementwise(Log1 first_log, S1 first_state, Log2 then_log, S
   const std::size_t total = B * no;
   const unsigned grid = static_cast<unsigned>(
       detail::ceil_div(total, 256) < 65535 ? detail::ceil_div(total, 256) : 65535);
-  detail::compose_log_decay_kernel<><<<grid, 256, 0, stream>>>(
-      first_log.data(), first_log.stride(0), n1, then_log.data(), then_log.stride(0), n2,
-      out_log.data(), out_log.stride(0), no, B);
+  detail::compose_log_decay_kernel<>
+      <<<grid, 256, 0, stream>>>(first_log.data(), first_log.stride(0), n1, then_log.data(),
+                                 then_log.stride(0), n2, out_log.data(), out_log.stride(0), no, B);
   return detail::last_launch_error();
 }
 
@@ -307,17 +317,24 @@ cudaError_t compose_elementwise(Log1 first_log, S1 first_state, Log2 then_log, S
 /// @param transition device `[B, dk, dk]`; prev, add, out device `[B, dk, dv]`. `out` must not
 ///        alias `prev` or `transition` (it may alias `add`).
 template <device_view Trans, device_view Prev, device_view Add, device_view Out>
-  requires(Trans::rank == 3 && Prev::rank == 3 && Add::rank == 3 && Out::rank == 3 &&
-           detail::same_real<Trans, Prev, Add, Out> && !std::is_const_v<typename Out::element_type>)
-cudaError_t apply_dense(Trans transition, Prev prev, Add add, Out out, cudaStream_t stream) {
+requires(Trans::rank == 3 && Prev::rank == 3 && Add::rank == 3 && Out::rank == 3 &&
+         detail::same_real<Trans, Prev, Add, Out> &&
+         !std::is_const_v<typename Out::element_type>) cudaError_t
+    apply_dense(Trans transition, Prev prev, Add add, Out out, cudaStream_t stream) {
   const std::size_t B = prev.extent(0), dk = prev.extent(1), dv = prev.extent(2);
   detail::check_rank3(transition, "transition", B, dk, dk);
   detail::check_rank3(prev, "prev", B, dk, dv);
   detail::check_rank3(add, "add", B, dk, dv);
   detail::check_rank3(out, "out", B, dk, dv);
   using Real = typename Out::value_type;
-  const detail::gemm_args<Real> g{detail::as_input(transition), detail::as_input(prev),
-                                  detail::as_input(add), detail::as_batched(out), dk, dv, dk, B};
+  const detail::gemm_args<Real> g{detail::as_input(transition),
+                                  detail::as_input(prev),
+                                  detail::as_input(add),
+                                  detail::as_batched(out),
+                                  dk,
+                                  dv,
+                                  dk,
+                                  B};
   return detail::launch_batched_gemm(g, stream);
 }
 
@@ -328,12 +345,12 @@ cudaError_t apply_dense(Trans transition, Prev prev, Add add, Out out, cudaStrea
 ///        Outputs must not alias `first_*` or `then_t` (out_s may alias then_s).
 template <device_view T1, device_view S1, device_view T2, device_view S2, device_view TOut,
           device_view SOut>
-  requires(T1::rank == 3 && S1::rank == 3 && T2::rank == 3 && S2::rank == 3 && TOut::rank == 3 &&
-           SOut::rank == 3 && detail::same_real<T1, S1, T2, S2, TOut, SOut> &&
-           !std::is_const_v<typename TOut::element_type> &&
-           !std::is_const_v<typename SOut::element_type>)
-cudaError_t compose_dense(T1 first_t, S1 first_s, T2 then_t, S2 then_s, TOut out_t, SOut out_s,
-                          cudaStream_t stream) {
+requires(T1::rank == 3 && S1::rank == 3 && T2::rank == 3 && S2::rank == 3 && TOut::rank == 3 &&
+         SOut::rank == 3 && detail::same_real<T1, S1, T2, S2, TOut, SOut> &&
+         !std::is_const_v<typename TOut::element_type> &&
+         !std::is_const_v<typename SOut::element_type>) cudaError_t
+    compose_dense(T1 first_t, S1 first_s, T2 then_t, S2 then_s, TOut out_t, SOut out_s,
+                  cudaStream_t stream) {
   const std::size_t B = first_s.extent(0), dk = first_s.extent(1), dv = first_s.extent(2);
   detail::check_rank3(first_t, "first_t", B, dk, dk);
   detail::check_rank3(then_t, "then_t", B, dk, dk);
@@ -342,12 +359,23 @@ cudaError_t compose_dense(T1 first_t, S1 first_s, T2 then_t, S2 then_s, TOut out
   detail::check_rank3(out_s, "out_s", B, dk, dv);
   using Real = typename SOut::value_type;
   const detail::batched_matrix<const Real> none{nullptr, 0, 0};
-  const detail::gemm_args<Real> gt{detail::as_input(then_t), detail::as_input(first_t), none,
-                                   detail::as_batched(out_t), dk, dk, dk, B};
+  const detail::gemm_args<Real> gt{detail::as_input(then_t),
+                                   detail::as_input(first_t),
+                                   none,
+                                   detail::as_batched(out_t),
+                                   dk,
+                                   dk,
+                                   dk,
+                                   B};
   HYBRIDCACHE_DETAIL_CUDA_TRY(detail::launch_batched_gemm(gt, stream));
-  const detail::gemm_args<Real> gs{detail::as_input(then_t), detail::as_input(first_s),
-                                   detail::as_input(then_s), detail::as_batched(out_s), dk, dv,
-                                   dk, B};
+  const detail::gemm_args<Real> gs{detail::as_input(then_t),
+                                   detail::as_input(first_s),
+                                   detail::as_input(then_s),
+                                   detail::as_batched(out_s),
+                                   dk,
+                                   dv,
+                                   dk,
+                                   B};
   return detail::launch_batched_gemm(gs, stream);
 }
 

@@ -53,9 +53,7 @@ struct device_heap {
   void deallocate(void* p, std::size_t /*bytes*/, std::size_t /*alignment*/) noexcept {
     if (p != nullptr) (void)cudaFree(p);
   }
-  friend constexpr bool operator==(const device_heap&, const device_heap&) noexcept {
-    return true;
-  }
+  friend constexpr bool operator==(const device_heap&, const device_heap&) noexcept { return true; }
 };
 
 static_assert(device_storage<device_heap>);
