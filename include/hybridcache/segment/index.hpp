@@ -246,15 +246,16 @@ class segment_index {
       }
     }
 
-    void grow() {
-      std::vector<slot> old = std::move(slots);
-      slots.assign(old.empty() ? 16 : old.size() * 2, slot{});
-      for (const slot& s : old) {
+    void grow() {  // strong guarantee: a failed allocation leaves the table unchanged
+      std::vector<slot> bigger(slots.empty() ? 16 : slots.size() * 2, slot{});
+      const std::size_t m = bigger.size() - 1;
+      for (const slot& s : slots) {
         if (s.entry == nullptr) continue;
-        std::size_t i = home(s.key) & mask();
-        while (slots[i].entry != nullptr) i = (i + 1) & mask();
-        slots[i] = s;
+        std::size_t i = home(s.key) & m;
+        while (bigger[i].entry != nullptr) i = (i + 1) & m;
+        bigger[i] = s;
       }
+      slots.swap(bigger);
     }
 
     // Backward-shift deletion keeps every probe run contiguous without tombstones.

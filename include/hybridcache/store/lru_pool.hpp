@@ -197,7 +197,7 @@ class lru_pool {
                                              : "larger than the pool's capacity");
     std::vector<std::shared_ptr<node>> released;
     insert_result result;
-    {
+    try {  // evictions already made must still get their callbacks if the insert throws
       std::lock_guard lock(st_->mutex);
       auto it = st_->map.find(key);
       if (it != st_->map.end()) {
@@ -211,13 +211,16 @@ class lru_pool {
         return result;
       }
       auto n = std::make_shared<node>(std::move(key), std::move(value), bytes, cls);
+      st_->map.emplace(n->key, n);  // may throw: account only afterwards
       st_->used += bytes;
       if (cls == entry_class::reserved) st_->used_reserved += bytes;
       n->pins = 1;
       ++st_->pinned;
-      st_->map.emplace(n->key, n);
       result.pin = handle(st_, std::move(n));
       result.status = insert_status::inserted;
+    } catch (...) {
+      st_->run_callbacks(released);
+      throw;
     }
     st_->run_callbacks(released);
     return result;
