@@ -107,7 +107,7 @@ TEST_CASE("split: properties on random requests (default seam 8)") {
   }
 }
 
-TEST_CASE("split: seam interior is [h, n - w) with h = max(w, k - 1), empty when h + w >= n") {
+TEST_CASE("split: seam interior is h to n - w with h = max(w, k - 1), empty when h + w >= n") {
   for (std::size_t w : {0u, 1u, 4u, 8u}) {
     for (std::size_t k : {0u, 1u, 4u, 12u}) {
       for (std::size_t n = 1; n < 40; ++n) {
