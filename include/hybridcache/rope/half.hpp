@@ -6,7 +6,7 @@
 ///
 /// These are *storage* types, as in a KV cache: arithmetic happens in float after `to_float`, and
 /// results are stored back with `from_float`, which rounds to nearest, ties to even. Conversions are
-/// branch-light bit manipulations (after F. Giesen's public-domain half routines) marked
+/// branch-free bit manipulations (after F. Giesen's public-domain half routines) marked
 /// `HYBRIDCACHE_HOST_DEVICE`, so CUDA kernels and host code round identically. NaN stays NaN
 /// (quietened), ±Inf stays ±Inf, values beyond the range overflow to ±Inf, and subnormals are
 /// handled exactly. Other 16-bit types (`Eigen::half`, `__half`) work with the library's
@@ -33,38 +33,35 @@ HYBRIDCACHE_HOST_DEVICE inline float bits_float(std::uint32_t u) noexcept {
   return f;
 }
 
-/// binary16 bits -> float (exact).
+/// binary16 bits -> float (exact). Branch-free (every case computed, one selected) so that host
+/// loops over rows vectorise.
 HYBRIDCACHE_HOST_DEVICE inline float half_bits_to_float(std::uint16_t h) noexcept {
   constexpr std::uint32_t shifted_exp = 0x7c00u << 13;
-  std::uint32_t o = (static_cast<std::uint32_t>(h) & 0x7fffu) << 13;
+  const std::uint32_t hu = h;
+  std::uint32_t o = (hu & 0x7fffu) << 13;
   const std::uint32_t exp = shifted_exp & o;
   o += (127u - 15u) << 23;
-  if (exp == shifted_exp) {
-    o += (128u - 16u) << 23;  // Inf / NaN
-  } else if (exp == 0) {
-    o += 1u << 23;  // subnormal: renormalise through a float subtraction (exact)
-    o = float_bits(bits_float(o) - bits_float(113u << 23));
-  }
-  return bits_float(o | ((static_cast<std::uint32_t>(h) & 0x8000u) << 16));
+  o += exp == shifted_exp ? ((128u - 16u) << 23) : 0u;  // Inf / NaN keep all exponent bits
+  // Subnormal: renormalise through an exact float subtraction.
+  const std::uint32_t sub = float_bits(bits_float(o + (1u << 23)) - bits_float(113u << 23));
+  o = exp == 0 ? sub : o;
+  return bits_float(o | ((hu & 0x8000u) << 16));
 }
 
-/// float -> binary16 bits, round to nearest even.
+/// float -> binary16 bits, round to nearest even. Branch-free like `half_bits_to_float`.
 HYBRIDCACHE_HOST_DEVICE inline std::uint16_t float_to_half_bits(float x) noexcept {
   std::uint32_t f = float_bits(x);
   const std::uint32_t sign = f & 0x80000000u;
   f ^= sign;
-  std::uint32_t o;
-  if (f >= ((127u + 16u) << 23)) {  // overflow, Inf or NaN
-    o = f > (255u << 23) ? 0x7e00u : 0x7c00u;
-  } else if (f < (113u << 23)) {  // result is subnormal or zero: let float addition round
-    constexpr std::uint32_t denorm_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
-    o = float_bits(bits_float(f) + bits_float(denorm_magic)) - denorm_magic;
-  } else {
-    const std::uint32_t mant_odd = (f >> 13) & 1u;
-    f += (static_cast<std::uint32_t>(15 - 127) << 23) + 0xfffu;  // rebias (mod 2^32) + round
-    f += mant_odd;
-    o = f >> 13;
-  }
+  // Overflow, Inf or NaN (|x| >= 2^16): Inf, or a quiet NaN.
+  const std::uint32_t big = f > (255u << 23) ? 0x7e00u : 0x7c00u;
+  // Result subnormal or zero (|x| < 2^-14): let a float addition do the rounding.
+  constexpr std::uint32_t denorm_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+  const std::uint32_t small = float_bits(bits_float(f) + bits_float(denorm_magic)) - denorm_magic;
+  // Normal: rebias the exponent (mod 2^32) and round the 13 dropped bits to nearest even.
+  const std::uint32_t normal =
+      (f + (static_cast<std::uint32_t>(15 - 127) << 23) + 0xfffu + ((f >> 13) & 1u)) >> 13;
+  const std::uint32_t o = f >= ((127u + 16u) << 23) ? big : f < (113u << 23) ? small : normal;
   return static_cast<std::uint16_t>(o | (sign >> 16));
 }
 
@@ -76,8 +73,9 @@ HYBRIDCACHE_HOST_DEVICE inline float bfloat16_bits_to_float(std::uint16_t b) noe
 /// float -> bfloat16 bits, round to nearest even; NaN stays (quiet) NaN.
 HYBRIDCACHE_HOST_DEVICE inline std::uint16_t float_to_bfloat16_bits(float x) noexcept {
   const std::uint32_t f = float_bits(x);
-  if ((f & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((f >> 16) | 0x40u);
-  return static_cast<std::uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
+  const std::uint32_t nan = (f >> 16) | 0x40u;
+  const std::uint32_t rounded = (f + 0x7fffu + ((f >> 16) & 1u)) >> 16;
+  return static_cast<std::uint16_t>((f & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 }  // namespace detail
 

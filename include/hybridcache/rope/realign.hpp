@@ -36,6 +36,15 @@
 #include "hybridcache/storage/concepts.hpp"
 #include "hybridcache/storage/view.hpp"
 
+// Host builds targeting x86 with F16C (-mf16c, -march=haswell or later) convert fp16 rows with
+// the hardware instructions, which round exactly like `detail::float_to_half_bits`.
+#if defined(__F16C__) && !defined(__CUDACC__)
+#include <immintrin.h>
+#define HYBRIDCACHE_DETAIL_F16C 1
+#else
+#define HYBRIDCACHE_DETAIL_F16C 0
+#endif
+
 HYBRIDCACHE_NAMESPACE_BEGIN
 
 namespace detail {
@@ -60,6 +69,79 @@ template <class T>
 struct rope_store {
   HYBRIDCACHE_HOST_DEVICE T operator()(float f) const noexcept { return store_float<T>(f); }
 };
+
+/// Widens n 16-bit (or other) values to float: F16C for `half` where the target has it.
+template <class T>
+inline void rope_widen(const T* src, float* out, std::size_t n) {
+  std::size_t j0 = 0;
+#if HYBRIDCACHE_DETAIL_F16C
+  if constexpr (std::is_same_v<T, half>) {
+    for (; j0 + 8 <= n; j0 += 8) {
+      _mm256_storeu_ps(out + j0,
+                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j0))));
+    }
+  }
+#endif
+  for (std::size_t j = j0; j < n; ++j) out[j] = load_float(src[j]);
+}
+
+/// Narrows n floats to `T`, rounding to nearest even (F16C for `half` where available).
+template <class T>
+inline void rope_narrow(const float* in, T* dst, std::size_t n) {
+  std::size_t j0 = 0;
+#if HYBRIDCACHE_DETAIL_F16C
+  if constexpr (std::is_same_v<T, half>) {
+    for (; j0 + 8 <= n; j0 += 8) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j0),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(in + j0),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+  }
+#endif
+  for (std::size_t j = j0; j < n; ++j) dst[j] = store_float<T>(in[j]);
+}
+
+/// Rows per chunk of the host driver: 16-bit rows are widened, rotated and narrowed a chunk at a
+/// time. One row (a 128-element head vector is already a long enough loop) measured best: larger
+/// chunks spill the float scratch out of L1.
+inline constexpr std::size_t rope_chunk_rows = 1;
+
+/// Host driver of the row rotation for `rows` consecutive rows starting at `src`/`dst` (rows are
+/// `head_dim` apart; pass 1 for a lone row). Float rows are rotated straight into a
+/// non-overlapping destination (through scratch when in place); other types go through float
+/// scratch of 2·rope_chunk_rows·head_dim floats. Results equal `rope_rotate_row` applied to the
+/// storage type (same arithmetic; the conversions round identically).
+template <class T>
+inline void rope_rotate_rows_host(const T* src, T* dst, std::size_t rows, const rope_params& p,
+                                  bool interleaved, const rope_delta_table& table,
+                                  float* scratch) {
+  const std::size_t d = p.head_dim;
+  if constexpr (std::is_same_v<T, float>) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* s = src + r * d;
+      float* o = dst + r * d;
+      if (s + d <= o || o + d <= s) {
+        rope_rotate_row_f32(s, o, d, p.rotary_dim, interleaved, table.cs.data(), table.sn.data());
+      } else {  // in place (or overlapping): rotate a copy
+        std::memcpy(scratch, s, d * sizeof(float));
+        rope_rotate_row_f32(scratch, o, d, p.rotary_dim, interleaved, table.cs.data(),
+                            table.sn.data());
+      }
+    }
+  } else {
+    float* in = scratch;
+    float* out = scratch + rope_chunk_rows * d;
+    for (std::size_t r0 = 0; r0 < rows; r0 += rope_chunk_rows) {
+      const std::size_t n = std::min(rope_chunk_rows, rows - r0);
+      rope_widen(src + r0 * d, in, n * d);
+      for (std::size_t r = 0; r < n; ++r) {
+        rope_rotate_row_f32(in + r * d, out + r * d, d, p.rotary_dim, interleaved,
+                            table.cs.data(), table.sn.data());
+      }
+      rope_narrow(out, dst + r0 * d, n * d);
+    }
+  }
+}
 
 template <class Src, class Dst, std::size_t Rank>
 concept rope_view_pair =
@@ -112,11 +194,24 @@ void realign_keys(const rope_params& params, Src src, Dst dst, std::int64_t delt
   using T = typename Dst::value_type;
   const detail::rope_delta_table table(params, delta);
   const bool interleaved = params.layout == rope_layout::interleaved;
-  for (std::size_t t = 0; t < src.extent(0); ++t) {
-    for (std::size_t h = 0; h < src.extent(1); ++h) {
-      detail::rope_rotate_row(&src(t, h, 0), &dst(t, h, 0), params.head_dim, params.rotary_dim,
-                              interleaved, table.cs.data(), table.sn.data(),
-                              detail::rope_load<T>{}, detail::rope_store<T>{});
+  std::vector<float> scratch(2 * detail::rope_chunk_rows * params.head_dim);
+  const std::size_t tokens = src.extent(0), heads = src.extent(1), d = params.head_dim;
+  if (src.is_contiguous() && dst.is_contiguous()) {  // one run of tokens·heads rows
+    detail::rope_rotate_rows_host<T>(src.data(), dst.data(), tokens * heads, params, interleaved,
+                                     table, scratch.data());
+    return;
+  }
+  const bool heads_packed = (heads <= 1 || (src.stride(1) == d && dst.stride(1) == d));
+  for (std::size_t t = 0; t < tokens; ++t) {
+    if (heads_packed) {  // the heads of one token are one run of rows
+      if (heads > 0)
+        detail::rope_rotate_rows_host<T>(&src(t, 0, 0), &dst(t, 0, 0), heads, params,
+                                         interleaved, table, scratch.data());
+      continue;
+    }
+    for (std::size_t h = 0; h < heads; ++h) {
+      detail::rope_rotate_rows_host<T>(&src(t, h, 0), &dst(t, h, 0), 1, params, interleaved,
+                                       table, scratch.data());
     }
   }
 }
@@ -215,15 +310,15 @@ void realign_blocks(const rope_params& params, KSrc k_src, VSrc v_src, KDst k_ds
   using VT = typename VDst::value_type;
   const detail::rope_delta_table table(params, delta);
   const bool interleaved = params.layout == rope_layout::interleaved;
+  std::vector<float> scratch(2 * detail::rope_chunk_rows * params.head_dim);
   const std::size_t vdim = v_src.extent(3);
   const bool v_rows_contiguous = vdim <= 1 || (v_src.stride(3) == 1 && v_dst.stride(3) == 1);
   for (std::size_t b = 0; b < nb; ++b) {
     const std::size_t tokens = std::min(bs, num_tokens - b * bs);
     for (std::size_t t = 0; t < tokens; ++t) {
       for (std::size_t h = 0; h < heads; ++h) {
-        detail::rope_rotate_row(&k_src(olds[b], t, h, 0), &k_dst(news[b], t, h, 0),
-                                params.head_dim, params.rotary_dim, interleaved, table.cs.data(),
-                                table.sn.data(), detail::rope_load<KT>{}, detail::rope_store<KT>{});
+        detail::rope_rotate_rows_host<KT>(&k_src(olds[b], t, h, 0), &k_dst(news[b], t, h, 0), 1,
+                                          params, interleaved, table, scratch.data());
         if (vdim == 0) continue;
         const auto* vs = &v_src(olds[b], t, h, 0);
         auto* vd = &v_dst(news[b], t, h, 0);
