@@ -38,9 +38,9 @@ void frontier(benchmark::State& state) {
   const auto w = workload(n);
   for (auto _ : state) benchmark::DoNotOptimize(hc::optimal_frontier(w, m));
   const double cells = static_cast<double>(n) * static_cast<double>(m);
-  state.counters["ns_per_cell"] = benchmark::Counter(
-      cells * static_cast<double>(state.iterations()) * 1e-9,
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_cell"] =
+      benchmark::Counter(cells * static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void plain_dp(benchmark::State& state) {
@@ -49,9 +49,9 @@ void plain_dp(benchmark::State& state) {
   const auto w = workload(n);
   for (auto _ : state) benchmark::DoNotOptimize(hybridcache_test::plain_dp(w, m));
   const double cells = static_cast<double>(n) * static_cast<double>(m);
-  state.counters["ns_per_cell"] = benchmark::Counter(
-      cells * static_cast<double>(state.iterations()) * 1e-9,
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_cell"] =
+      benchmark::Counter(cells * static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 template <hc::placement_method Method>
@@ -61,9 +61,9 @@ void place(benchmark::State& state) {
   const auto w = workload(n);
   for (auto _ : state) benchmark::DoNotOptimize(hc::place_optimal(w, m, {.method = Method}));
   const double cells = static_cast<double>(n) * static_cast<double>(m);
-  state.counters["ns_per_cell"] = benchmark::Counter(
-      cells * static_cast<double>(state.iterations()) * 1e-9,
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_cell"] =
+      benchmark::Counter(cells * static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void frontier_args(benchmark::internal::Benchmark* b) {
@@ -88,6 +88,8 @@ void place_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(frontier)->Apply(frontier_args)->Unit(benchmark::kMillisecond);
 BENCHMARK(plain_dp)->Apply(plain_args)->Unit(benchmark::kMillisecond);
-BENCHMARK(place<hc::placement_method::lagrangian>)->Apply(place_args)->Unit(benchmark::kMillisecond);
+BENCHMARK(place<hc::placement_method::lagrangian>)
+    ->Apply(place_args)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(place<hc::placement_method::cht>)->Apply(place_args)->Unit(benchmark::kMillisecond);
 BENCHMARK(place<hc::placement_method::automatic>)->Apply(place_args)->Unit(benchmark::kMillisecond);

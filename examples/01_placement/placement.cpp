@@ -15,7 +15,7 @@
 
 int main() {
   namespace hc = hybridcache;
-  const std::size_t n = 4096;  // cached prefix length (tokens)
+  const std::size_t n = 4096;    // cached prefix length (tokens)
   const std::size_t block = 64;  // engines store state only at block boundaries
   const std::size_t budget = 4;  // recurrent-state slots per cached prefix
 

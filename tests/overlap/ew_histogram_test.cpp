@@ -19,7 +19,8 @@ struct reference_law {
 };
 
 /// Σ_s γ^{n−s} e_{T_s}, summed from the newest observation backwards.
-reference_law reference(const std::vector<std::size_t>& depths, std::size_t max_depth, double gamma) {
+reference_law reference(const std::vector<std::size_t>& depths, std::size_t max_depth,
+                        double gamma) {
   reference_law r;
   r.hit.assign(max_depth, 0);
   long double g = 1;
@@ -45,9 +46,11 @@ void check_against_reference(const hc::ew_histogram& h, const std::vector<std::s
   for (std::size_t i = 0; i < p.size(); ++i) {
     REQUIRE(std::isfinite(p[i]));
     CHECK(p[i] == doctest::Approx(static_cast<double>(ref.hit[i] / hits)).epsilon(tol));
-    CHECK(w[i] == doctest::Approx(static_cast<double>(ref.hit[i] / (hits + ref.miss))).epsilon(tol));
+    CHECK(w[i] ==
+          doctest::Approx(static_cast<double>(ref.hit[i] / (hits + ref.miss))).epsilon(tol));
   }
-  CHECK(h.miss_rate() == doctest::Approx(static_cast<double>(ref.miss / (hits + ref.miss))).epsilon(tol));
+  CHECK(h.miss_rate() ==
+        doctest::Approx(static_cast<double>(ref.miss / (hits + ref.miss))).epsilon(tol));
 }
 
 }  // namespace
@@ -59,7 +62,8 @@ TEST_CASE("ew_histogram matches the exponentially weighted definition") {
     std::vector<std::size_t> depths;
     for (int i = 0; i < 3000; ++i) {
       // Drift: the law moves from short to long depths.
-      const std::size_t d = rng() % 10 == 0 ? 0 : 1 + (rng() % 20) + static_cast<std::size_t>(i / 100);
+      const std::size_t d =
+          rng() % 10 == 0 ? 0 : 1 + (rng() % 20) + static_cast<std::size_t>(i / 100);
       depths.push_back(d);
       h.observe(d);
     }

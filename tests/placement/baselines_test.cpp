@@ -115,7 +115,8 @@ TEST_CASE("expected_recompute, savings and reduction match the reference evaluat
   const std::vector<double> a = {1, 2, 3, 4}, b = {1e300, 2e300, 3e300, 4e300};
   const V c = {2};
   CHECK(hc::expected_recompute(a, c) == hc::expected_recompute(b, c));
-  CHECK(hc::reduction(std::vector<double>{0, 0, 1}, V{3}) == std::numeric_limits<double>::infinity());
+  CHECK(hc::reduction(std::vector<double>{0, 0, 1}, V{3}) ==
+        std::numeric_limits<double>::infinity());
   CHECK(hc::savings(std::vector<double>{0, 0, 1}, V{3}) == 1.0);
 }
 

@@ -53,9 +53,12 @@ TEST_CASE("bad weights are rejected by name") {
 
 TEST_CASE("bad granularity and checkpoints are rejected by name") {
   const std::vector<double> w = {1, 2, 3};
-  CHECK(rejected_argument([&] { (void)hc::place_optimal(w, 1, {.granularity = 0}); }) == "granularity");
-  CHECK(rejected_argument([&] { (void)hc::place_optimal(w, 1, {.granularity = 4}); }) == "granularity");
-  CHECK(rejected_argument([&] { (void)hc::optimal_frontier(w, 1, {.granularity = 0}); }) == "granularity");
+  CHECK(rejected_argument([&] { (void)hc::place_optimal(w, 1, {.granularity = 0}); }) ==
+        "granularity");
+  CHECK(rejected_argument([&] { (void)hc::place_optimal(w, 1, {.granularity = 4}); }) ==
+        "granularity");
+  CHECK(rejected_argument([&] { (void)hc::optimal_frontier(w, 1, {.granularity = 0}); }) ==
+        "granularity");
   CHECK(hc::place_optimal(w, 1, {.granularity = 3}).checkpoints == std::vector<std::size_t>{3});
   const std::vector<std::size_t> zero_pos = {0}, beyond = {4}, unsorted = {2, 1};
   CHECK(rejected_argument([&] { (void)hc::expected_recompute(w, zero_pos); }) == "checkpoints[0]");

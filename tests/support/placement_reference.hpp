@@ -4,7 +4,8 @@
 // and the sparse prefix caching paper, sharing no code with include/hybridcache/placement.
 //  - recompute(): E[r] by scanning for ℓ(t) token by token, in long double;
 //  - brute_force(): every subset of the candidates (N ≤ 14);
-//  - plain_dp(): the O(N²M) recurrence of Theorem 2 evaluated literally (w(s, j) summed term by term
+//  - plain_dp(): the O(N²M) recurrence of Theorem 2 evaluated literally (w(s, j) summed term by
+//  term
 //    through prefix sums), over token positions, with candidate positions restricted to {B, 2B, …}.
 #include <cstddef>
 #include <limits>
@@ -27,8 +28,8 @@ inline long double recompute(const std::vector<double>& w, const std::vector<std
 }
 
 struct brute_result {
-  long double best = 0;             // min E[r] over plans with ≤ budget checkpoints
-  std::size_t fewest = 0;           // fewest checkpoints reaching it
+  long double best = 0;    // min E[r] over plans with ≤ budget checkpoints
+  std::size_t fewest = 0;  // fewest checkpoints reaching it
 };
 
 /// Minimum E[r] over all subsets of {B, 2B, …} ∩ [1, N] of size ≤ budget, for every budget
@@ -83,8 +84,8 @@ inline std::vector<long double> plain_dp(const std::vector<double>& w, std::size
     for (std::size_t j = 1; j <= n; ++j) {
       long double best = prev[j];
       for (std::size_t s = B; s <= j; s += B) {
-        const long double cost = prev[s - 1] + (T[j] - T[s - 1]) -
-                                 static_cast<long double>(s) * (P[j] - P[s - 1]);
+        const long double cost =
+            prev[s - 1] + (T[j] - T[s - 1]) - static_cast<long double>(s) * (P[j] - P[s - 1]);
         if (cost < best) best = cost;
       }
       cur[j] = best;

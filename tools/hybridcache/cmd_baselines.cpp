@@ -18,7 +18,8 @@ namespace {
 using hybridcache_cli::usage_error;
 namespace hc = hybridcache;
 
-constexpr std::string_view usage = R"(usage: hybridcache baselines --weights FILE|- --budget M [--granularity B]
+constexpr std::string_view usage =
+    R"(usage: hybridcache baselines --weights FILE|- --budget M [--granularity B]
                              [--block S] [--json]
 
 Prints expected recompute E[r], savings (1 - E[r]/R_nc) and reduction (R_nc/E[r]) of every
@@ -79,11 +80,12 @@ int run(std::span<const std::string_view> argv) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : rows) {
       const double red = hc::reduction(w, r.checkpoints);
-      out.push_back({{"strategy", r.name},
-                     {"checkpoints", r.checkpoints.size()},
-                     {"expected_recompute", hc::expected_recompute(w, r.checkpoints)},
-                     {"savings", hc::savings(w, r.checkpoints)},
-                     {"reduction", std::isinf(red) ? nlohmann::json(nullptr) : nlohmann::json(red)}});
+      out.push_back(
+          {{"strategy", r.name},
+           {"checkpoints", r.checkpoints.size()},
+           {"expected_recompute", hc::expected_recompute(w, r.checkpoints)},
+           {"savings", hc::savings(w, r.checkpoints)},
+           {"reduction", std::isinf(red) ? nlohmann::json(nullptr) : nlohmann::json(red)}});
     }
     fmt::print("{}\n", out.dump(2));
     return 0;

@@ -17,7 +17,8 @@ namespace {
 using hybridcache_cli::usage_error;
 namespace hc = hybridcache;
 
-constexpr std::string_view usage = R"(usage: hybridcache demo [--n N] [--granularity B] [--max-budget M]
+constexpr std::string_view usage =
+    R"(usage: hybridcache demo [--n N] [--granularity B] [--max-budget M]
 
 Runs the exact checkpoint planner (DP) on built-in overlap-depth laws shaped like the paper's data
 sets (document QA: spike near the full length; system prompts: mass at short depths; multimodal)
@@ -45,9 +46,10 @@ int run(std::span<const std::string_view> argv) {
   if (granularity == 0 || granularity > n) throw usage_error{"--granularity must be in 1..N"};
 
   fmt::print("Sparse prefix caching: exact checkpoint placement vs fixed strategies\n");
-  fmt::print("prefix length N = {}, checkpoints at multiples of B = {}; E[r] = expected tokens "
-             "recomputed per hit, savings = 1 - E[r]/R_nc\n",
-             n, granularity);
+  fmt::print(
+      "prefix length N = {}, checkpoints at multiples of B = {}; E[r] = expected tokens "
+      "recomputed per hit, savings = 1 - E[r]/R_nc\n",
+      n, granularity);
   const hc::placement_options opts{.granularity = granularity};
   for (auto shape : {hc::overlap_shape::document_qa, hc::overlap_shape::system_prompts,
                      hc::overlap_shape::multimodal}) {
@@ -56,8 +58,8 @@ int run(std::span<const std::string_view> argv) {
     // E[r] of DP for every budget up to the number of candidates (for "checkpoints to match").
     const auto frontier = hc::optimal_frontier(w, std::max(max_budget, n / granularity), opts);
     fmt::print("\n== {} (no cache: E[r] = R_nc = {:.1f} tokens)\n", hc::to_string(shape), nc);
-    fmt::print("{:>6}  {:>16}  {:>16}  {:>16}  {:>9}\n", "budget", "DP", "balanced",
-               "logarithmic", "DP gain");
+    fmt::print("{:>6}  {:>16}  {:>16}  {:>16}  {:>9}\n", "budget", "DP", "balanced", "logarithmic",
+               "DP gain");
     for (std::size_t m = 1; m <= max_budget; m *= 2) {
       const auto dp = hc::place_optimal(w, m, opts);
       const auto bal = hc::clip_to_granularity(hc::place_balanced(n, m), granularity);
@@ -88,15 +90,17 @@ int run(std::span<const std::string_view> argv) {
       std::size_t match = 0;
       while (match < frontier.size() && frontier[match] > e * (1 + 1e-12)) ++match;
       const std::string match_text = fmt::format("{}", match);
-      fmt::print("    {:<11} {:>5} checkpoints: E[r] = {:>9.1f}  DP with as many: {:>9.1f}  "
-                 "DP checkpoints to match: {}\n",
-                 g.name, c.size(), e, e_dp, match_text);
+      fmt::print(
+          "    {:<11} {:>5} checkpoints: E[r] = {:>9.1f}  DP with as many: {:>9.1f}  "
+          "DP checkpoints to match: {}\n",
+          g.name, c.size(), e, e_dp, match_text);
     }
   }
   return 0;
 }
 
 const hybridcache_cli::registrar reg{
-    {"demo", "exact checkpoint placement vs fixed strategies on built-in overlap laws", usage, run}};
+    {"demo", "exact checkpoint placement vs fixed strategies on built-in overlap laws", usage,
+     run}};
 
 }  // namespace

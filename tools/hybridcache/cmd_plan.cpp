@@ -17,7 +17,8 @@ namespace {
 
 using hybridcache_cli::usage_error;
 
-constexpr std::string_view usage = R"(usage: hybridcache plan --weights FILE|- --budget M [--granularity B]
+constexpr std::string_view usage =
+    R"(usage: hybridcache plan --weights FILE|- --budget M [--granularity B]
                         [--method auto|cht|lagrangian] [--json]
 
 Places at most M recurrent-state checkpoints on a cached prefix so that the expected recompute
@@ -66,15 +67,16 @@ int run(std::span<const std::string_view> argv) {
   const double sav = hybridcache::savings(w, plan.checkpoints);
   const double red = hybridcache::reduction(w, plan.checkpoints);
   if (json) {
-    nlohmann::json out = {{"n", w.size()},
-                          {"budget", *budget},
-                          {"granularity", granularity},
-                          {"method", method_name},
-                          {"checkpoints", plan.checkpoints},
-                          {"expected_recompute", plan.expected_recompute},
-                          {"no_cache_recompute", nc},
-                          {"savings", sav},
-                          {"reduction", std::isinf(red) ? nlohmann::json(nullptr) : nlohmann::json(red)}};
+    nlohmann::json out = {
+        {"n", w.size()},
+        {"budget", *budget},
+        {"granularity", granularity},
+        {"method", method_name},
+        {"checkpoints", plan.checkpoints},
+        {"expected_recompute", plan.expected_recompute},
+        {"no_cache_recompute", nc},
+        {"savings", sav},
+        {"reduction", std::isinf(red) ? nlohmann::json(nullptr) : nlohmann::json(red)}};
     fmt::print("{}\n", out.dump(2));
     return 0;
   }

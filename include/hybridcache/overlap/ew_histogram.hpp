@@ -9,12 +9,12 @@
 /// Implementation: instead of multiplying every bin by γ per observation (O(N)), observation s
 /// adds γ^{−s'} where s' counts steps since the start of the current *epoch*; only ratios matter.
 /// An epoch ends after L steps, L chosen so that γ^{−L} ≈ 2^600 (L = ∞ for γ = 1): then the scale
-/// is reset to 1 and older weights are worth f = γ^L ≈ 2^−600 of their face value. Each bin remembers
-/// the epoch of its last update and is rescaled lazily when next touched (×f one epoch back, ×0
-/// two or more: those weights are below 2^−1200 relative to the current increment, beneath double
-/// resolution). So `observe` is O(1) worst case, and every stored number stays below ~2^600/(1−γ):
-/// finite after any number of observations (no γ^{−n} growth). The increment is re-anchored to
-/// exp(s'·ln(1/γ)) every 4096 steps, so its rounding error stays below ~4096 ulp.
+/// is reset to 1 and older weights are worth f = γ^L ≈ 2^−600 of their face value. Each bin
+/// remembers the epoch of its last update and is rescaled lazily when next touched (×f one epoch
+/// back, ×0 two or more: those weights are below 2^−1200 relative to the current increment, beneath
+/// double resolution). So `observe` is O(1) worst case, and every stored number stays below
+/// ~2^600/(1−γ): finite after any number of observations (no γ^{−n} growth). The increment is
+/// re-anchored to exp(s'·ln(1/γ)) every 4096 steps, so its rounding error stays below ~4096 ulp.
 ///
 /// Depth 0 is a miss and is weighed in the same way but kept apart from the depth bins;
 /// `pmf()` is the distribution over depths 1..max_depth given a hit.
@@ -62,8 +62,7 @@ class ew_histogram {
   /// @throws invalid_argument if depth > max_depth (never clipped silently).
   void observe(std::size_t depth) {
     if (HYBRIDCACHE_DETAIL_UNLIKELY(depth > bins_.size())) {
-      detail::throw_invalid("depth", depth,
-                            "exceeds max_depth = " + std::to_string(bins_.size()));
+      detail::throw_invalid("depth", depth, "exceeds max_depth = " + std::to_string(bins_.size()));
     }
     if (depth == 0) {
       miss_ += increment_;

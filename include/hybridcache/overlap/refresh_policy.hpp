@@ -28,9 +28,9 @@ HYBRIDCACHE_NAMESPACE_BEGIN
 
 /// Settings of `refresh_policy`.
 struct refresh_options {
-  double gamma = 0.99;              ///< histogram decay per observation, in (0, 1]
-  std::size_t interval = 10;        ///< re-plan after every `interval` observations (≥ 1)
-  placement_options placement = {}; ///< granularity and method of the planner
+  double gamma = 0.99;               ///< histogram decay per observation, in (0, 1]
+  std::size_t interval = 10;         ///< re-plan after every `interval` observations (≥ 1)
+  placement_options placement = {};  ///< granularity and method of the planner
 };
 
 /// Exponentially weighted histogram + periodic exact re-planning.
@@ -45,7 +45,9 @@ class refresh_policy {
   ///         granularity of 0 or above max_depth.
   refresh_policy(std::size_t max_depth, std::size_t budget, callback_type on_plan = {},
                  refresh_options opts = {})
-      : histogram_(max_depth, opts.gamma), budget_(budget), opts_(opts),
+      : histogram_(max_depth, opts.gamma),
+        budget_(budget),
+        opts_(opts),
         on_plan_(std::move(on_plan)) {
     if (opts.interval == 0) detail::throw_invalid("interval", opts.interval, "must be >= 1");
     detail::validate_granularity(opts.placement.granularity, max_depth);

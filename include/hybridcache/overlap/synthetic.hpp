@@ -28,10 +28,14 @@ enum class overlap_shape { document_qa, system_prompts, multimodal, uniform };
 /// A short name for tables: "document-qa", "system-prompts", "multimodal", "uniform".
 constexpr std::string_view to_string(overlap_shape s) noexcept {
   switch (s) {
-    case overlap_shape::document_qa: return "document-qa";
-    case overlap_shape::system_prompts: return "system-prompts";
-    case overlap_shape::multimodal: return "multimodal";
-    case overlap_shape::uniform: return "uniform";
+    case overlap_shape::document_qa:
+      return "document-qa";
+    case overlap_shape::system_prompts:
+      return "system-prompts";
+    case overlap_shape::multimodal:
+      return "multimodal";
+    case overlap_shape::uniform:
+      return "uniform";
   }
   return "?";
 }

@@ -60,7 +60,8 @@ inline std::vector<double> parse_weights(std::string_view text) {
     if (ec != std::errc() || ptr != token.data() + token.size()) {
       detail::throw_invalid(name, std::string(token), "not a number");
     }
-    if (!std::isfinite(x) || x < 0.0) detail::throw_invalid(name, x, "weights must be finite and >= 0");
+    if (!std::isfinite(x) || x < 0.0)
+      detail::throw_invalid(name, x, "weights must be finite and >= 0");
     w.push_back(x);
     i = end;
   }

@@ -6,14 +6,14 @@
 /// serving engines use today, plus `clip_to_granularity` to apply an engine's block constraint to
 /// any of them. Every function returns strictly increasing positions in {1..N}.
 ///
-/// | strategy     | positions                                           | tail recompute          |
-/// |--------------|-----------------------------------------------------|-------------------------|
-/// | none         | ∅                                                   | N                       |
-/// | dense        | 1, 2, …, N                                          | 0                       |
-/// | balanced     | ⌊i(N+1)/(M+1)⌋, i = 1..M                            | ⌈(N+1)/(M+1)⌉ − 1       |
-/// | block        | B, 2B, …, ⌊N/B⌋·B                                   | N mod B                 |
-/// | sqrt         | block with B = ⌊√N⌋                                 | N mod ⌊√N⌋              |
-/// | logarithmic  | ⌊(N+1)^{i/(M+1)}⌋, i = 1..M, made strictly increasing| ≈ N(1 − (N+1)^{−1/(M+1)})|
+/// | strategy | positions | tail recompute |
+/// |---|---|---|
+/// | none | ∅ | N |
+/// | dense | 1, 2, …, N | 0 |
+/// | balanced | ⌊i(N+1)/(M+1)⌋, i = 1..M | ⌈(N+1)/(M+1)⌉ − 1 |
+/// | block | B, 2B, …, ⌊N/B⌋·B | N mod B |
+/// | sqrt | block with B = ⌊√N⌋ | N mod ⌊√N⌋ |
+/// | logarithmic | ⌊(N+1)^{i/(M+1)}⌋, i = 1..M, made strictly increasing | see below |
 ///
 /// Logarithmic (the paper names it but does not define it): gaps grow geometrically from the
 /// start of the prefix by the ratio ρ = (N+1)^{1/(M+1)}, so positions are evenly spaced in log t

@@ -32,8 +32,8 @@ HYBRIDCACHE_NAMESPACE_BEGIN
 /// @returns a vector of max_budget + 1 values in tokens under the normalised weights.
 /// @throws invalid_argument for empty, non-finite, negative or all-zero weights, and for a
 ///         granularity of 0 or above N.
-inline std::vector<double> optimal_frontier(std::span<const double> weights,
-                                            std::size_t max_budget, placement_options opts = {}) {
+inline std::vector<double> optimal_frontier(std::span<const double> weights, std::size_t max_budget,
+                                            placement_options opts = {}) {
   const auto pb = detail::make_problem(weights, opts.granularity);
   std::vector<double> raw = detail::frontier_values(pb, max_budget);
   for (double& v : raw) v /= pb.total;

@@ -12,7 +12,7 @@
 /// @code
 ///   std::vector<double> w(1000, 1.0);                      // uniform overlap, N = 1000
 ///   auto c = hybridcache::place_balanced(1000, 9);         // Theorem 1's optimum for M = 9
-///   double er = hybridcache::expected_recompute(w, c);     // == uniform_optimal_recompute(1000, 9)
+///   double er = hybridcache::expected_recompute(w, c);  // = uniform_optimal_recompute(1000, 9)
 /// @endcode
 
 #include <cmath>
@@ -38,7 +38,8 @@ inline void validate_checkpoints(std::span<const std::size_t> checkpoints, std::
                     "checkpoint positions must lie in 1..N = " + std::to_string(n));
     }
     if (c <= last) {
-      throw_invalid(indexed("checkpoints", i), c, "checkpoint positions must be strictly increasing");
+      throw_invalid(indexed("checkpoints", i), c,
+                    "checkpoint positions must be strictly increasing");
     }
     last = c;
   }

@@ -5,8 +5,8 @@
 /// Result and option types of the checkpoint planner (DESIGN.md §3–4).
 ///
 /// A cached prefix has length N; a request overlaps it to depth t ∈ {1..N} with weight w_t
-/// (weights are normalised, p_t = w_t / Σ w). Checkpoints C = {c_1 < … < c_M} ⊂ {1..N}; a request of
-/// depth t resumes from ℓ(t) = max({0} ∪ {c ∈ C : c ≤ t}) and recomputes r(t) = t − ℓ(t) tokens.
+/// (weights are normalised, p_t = w_t / Σ w). Checkpoints C = {c_1 < … < c_M} ⊂ {1..N}; a request
+/// of depth t resumes from ℓ(t) = max({0} ∪ {c ∈ C : c ≤ t}) and recomputes r(t) = t − ℓ(t) tokens.
 
 #include <cstddef>
 #include <vector>

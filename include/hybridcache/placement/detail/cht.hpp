@@ -19,8 +19,8 @@
 /// (value, ±count) lexicographically — the same as pricing a checkpoint at λ ± ε for an
 /// infinitesimal ε; the hull test stays valid because it only uses ordered-field arithmetic.
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -55,9 +55,9 @@ struct hull_set {
 /// column j−1 (the intercept b_j), so the L layers advance together without skew: L independent
 /// dependency chains for the out-of-order core, and the inputs are read once per L layers.
 /// The first two pops and front steps are done without branches (on real histograms about 75%
-/// of the inserts pop and 10–40% of the queries step; a loop would mispredict), a loop does the rest.
-/// `prev` is dp_{m−1}; writes dp_{m+L−1} to `last` (may alias `prev`: index j−1 is read before
-/// j is written) and V(m..m+L−1) (raw) to `values`. Needs K ≥ 1.
+/// of the inserts pop and 10–40% of the queries step; a loop would mispredict), a loop does the
+/// rest. `prev` is dp_{m−1}; writes dp_{m+L−1} to `last` (may alias `prev`: index j−1 is read
+/// before j is written) and V(m..m+L−1) (raw) to `values`. Needs K ≥ 1.
 template <int L>
 void cht_layers(const placement_problem& pb, const double* prev, double* last, double* values,
                 hull_set& hs, const double* shift) {
@@ -72,9 +72,9 @@ void cht_layers(const placement_problem& pb, const double* prev, double* last, d
   } else if (hs.lines.size() < L * hs.stride) {
     hs.lines.resize(L * hs.stride, hull_line{0.0, 0.0, 1.0, 0.0});
   }
-  double dp[L];         // dp_ℓ[j−1] for each layer
-  hull_line* head[L];   // front line of each deque
-  hull_line* tail[L];   // one past the top line
+  double dp[L];        // dp_ℓ[j−1] for each layer
+  hull_line* head[L];  // front line of each deque
+  hull_line* tail[L];  // one past the top line
   // Column 1: each hull gets its first line, which is the head (Δb = −∞).
   {
     const double a = A[1];
@@ -176,8 +176,8 @@ void cht_layers(const placement_problem& pb, const double* prev, double* last, d
 
 /// Result of one penalised pass.
 struct penalised_result {
-  double value = 0.0;        ///< min over plans of cost + λ·count (raw, not normalised)
-  std::size_t count = 0;     ///< checkpoints of the chosen optimal plan
+  double value = 0.0;     ///< min over plans of cost + λ·count (raw, not normalised)
+  std::size_t count = 0;  ///< checkpoints of the chosen optimal plan
 };
 
 /// A hull line of the penalised pass: the `hull_line` fields plus the line's ±checkpoint count c

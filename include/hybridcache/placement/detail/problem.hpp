@@ -42,8 +42,7 @@ inline double validate_weights(std::span<const double> weights) {
     if (w > max_w) max_w = w;
   }
   if (max_w == 0.0) {
-    throw_invalid("weights", "all zero",
-                  "the overlap histogram needs positive mass at some depth");
+    throw_invalid("weights", "all zero", "the overlap histogram needs positive mass at some depth");
   }
   return max_w;
 }
@@ -62,14 +61,15 @@ inline void validate_granularity(std::size_t granularity, std::size_t n) {
 /// the next block with mass, so dropping them loses no optimum, shortens zero-mass stretches to
 /// nothing and keeps the exactness of the tie-breaks independent of rounding.
 struct placement_problem {
-  std::size_t n = 0;          ///< prefix length N
-  std::size_t block = 1;      ///< granularity B
-  std::size_t candidates = 0; ///< K: number of useful candidates
-  double total = 0.0;         ///< Σ scaled weights (the normaliser W)
-  std::vector<std::size_t> where; ///< where[k]: position (tokens) of useful candidate k (where[0] = 0)
-  std::vector<double> slope;  ///< slope[k] = where[k] as a double
-  std::vector<double> mass;   ///< P̃_0..P̃_K: mass of the depths < where[j+1] (all depths for K)
-  std::vector<double> moment; ///< T̃_0..T̃_K: the same for t·w_t
+  std::size_t n = 0;           ///< prefix length N
+  std::size_t block = 1;       ///< granularity B
+  std::size_t candidates = 0;  ///< K: number of useful candidates
+  double total = 0.0;          ///< Σ scaled weights (the normaliser W)
+  std::vector<std::size_t>
+      where;                   ///< where[k]: position (tokens) of useful candidate k (where[0] = 0)
+  std::vector<double> slope;   ///< slope[k] = where[k] as a double
+  std::vector<double> mass;    ///< P̃_0..P̃_K: mass of the depths < where[j+1] (all depths for K)
+  std::vector<double> moment;  ///< T̃_0..T̃_K: the same for t·w_t
 
   /// Position (in tokens) of candidate k (1..K).
   [[nodiscard]] std::size_t position(std::size_t k) const noexcept { return where[k]; }
