@@ -408,6 +408,7 @@ std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std
                           d);
       }
       if (!r.segments.empty()) {
+        gp += "set key bottom left\n";
         gp += fmt::format("set title \"{}: mean TTFT per request\"\n", r.segments.front().trace_name);
         gp += fmt::format("plot {0} using 1:3 with lines dt 2 lw 2 title 'full recompute', "
                           "{0} using 1:4 with lines dt 3 lw 2 title 'prefix caching', "
