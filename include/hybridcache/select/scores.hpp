@@ -14,8 +14,9 @@
 /// attention heads"); the mean used here ranks tokens identically and makes Σ_j s_j = 1. Grouped
 /// query attention is supported: query head h reads kv head h / (H / H_kv).
 ///
-/// Host implementation: per head, queries are taken in blocks of B rows; one Eigen GEMM forms the
-/// B × (last visible key + 1) logits, then each row is masked, exponentiated (max-subtracted) and
+/// Host implementation: per head, queries are taken in blocks of B rows; Eigen GEMMs form the
+/// B × (last visible key + 1) logits (in column panels where the block's positions jump, so keys
+/// no row of a panel can see are not multiplied), then each row is masked, exponentiated (max-subtracted) and
 /// normalised row by row (each row is cache-resident while it is exponentiated and summed), and
 /// added into per-block column sums that are folded into double accumulators. Memory is bounded
 /// by the workspace (B·T logits, 16 MiB by default), not by |I_nr|·T.
@@ -119,6 +120,7 @@ void sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_option
   row_vector colsum(eidx(t_len));
   std::vector<double> acc(t_len, 0.0);
   const std::size_t group = heads / kv_heads;
+  constexpr std::size_t panel_gap = 256;  // a jump this large starts a new column panel
   using key_map = Eigen::Map<const row_matrix, Eigen::Unaligned,
                              Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
   for (std::size_t h = 0; h < heads; ++h) {
@@ -133,7 +135,22 @@ void sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_option
         for (std::size_t c = 0; c < d; ++c)
           qb(eidx(r), eidx(c)) = static_cast<scalar>(queries(i0 + r, h, c) * scale);
       auto s = logits.topLeftCorner(eidx(nb), eidx(cols));
-      s.noalias() = qb.topRows(eidx(nb)) * k.topRows(eidx(cols)).transpose();
+      // Column panels: where the block's positions jump by more than `panel_gap`, the columns
+      // past the jump are needed only by the rows after it (rows are sorted by position), so
+      // each panel multiplies just that suffix of rows. Every key is still packed once.
+      std::size_t c0 = 0, first = 0;
+      for (std::size_t r = 0; r < nb; ++r) {
+        const std::size_t pr = static_cast<std::size_t>(positions(i0 + r));
+        const bool run_ends =
+            r + 1 == nb || static_cast<std::size_t>(positions(i0 + r + 1)) - pr > panel_gap;
+        if (!run_ends) continue;
+        const std::size_t c1 = pr + 1;
+        s.block(eidx(first), eidx(c0), eidx(nb - first), eidx(c1 - c0)).noalias() =
+            qb.middleRows(eidx(first), eidx(nb - first)) *
+            k.middleRows(eidx(c0), eidx(c1 - c0)).transpose();
+        c0 = c1;
+        first = r + 1;
+      }
       auto cs = colsum.head(eidx(cols));
       cs.setZero();
       for (std::size_t r = 0; r < nb; ++r) {
