@@ -148,7 +148,8 @@ void cht_layers(const placement_problem& pb, const double* prev, double* last, d
       t -= p1;
       na = a - t->a;
       nb = b - t->b;
-      const bool p2 = p1 & (t->db * na >= nb * t->da);
+      // Re-testing an unchanged top repeats p1's answer, so p2 needs no mask.
+      const bool p2 = t->db * na >= nb * t->da;
       t -= p2;
       na = a - t->a;
       nb = b - t->b;
