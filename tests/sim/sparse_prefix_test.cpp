@@ -148,6 +148,36 @@ TEST_CASE("DP on a point-mass workload: hand-computed recompute and the fallback
   CHECK(oracle.depths == r.depths);
 }
 
+TEST_CASE("tail law: each request reads its predecessor up to 5 tokens before its end") {
+  // Request i = doc[0, c_i) ++ 5 tokens of its own, c_i = 20, 30, 40, ...: it overlaps entry i−1
+  // at depth c_{i−1} = L_{i−1} − 5, a depth no earlier request had. B = 1, M = 1, R = 1.
+  sim::trace t("tail");
+  std::vector<std::uint32_t> doc(400);
+  for (std::uint32_t i = 0; i < 400; ++i) doc[i] = i;
+  const std::size_t n = 30;
+  std::vector<std::vector<std::uint32_t>> reqs;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<std::uint32_t> q(doc.begin(), doc.begin() + static_cast<long>(20 + 10 * i));
+    for (std::uint32_t k = 0; k < 5; ++k) q.push_back(10000 + static_cast<std::uint32_t>(10 * i) + k);
+    reqs.push_back(q);
+  }
+  const auto tr = make_trace(reqs);
+  sim::sparse_prefix_options o;
+  o.granularity = 1;
+  o.resolve_every = 1;
+  o.budgets = {1};
+  o.strategies = {strategy::dp};
+  o.law = sim::sparse_prefix_options::depth_law::tail;
+  const auto r = sim::simulate_sparse_prefix(tr, o);
+  // Entry 1 (L = 25) is placed before any hit: balanced ⌊26/2⌋ = 13; request 2 hits it at 20 and
+  // recomputes 7. From then on the law is u = 5: entry i gets {L_i − 5} = {c_i}; recompute 0.
+  CHECK(r.find(strategy::dp, 1)->recomputed_tokens == 7.0);
+  // The pooled law never saw the depth the next request will have.
+  o.law = sim::sparse_prefix_options::depth_law::pooled;
+  const auto pooled = sim::simulate_sparse_prefix(tr, o);
+  CHECK(pooled.find(strategy::dp, 1)->recomputed_tokens > 7.0 * 10);
+}
+
 TEST_CASE("DP placements are optimal for the re-solved EW histogram (brute force)") {
   // Three 96-token documents read up to a random multiple of 8, then 8–48 tokens of one's own:
   // requests of <= 144 tokens, so <= 9 block candidates (B = 16) and 2^9 subsets to enumerate.

@@ -65,6 +65,8 @@ sparse prefix caching:
   --resolve-every R   histogram snapshot / DP re-solve period in requests (default 10)
   --gamma G           EW histogram decay (default 0.99)
   --smoothing E       DP on (1-E)*histogram + E*uniform (default 0: the paper's plug-in DP)
+  --law pooled|tail   depth law the DP estimates: pooled depths (default, the paper's) or the
+                      distance from the matched entry's end (follows each entry's length)
   --oracle            DP on the trace's own depth law (known in advance) instead of the online
                       EW histogram: separates estimation error from the method
   --strategies LIST   subset of the strategies above (default all)
@@ -234,6 +236,10 @@ int run(std::span<const std::string_view> argv) {
   so.gamma = a.get_double("gamma").value_or(0.99);
   so.smoothing = a.get_double("smoothing").value_or(0.0);
   so.oracle = a.has("oracle");
+  if (auto law = a.get("law")) {
+    if (*law == "tail") so.law = sim::sparse_prefix_options::depth_law::tail;
+    else if (*law != "pooled") throw usage_error{"option --law expects pooled or tail"};
+  }
   (void)a.get("oracle");
   if (auto s = a.get("strategies")) {
     so.strategies.clear();

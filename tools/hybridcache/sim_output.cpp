@@ -70,8 +70,9 @@ void print_sparse_table(std::FILE* out, const hybridcache::sim::sparse_prefix_re
   fmt::print(out, "  last-K cache K = {}, block B = {}, {}, model {} ({} / checkpoint, {} KV / token)\n",
              o.cache_entries, o.granularity,
              o.oracle ? std::string("DP on the trace's own depth law (oracle)")
-                      : fmt::format("re-solve every {} requests, gamma = {}{}", o.resolve_every, o.gamma,
-                                    o.smoothing > 0 ? fmt::format(", smoothing {}", o.smoothing) : std::string()),
+                      : fmt::format("re-solve every {} requests, gamma = {}{}{}", o.resolve_every, o.gamma,
+                                    o.smoothing > 0 ? fmt::format(", smoothing {}", o.smoothing) : std::string(),
+                                    o.law == hybridcache::sim::sparse_prefix_options::depth_law::tail ? ", tail law" : ""),
              o.model.name, human_bytes(o.model.checkpoint_bytes()), human_bytes(o.model.kv_bytes_per_token()));
   fmt::print(out, "  {:<12} {:>6} {:>10} {:>14} {:>9} {:>10} {:>12} {:>12}\n", "strategy", "budget", "ckpt/entry",
              "recomputed", "savings", "reduction", "state/entry", "cache (K)");
@@ -229,6 +230,7 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     t["dp_fallbacks"] = s.dp_fallbacks;
     t["options"] = {{"cache_entries", s.options.cache_entries}, {"granularity", s.options.granularity},
                     {"smoothing", s.options.smoothing}, {"oracle", s.options.oracle},
+                    {"law", s.options.law == hybridcache::sim::sparse_prefix_options::depth_law::tail ? "tail" : "pooled"},
                     {"resolve_every", s.options.resolve_every}, {"gamma", s.options.gamma},
                     {"frontier_tolerance", s.options.frontier_tolerance}, {"model", s.options.model.name},
                     {"checkpoint_bytes", s.options.model.checkpoint_bytes()},

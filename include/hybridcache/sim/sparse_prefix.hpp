@@ -150,6 +150,15 @@ struct sparse_prefix_options {
   /// histogram). With ε > 0 every block is "useful", so spare budget goes to depths the
   /// histogram has not seen yet instead of being left unused.
   double smoothing = 0.0;
+  /// Which depth law the DP strategies estimate:
+  /// - `pooled` (the paper's): one histogram of the overlap depth t over all hits;
+  /// - `tail`: a histogram of u = L_e − t, how far before the end of the matched entry e the
+  ///   overlap stops; an entry of length L is placed for the law p(t) ∝ ĥ(L − t). It follows
+  ///   each entry's own length, which a pooled law cannot when entry lengths differ widely
+  ///   (one law per shared prefix is what the paper's trie remark calls for; this is the
+  ///   cheapest proxy: "the next request shares all but the last u tokens").
+  enum class depth_law : std::uint8_t { pooled, tail };
+  depth_law law = depth_law::pooled;
   /// Oracle mode: place with the trace's own empirical depth law (all requests, known in advance)
   /// instead of the online EW histogram — separates estimation error from the method.
   /// `simulate_sparse_prefix` computes it with a first, strategy-independent pass.
@@ -293,7 +302,20 @@ class sparse_prefix_simulator {
     result_.depths.push_back(static_cast<std::uint32_t>(depth));
     if (depth > 0) {
       ++result_.hits;
-      hist_.observe(depth);
+      if (opts_.law == sparse_prefix_options::depth_law::tail) {
+        // The matched entry: deepest overlap, ties to the newest.
+        std::size_t best = entries_.size();
+        for (std::size_t k = 0; k < entries_.size(); ++k) {
+          const std::size_t e = (next_ + entries_.size() - 1 - k) % entries_.size();
+          if (entries_[e].used && lcp_[e] == depth) {
+            best = e;
+            break;
+          }
+        }
+        hist_.observe(entries_[best].tokens.size() - depth + 1);  // u + 1 in 1..L_e
+      } else {
+        hist_.observe(depth);
+      }
     }
     if (++since_solve_ % opts_.resolve_every == 0) resolve();
     insert(tokens, ns);
@@ -362,6 +384,10 @@ class sparse_prefix_simulator {
     std::vector<std::vector<std::uint32_t>> checkpoints;  // per config
   };
 
+  [[nodiscard]] bool tail_law() const noexcept {
+    return opts_.law == sparse_prefix_options::depth_law::tail && !opts_.oracle;
+  }
+
   std::size_t check_depth(std::size_t n) {
     if (n == 0) hybridcache::detail::throw_invalid("max_depth", n, "must be >= 1");
     hist_max_ = n;
@@ -372,9 +398,11 @@ class sparse_prefix_simulator {
     const auto w = opts_.oracle ? opts_.oracle_weights : hist_.pmf();
     cum_mass_.assign(w.size() + 1, 0.0);
     cum_moment_.assign(w.size() + 1, 0.0);
+    // Pooled: index t, moment Σ t·p_t. Tail: index u + 1, moment Σ u·h_u.
+    const double shift = tail_law() ? 1.0 : 0.0;
     for (std::size_t t = 1; t <= w.size(); ++t) {
       cum_mass_[t] = cum_mass_[t - 1] + w[t - 1];
-      cum_moment_[t] = cum_moment_[t - 1] + static_cast<double>(t) * w[t - 1];
+      cum_moment_[t] = cum_moment_[t - 1] + (static_cast<double>(t) - shift) * w[t - 1];
     }
     has_weights_ = cum_mass_.back() > 0.0;
     ++result_.resolves;
@@ -423,13 +451,17 @@ class sparse_prefix_simulator {
       compressed_moment_ = 0.0;
       for (std::size_t k = 1; k <= k_max; ++k) {
         const std::size_t lo = k * b, hi = std::min((k + 1) * b - 1, len);
-        double pk = (cum_mass_[hi] - cum_mass_[lo - 1]) / mass;
+        // Depths lo..hi; under the tail law they are u = len − hi .. len − lo (index u + 1).
+        double pk = tail_law() ? (cum_mass_[len - lo + 1] - cum_mass_[len - hi]) / mass
+                               : (cum_mass_[hi] - cum_mass_[lo - 1]) / mass;
         if (eps > 0.0) pk = (1.0 - eps) * pk + eps * static_cast<double>(hi - lo + 1) / static_cast<double>(len);
         compressed_[k - 1] = pk;
         compressed_total_ += pk;
         compressed_moment_ += static_cast<double>(k) * pk;
       }
-      const double first_moment = cum_moment_[len] / mass;
+      // Σ_t t·p(t) over 1..len; under the tail law Σ_u (len − u)·h_u = len·mass − Σ u·h_u.
+      const double first_moment =
+          tail_law() ? static_cast<double>(len) - cum_moment_[len] / mass : cum_moment_[len] / mass;
       no_cache_ = eps > 0.0 ? (1.0 - eps) * first_moment + eps * (static_cast<double>(len) + 1.0) / 2.0 : first_moment;
       compressed_len_ = len;
       compressed_epoch_ = epoch_;
