@@ -37,3 +37,10 @@ if(EXISTS "${_hc_sim_data}/leval/quality.jsonl" AND EXISTS "${_hc_sim_data}/segm
   set_tests_properties(cli/simulate/real_data_small PROPERTIES
     PASS_REGULAR_EXPRESSION "trace leval-quality.*trace mooncake.*trace musique" LABELS "cli;sim")
 endif()
+
+add_test(NAME cli/simulate/tail_law
+  COMMAND hybridcache_cli simulate --trace docqa --segments none --fig14 0 --requests 200 --length 256
+          --law tail --smoothing 0.001 --no-plot --quiet --out "${_hc_sim_dir}/tail")
+set_tests_properties(cli/simulate/tail_law PROPERTIES PASS_REGULAR_EXPRESSION "smoothing 0.001, tail law" LABELS "cli;sim")
+add_test(NAME cli/simulate/bad_law COMMAND hybridcache_cli simulate --law sideways)
+set_tests_properties(cli/simulate/bad_law PROPERTIES WILL_FAIL TRUE LABELS "cli;sim")
