@@ -107,39 +107,39 @@ inline void rope_narrow(const float* in, T* dst, std::size_t n) {
 inline constexpr std::size_t rope_chunk_rows = 1;
 
 /// Host driver of the row rotation for `rows` consecutive rows starting at `src`/`dst` (rows are
-/// `head_dim` apart; pass 1 for a lone row). Float rows are rotated straight into a
-/// non-overlapping destination (through scratch when in place); other types go through float
-/// scratch of 2·rope_chunk_rows·head_dim floats. Results equal `rope_rotate_row` applied to the
-/// storage type (same arithmetic; the conversions round identically).
+/// `head_dim` apart; pass 1 for a lone row). Rows that do not overlap their destination are
+/// rotated in one pass with the conversions inline (float, bfloat16 and other types); fp16 rows,
+/// and rows rotated in place, go through float scratch of 2·rope_chunk_rows·head_dim floats
+/// (widen, rotate, narrow — with F16C where available, which the fused form cannot use).
+/// Results equal `rope_rotate_row` applied to the storage type (same arithmetic; the
+/// conversions round identically).
 template <class T>
 inline void rope_rotate_rows_host(const T* src, T* dst, std::size_t rows, const rope_params& p,
                                   bool interleaved, const rope_delta_table& table,
                                   float* scratch) {
   const std::size_t d = p.head_dim;
-  if constexpr (std::is_same_v<T, float>) {
-    for (std::size_t r = 0; r < rows; ++r) {
-      const float* s = src + r * d;
-      float* o = dst + r * d;
-      if (s + d <= o || o + d <= s) {
-        rope_rotate_row_f32(s, o, d, p.rotary_dim, interleaved, table.cs.data(), table.sn.data());
-      } else {  // in place (or overlapping): rotate a copy
-        std::memcpy(scratch, s, d * sizeof(float));
-        rope_rotate_row_f32(scratch, o, d, p.rotary_dim, interleaved, table.cs.data(),
-                            table.sn.data());
-      }
-    }
-  } else {
-    float* in = scratch;
-    float* out = scratch + rope_chunk_rows * d;
-    for (std::size_t r0 = 0; r0 < rows; r0 += rope_chunk_rows) {
-      const std::size_t n = std::min(rope_chunk_rows, rows - r0);
-      rope_widen(src + r0 * d, in, n * d);
+  float* in = scratch;
+  float* out = scratch + rope_chunk_rows * d;
+  for (std::size_t r0 = 0; r0 < rows; r0 += rope_chunk_rows) {
+    const std::size_t n = std::min(rope_chunk_rows, rows - r0);
+    const T* s = src + r0 * d;
+    T* o = dst + r0 * d;
+    const bool disjoint = s + n * d <= o || o + n * d <= s;
+    if (disjoint && !std::is_same_v<T, half>) {
       for (std::size_t r = 0; r < n; ++r) {
-        rope_rotate_row_f32(in + r * d, out + r * d, d, p.rotary_dim, interleaved,
-                            table.cs.data(), table.sn.data());
+        rope_rotate_row_disjoint(s + r * d, o + r * d, d, p.rotary_dim, interleaved,
+                                 table.cs.data(), table.sn.data(), rope_load<T>{},
+                                 rope_store<T>{});
       }
-      rope_narrow(out, dst + r0 * d, n * d);
+      continue;
     }
+    rope_widen(s, in, n * d);
+    for (std::size_t r = 0; r < n; ++r) {
+      rope_rotate_row_disjoint(in + r * d, out + r * d, d, p.rotary_dim, interleaved,
+                               table.cs.data(), table.sn.data(), rope_load<float>{},
+                               rope_store<float>{});
+    }
+    rope_narrow(out, o, n * d);
   }
 }
 
