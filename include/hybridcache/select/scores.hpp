@@ -61,6 +61,28 @@ concept sparse_q_views =
     std::integral<typename P::value_type> && std::floating_point<typename Out::element_type> &&
     !std::is_const_v<typename Out::element_type>;
 
+
+/// Extent checks shared by the host and the CUDA `sparse_q_scores` (one message per case).
+/// @throws invalid_argument naming the mismatched extent.
+template <class Q, class P, class K, class Out>
+void check_sparse_q_shapes(const Q& queries, const P& positions, const K& keys,
+                           const Out& scores) {
+  const std::size_t nq = queries.extent(0), heads = queries.extent(1), d = queries.extent(2);
+  const std::size_t t_len = keys.extent(0), kv_heads = keys.extent(1);
+  if (keys.extent(2) != d)
+    detail::throw_invalid("keys.extent(2)", keys.extent(2),
+                          "must equal the query head dim " + std::to_string(d));
+  if (positions.extent(0) != nq)
+    detail::throw_invalid("positions.extent(0)", positions.extent(0),
+                          "must equal queries.extent(0) = " + std::to_string(nq));
+  if (scores.extent(0) != t_len)
+    detail::throw_invalid("scores.extent(0)", scores.extent(0),
+                          "must equal keys.extent(0) = " + std::to_string(t_len));
+  if (kv_heads == 0 || heads % kv_heads != 0)
+    detail::throw_invalid("keys.extent(1)", kv_heads,
+                          "kv heads must divide the query heads " + std::to_string(heads));
+  if (d == 0) detail::throw_invalid("queries.extent(2)", d, "head dim must be > 0");
+}
 }  // namespace detail
 
 /// Computes s_j for every token j (see the file comment) into `scores`.
@@ -80,19 +102,7 @@ void sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_option
   using row_vector = Eigen::Matrix<scalar, 1, Eigen::Dynamic>;
   const std::size_t nq = queries.extent(0), heads = queries.extent(1), d = queries.extent(2);
   const std::size_t t_len = keys.extent(0), kv_heads = keys.extent(1);
-  if (keys.extent(2) != d)
-    detail::throw_invalid("keys.extent(2)", keys.extent(2),
-                          "must equal the query head dim " + std::to_string(d));
-  if (positions.extent(0) != nq)
-    detail::throw_invalid("positions.extent(0)", positions.extent(0),
-                          "must equal queries.extent(0) = " + std::to_string(nq));
-  if (scores.extent(0) != t_len)
-    detail::throw_invalid("scores.extent(0)", scores.extent(0),
-                          "must equal keys.extent(0) = " + std::to_string(t_len));
-  if (kv_heads == 0 || heads % kv_heads != 0)
-    detail::throw_invalid("keys.extent(1)", kv_heads,
-                          "kv heads must divide the query heads " + std::to_string(heads));
-  if (d == 0) detail::throw_invalid("queries.extent(2)", d, "head dim must be > 0");
+  detail::check_sparse_q_shapes(queries, positions, keys, scores);
   for (std::size_t i = 0; i < nq; ++i) {
     const auto p = positions(i);
     bool bad = static_cast<std::size_t>(p) >= t_len;

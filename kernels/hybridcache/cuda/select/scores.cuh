@@ -190,19 +190,7 @@ sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_options opt
   using scalar = typename Q::value_type;
   const std::size_t nq = queries.extent(0), heads = queries.extent(1), d = queries.extent(2);
   const std::size_t t_len = keys.extent(0), kv_heads = keys.extent(1);
-  if (keys.extent(2) != d)
-    detail::throw_invalid("keys.extent(2)", keys.extent(2),
-                          "must equal the query head dim " + std::to_string(d));
-  if (positions.extent(0) != nq)
-    detail::throw_invalid("positions.extent(0)", positions.extent(0),
-                          "must equal queries.extent(0) = " + std::to_string(nq));
-  if (scores.extent(0) != t_len)
-    detail::throw_invalid("scores.extent(0)", scores.extent(0),
-                          "must equal keys.extent(0) = " + std::to_string(t_len));
-  if (kv_heads == 0 || heads % kv_heads != 0)
-    detail::throw_invalid("keys.extent(1)", kv_heads,
-                          "kv heads must divide the query heads " + std::to_string(heads));
-  if (d == 0) detail::throw_invalid("queries.extent(2)", d, "head dim must be > 0");
+  detail::check_sparse_q_shapes(queries, positions, keys, scores);
   if constexpr (host_view<P>) {
     for (std::size_t i = 0; i < nq; ++i) {
       const auto p = positions(i);
