@@ -8,6 +8,7 @@
 #include "hybridcache/config.hpp"
 #include "hybridcache/dispatch.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/numeric.hpp"
 #include "hybridcache/overlap.hpp"
 #include "hybridcache/placement.hpp"
 #include "hybridcache/rope.hpp"
@@ -17,4 +18,5 @@
 #include "hybridcache/state.hpp"
 #include "hybridcache/storage.hpp"
 #include "hybridcache/store.hpp"
+#include "hybridcache/types.hpp"
 #include "hybridcache/version.hpp"

@@ -31,7 +31,7 @@
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/rope/detail/rotate.hpp"
-#include "hybridcache/rope/half.hpp"
+#include "hybridcache/numeric.hpp"
 #include "hybridcache/rope/params.hpp"
 #include "hybridcache/storage/concepts.hpp"
 #include "hybridcache/storage/view.hpp"

@@ -34,17 +34,13 @@
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
-#include "hybridcache/segment/token.hpp"
+#include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 namespace segment {
 
-/// The role of a piece of a request.
-enum class segment_role : std::uint8_t {
-  leading,   ///< before the first separator; anchored at position 0, cached whole
-  reusable,  ///< between two separators; position-independent, cached without its seams
-  query,     ///< after the last separator (or the whole non-PIC request); never cached
-};
+/// The role of a piece of a request: the library-wide `hybridcache::segment_role` (types.hpp).
+using ::hybridcache::segment_role;
 
 /// Options of `split`.
 struct split_options {

@@ -28,16 +28,9 @@
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-
-/// Half-open token range [begin, end).
-struct token_range {
-  std::size_t begin = 0;
-  std::size_t end = 0;
-  [[nodiscard]] std::size_t size() const noexcept { return end - begin; }
-  friend bool operator==(const token_range&, const token_range&) = default;
-};
 
 /// Selection parameters (SparseX's k, block size b, and the 64-token fallback).
 struct selection_options {

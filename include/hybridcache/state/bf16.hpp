@@ -4,7 +4,7 @@
 /// @file
 /// bfloat16 storage with fp32 compute: segment summaries stored in bf16 (half the bytes of fp32
 /// in a cache pool) and applied in fp32, and `round_to_bf16`. The storage type is the library's
-/// `hybridcache::bfloat16` (rope/half.hpp: round to nearest even, host/device). A bf16-state
+/// `hybridcache::bfloat16` (numeric.hpp: round to nearest even, host/device). A bf16-state
 /// overload of `run_recurrence` lives in recurrence.hpp.
 ///
 /// Measured drift (tests/state/numerics_test.cpp, "bf16 drift"; numbers in docs/state.md): with
@@ -14,7 +14,6 @@
 /// for ungated additive attention, whose state never forgets.
 ///
 /// Log-decays stay in double: they are 1 or dk numbers and carry the long-segment accuracy
-/// (summary.hpp). Log-decays stay in double: they are 1 or dk numbers and carry the long-segment accuracy
 /// (summary.hpp). Converting back gives an fp32 summary whose end state and dense transition are
 /// the bf16-rounded values.
 
@@ -23,7 +22,7 @@
 #include <vector>
 
 #include "hybridcache/config.hpp"
-#include "hybridcache/rope/half.hpp"
+#include "hybridcache/numeric.hpp"
 #include "hybridcache/state/compose.hpp"
 #include "hybridcache/state/summary.hpp"
 

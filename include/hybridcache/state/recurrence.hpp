@@ -22,7 +22,7 @@
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
-#include "hybridcache/rope/half.hpp"
+#include "hybridcache/numeric.hpp"
 #include "hybridcache/state/detail/elementwise.hpp"
 #include "hybridcache/state/detail/token_step.hpp"
 #include "hybridcache/state/token_inputs.hpp"

@@ -35,18 +35,15 @@
 #include "hybridcache/state/rope.hpp"
 #include "hybridcache/state/summary.hpp"
 #include "hybridcache/state/token_inputs.hpp"
+#include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 namespace state {
 
-/// Half-open token range [begin, end).
-struct token_range {
-  std::size_t begin = 0;
-  std::size_t end = 0;
-  [[nodiscard]] constexpr std::size_t size() const noexcept { return end - begin; }
-  [[nodiscard]] constexpr bool empty() const noexcept { return end == begin; }
-  friend constexpr bool operator==(const token_range&, const token_range&) = default;
-};
+// The library-wide vocabulary (types.hpp); `state::token_range` and `state::segment_role` stay
+// valid spellings.
+using ::hybridcache::segment_role;
+using ::hybridcache::token_range;
 
 /// Seam and conv parameters.
 struct seam_options {
@@ -56,27 +53,24 @@ struct seam_options {
   bool recompute_last = true;   ///< the trailing segment (the query) is recomputed end to end
 };
 
-/// Where a segment sits in its request.
-enum class segment_role : std::uint8_t { leading = 0, middle = 1, trailing = 2 };
-
 /// The cached interior of a segment, in segment-local positions (empty: nothing cached).
-/// leading (with anchor_first): [0, n); trailing (with recompute_last): empty;
+/// leading (with anchor_first): [0, n); query (with recompute_last): empty;
 /// otherwise [h, n − w) with h = max(w, k − 1), empty when h + w ≥ n.
 [[nodiscard]] constexpr token_range cached_interior(std::size_t length, segment_role role,
                                                     const seam_options& o = {}) noexcept {
   if (role == segment_role::leading && o.anchor_first) return {0, length};
-  if (role == segment_role::trailing && o.recompute_last) return {0, 0};
+  if (role == segment_role::query && o.recompute_last) return {0, 0};
   const std::size_t warm = o.conv_kernel > 1 ? o.conv_kernel - 1 : 0;
   const std::size_t head = std::max(o.width, warm);
   if (head + o.width >= length) return {0, 0};
   return {head, length - o.width};
 }
 
-/// The role of segment i of n: leading (i = 0, n > 1), trailing (i = n − 1), middle otherwise.
+/// The role of segment i of n: leading (i = 0, n > 1), query (i = n − 1), reusable otherwise.
 [[nodiscard]] constexpr segment_role role_of(std::size_t i, std::size_t n) noexcept {
   if (i == 0 && n > 1) return segment_role::leading;
-  if (i + 1 == n) return segment_role::trailing;
-  return segment_role::middle;
+  if (i + 1 == n) return segment_role::query;
+  return segment_role::reusable;
 }
 
 /// One step of a splice, in request order.

@@ -19,7 +19,7 @@
 #include <bit>
 
 #include "hybridcache/config.hpp"
-#include "hybridcache/rope/detail/rotate.hpp"
+#include "hybridcache/rope/angle.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 namespace state {
@@ -164,7 +164,7 @@ HYBRIDCACHE_HOST_DEVICE inline void compose_diagonal_family(
 // ---------------------------------------------------------------------------------------------
 // RoPE re-rotation of a state. The angle math (θ_i with its scalings, the double-precision
 // product offset·θ_i reduced by a two-part 2π before sin/cos, the pair layout) is the rope
-// component's host/device code in rope/detail/rotate.hpp, shared rather than repeated.
+// component's public host/device code in rope/angle.hpp, shared rather than repeated.
 
 /// Rotates the rows of a K-first state (row stride dv) by R(offset): for every rotary pair
 /// (a, b), row_a ← c·row_a − s·row_b and row_b ← s·row_a + c·row_b with
@@ -173,17 +173,17 @@ HYBRIDCACHE_HOST_DEVICE inline void compose_diagonal_family(
 /// with R. Preconditions: rotary_dim even and ≤ dk; `freq` from a validated `rope_params`.
 template <class Real>
 HYBRIDCACHE_HOST_DEVICE inline void rope_rotate_rows(Real* s, std::size_t dv,
-                                                     const ::hybridcache::detail::rope_frequency& freq,
+                                                     const ::hybridcache::rope_frequency& freq,
                                                      std::size_t rotary_dim, bool interleaved,
                                                      double offset) noexcept {
   const std::size_t pairs = rotary_dim / 2;
   for (std::size_t i = 0; i < pairs; ++i) {
-    const double theta = ::hybridcache::detail::rope_theta(freq, static_cast<double>(i));
-    const double angle = ::hybridcache::detail::rope_reduced_angle(offset, theta);
+    const double theta = ::hybridcache::rope_theta(freq, static_cast<double>(i));
+    const double angle = ::hybridcache::rope_reduced_angle(offset, theta);
     const Real c = static_cast<Real>(::cos(angle));
     const Real sn = static_cast<Real>(::sin(angle));
     std::size_t a = 0, b = 0;
-    ::hybridcache::detail::rope_pair(interleaved, rotary_dim, i, &a, &b);
+    ::hybridcache::rope_pair(interleaved, rotary_dim, i, &a, &b);
     Real* ra = s + a * dv;
     Real* rb = s + b * dv;
     for (std::size_t col = 0; col < dv; ++col) {

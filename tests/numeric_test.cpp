@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
+// numeric.hpp: the 16-bit storage floats against exact references (tests/support/rope_reference.hpp
+// decodes every encoding independently), and splitmix64_mix against published SplitMix64 outputs.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <hybridcache/rope.hpp>
+#include <hybridcache/numeric.hpp>
+#include <hybridcache/rope/half.hpp>  // the forwarding header still works
 #include <limits>
 #include <random>
 
@@ -30,8 +33,10 @@ TEST_CASE("bfloat16 -> float is exact for all 65536 encodings") {
   for (std::uint32_t b = 0; b < 65536; ++b) {
     const double ref = hcref::bfloat16_value(static_cast<std::uint16_t>(b));
     const float got = static_cast<float>(hc::bfloat16::from_bits(static_cast<std::uint16_t>(b)));
-    if (std::isnan(ref)) CHECK(std::isnan(got));
-    else REQUIRE(static_cast<double>(got) == ref);
+    if (std::isnan(ref))
+      CHECK(std::isnan(got));
+    else
+      REQUIRE(static_cast<double>(got) == ref);
   }
 }
 
@@ -56,7 +61,8 @@ TEST_CASE("float -> half and bfloat16 round to nearest, ties to even") {
     std::memcpy(&f, &u, sizeof f);
     check_one(f);
     // Also values in the half range, where rounding decisions matter most.
-    check_one(std::ldexp(static_cast<float>(u % 65536) / 65536.0f + 0.5f, static_cast<int>(u % 40) - 25));
+    check_one(
+        std::ldexp(static_cast<float>(u % 65536) / 65536.0f + 0.5f, static_cast<int>(u % 40) - 25));
   }
   // Exact ties between neighbours (odd/even last bits), both signs; subnormal ties; overflow edge.
   for (std::uint16_t h : {std::uint16_t{0x3c00}, std::uint16_t{0x3c01}, std::uint16_t{0x0001},
@@ -70,4 +76,18 @@ TEST_CASE("float -> half and bfloat16 round to nearest, ties to even") {
                   std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max()})
     check_one(f);
   CHECK(hc::half(65520.0f).bits == 0x7c00);  // the tie above the largest finite goes to infinity
+}
+
+TEST_CASE("splitmix64_mix reproduces SplitMix64's published stream") {
+  // SplitMix64 seeded with 0: state_k = k·γ, output_k = mix(state_k). The first three outputs are
+  // the reference values of Vigna's splitmix64.c (also java.util.SplittableRandom(0).nextLong()).
+  std::uint64_t state = 0;
+  const std::uint64_t want[] = {0xE220A8397B1DCDAFull, 0x6E789E6AA1B965F4ull,
+                                0x06C45D188009454Full};
+  for (const std::uint64_t w : want) {
+    state += hc::splitmix64_gamma;
+    CHECK(hc::splitmix64_mix(state) == w);
+  }
+  // A bijection fixing 0, usable in constant expressions.
+  static_assert(hc::splitmix64_mix(0) == 0);
 }
