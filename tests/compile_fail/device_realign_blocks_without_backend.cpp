@@ -1,4 +1,4 @@
-// expect: no CUDA backend for this algorithm is visible
+// expect: Include <hybridcache/cuda/rope/realign.cuh>
 // Device KV pools handed to the paged fused copy-align without the CUDA backend. Must NOT compile.
 #include <cstdint>
 #include <hybridcache/rope.hpp>

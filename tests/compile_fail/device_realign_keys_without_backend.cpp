@@ -1,4 +1,4 @@
-// expect: no CUDA backend for this algorithm is visible
+// expect: Include <hybridcache/cuda/rope/realign.cuh>
 // Device keys handed to realign_keys without <hybridcache/cuda/rope/realign.cuh>: the host header's
 // device fallback must stop the build, never rotate device memory on the CPU. Must NOT compile.
 #include <hybridcache/rope.hpp>

@@ -1,4 +1,4 @@
-// expect: no CUDA backend for this algorithm is visible
+// expect: Include <hybridcache/cuda/select/scores.cuh>
 // Device queries/keys handed to sparse_q_scores without <hybridcache/cuda/select/scores.cuh>.
 // Must NOT compile.
 #include <cstdint>

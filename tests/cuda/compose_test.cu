@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <hybridcache/cuda/state/compose.cuh>
+#include <hybridcache/state/compose_views.hpp>
 #include <limits>
 #include <random>
 #include <vector>
@@ -170,4 +171,57 @@ TEST_CASE("device summary entry points: mismatched extents throw before launchin
   CHECK_THROWS_AS((void)hc::cuda::apply_dense(hc::cuda::make_view(t.data(), {2, 3, 3}), s, bad, s,
                                               cudaStream_t{}),
                   hc::invalid_argument);
+}
+
+// The host API (state/compose_views.hpp) and its device overloads are one overload set: the
+// memory space of the views picks the backend, and the device result is a cudaError_t.
+namespace {
+template <class... A>
+using state_apply_dense_t = decltype(hc::state::apply_dense(std::declval<A>()...));
+using dv3 = hc::strided_view<float, 3, hc::device_space>;
+using cdv3 = hc::strided_view<const float, 3, hc::device_space>;
+using hv3 = hc::strided_view<float, 3>;
+using chv3 = hc::strided_view<const float, 3>;
+static_assert(
+    std::is_same_v<state_apply_dense_t<cdv3, cdv3, cdv3, dv3, cudaStream_t>, cudaError_t>);
+static_assert(std::is_same_v<state_apply_dense_t<cdv3, cdv3, cdv3, dv3>, cudaError_t>);
+static_assert(std::is_same_v<state_apply_dense_t<chv3, chv3, chv3, hv3>, void>);
+}  // namespace
+
+TEST_CASE_TEMPLATE("state:: view API: device overloads agree with the host overloads", Real, float,
+                   double) {
+  HC_REQUIRE_GPU();
+  std::mt19937_64 rng(7);
+  const std::size_t B = 5, dk = 16, dv = 12;
+  const auto l = log_decays(B * dk, rng);
+  const auto s1 = cast<Real>(normal(B * dk * dv, rng)), s2 = cast<Real>(normal(B * dk * dv, rng));
+  const auto t = cast<Real>(normal(B * dk * dk, rng, 0.2));
+  auto dl = upload(l);
+  auto ds1 = upload(s1), ds2 = upload(s2), dt = upload(t);
+  hc::cuda::device_buffer<Real> dout(B * dk * dv);
+  std::vector<Real> host_out(B * dk * dv);
+  const hc::strided_view<const double, 2> hl(l.data(), {B, dk});
+  const hc::strided_view<const Real, 3> hs1(s1.data(), {B, dk, dv}), hs2(s2.data(), {B, dk, dv});
+  const hc::strided_view<const Real, 3> ht(t.data(), {B, dk, dk});
+  const hc::strided_view<Real, 3> ho(host_out.data(), {B, dk, dv});
+  auto dv_of = [](auto& buf, std::size_t a, std::size_t b, std::size_t c) {
+    return hc::cuda::make_view(static_cast<const Real*>(buf.data()), {a, b, c});
+  };
+  const auto dlv = hc::cuda::make_view(static_cast<const double*>(dl.data()), {B, dk});
+  const auto dov = hc::cuda::make_view(dout.data(), {B, dk, dv});
+
+  hc::state::apply_elementwise(hl, hs1, hs2, ho);
+  sync_ok(hc::state::apply_elementwise(dlv, dv_of(ds1, B, dk, dv), dv_of(ds2, B, dk, dv), dov));
+  auto got = download(dout);
+  for (std::size_t e = 0; e < got.size(); ++e)
+    CHECK(static_cast<double>(got[e]) ==
+          doctest::Approx(static_cast<double>(host_out[e])).epsilon(tol<Real>()));
+
+  hc::state::apply_dense(ht, hs1, hs2, ho);
+  sync_ok(hc::state::apply_dense(dv_of(dt, B, dk, dk), dv_of(ds1, B, dk, dv), dv_of(ds2, B, dk, dv),
+                                 dov, cudaStream_t{}));
+  got = download(dout);
+  for (std::size_t e = 0; e < got.size(); ++e)
+    CHECK(static_cast<double>(got[e]) ==
+          doctest::Approx(static_cast<double>(host_out[e])).epsilon(tol<Real>()));
 }

@@ -9,7 +9,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <hybridcache/cuda/detail/plan.cuh>
+#include <hybridcache/cuda/detail/rope_plan.cuh>
+#include <hybridcache/cuda/detail/scores_plan.cuh>
 #include <hybridcache/rope.hpp>
 #include <hybridcache/state/detail/elementwise.hpp>
 #include <limits>

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <hybridcache/cuda/detail/plan.cuh>
+#include <hybridcache/cuda/detail/scores_plan.cuh>
 #include <hybridcache/select/detail/online_softmax.hpp>
 #include <limits>
 #include <random>

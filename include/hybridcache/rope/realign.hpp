@@ -221,7 +221,7 @@ void realign_keys(const rope_params& params, Src src, Dst dst, std::int64_t delt
 template <view Src, view Dst>
   requires(device_view<Src> || device_view<Dst>)
 void realign_keys(const rope_params&, Src, Dst, std::int64_t) {
-  detail::require_device_backend<Src>();
+  HYBRIDCACHE_DETAIL_REQUIRE_DEVICE_BACKEND(Src, "hybridcache/cuda/rope/realign.cuh");
 }
 
 /// Fused copy-align over a paged KV cache (SparseX's copy-Delta-RoPE kernel): for logical block b
@@ -338,7 +338,7 @@ template <view KSrc, view VSrc, view KDst, view VDst, view Table>
   requires(device_view<KSrc> || device_view<KDst> || device_view<VSrc> || device_view<VDst>)
 void realign_blocks(const rope_params&, KSrc, VSrc, KDst, VDst, Table, Table, std::size_t,
                     std::int64_t) {
-  detail::require_device_backend<KSrc>();
+  HYBRIDCACHE_DETAIL_REQUIRE_DEVICE_BACKEND(KSrc, "hybridcache/cuda/rope/realign.cuh");
 }
 
 HYBRIDCACHE_NAMESPACE_END

@@ -192,7 +192,7 @@ void sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_option
 template <view Q, view P, view K, view Out>
   requires(device_view<Q> || device_view<K> || device_view<Out>)
 void sparse_q_scores(Q, P, K, Out, sparse_q_options = {}) {
-  detail::require_device_backend<Q>();
+  HYBRIDCACHE_DETAIL_REQUIRE_DEVICE_BACKEND(Q, "hybridcache/cuda/select/scores.cuh");
 }
 
 HYBRIDCACHE_NAMESPACE_END

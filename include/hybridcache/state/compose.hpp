@@ -29,6 +29,7 @@
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/state/compose_views.hpp"
 #include "hybridcache/state/detail/elementwise.hpp"
 #include "hybridcache/state/detail/gemm.hpp"
 #include "hybridcache/state/recurrence.hpp"

@@ -2,10 +2,14 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// Storage-policy and view concepts. Algorithms are overloaded on these: the host implementation
-/// is constrained by `host_storage` / `host_view`, a CUDA backend adds a `device_*` overload that
-/// subsumption prefers, and a device argument with no backend included is a readable
-/// `static_assert` (see `detail::require_device_backend`), never a silent host fallback.
+/// Storage-policy and view concepts. Algorithms are overloaded on these:
+///  - the host implementation is constrained by `host_view` (or `host_storage`);
+///  - the CUDA header of the algorithm (kernels/hybridcache/cuda/...) adds an overload constrained
+///    by `device_view`, which overload resolution prefers for device arguments (its constraints
+///    subsume the fallback's, or it is more specialised);
+///  - the host header also declares an unconstrained-space fallback for device arguments whose
+///    body is `HYBRIDCACHE_DETAIL_REQUIRE_DEVICE_BACKEND(View, "<the .cuh>")`: a `static_assert`
+///    naming the header to include. A device view never silently runs through host code.
 
 #include <concepts>
 #include <cstddef>
@@ -51,13 +55,13 @@ template <class V>
 concept device_view = view<V> && std::same_as<typename V::memory_space, device_space>;
 
 namespace detail {
+/// `false`, but only once `T...` is known: lets a `static_assert` fire on instantiation only.
 template <class...>
 inline constexpr bool dependent_false = false;
 
-/// Called from the unconstrained device overload of a host-only algorithm. Instantiating it is a
-/// compile error that says which CUDA header to include; `Header` is a string literal type
-/// carrier (use a lambda returning the header name is not possible in a static_assert message, so
-/// the message is generic and the algorithm name is in the enclosing function's signature).
+/// The generic form of the missing-backend error, for code that cannot name its header; the
+/// library's own fallbacks use `HYBRIDCACHE_DETAIL_REQUIRE_DEVICE_BACKEND`, whose message names
+/// the exact `.cuh` to include.
 template <class View>
 constexpr void require_device_backend() {
   static_assert(dependent_false<View>,
@@ -69,3 +73,14 @@ constexpr void require_device_backend() {
 }  // namespace detail
 
 HYBRIDCACHE_NAMESPACE_END
+
+/// The body of a host algorithm's unconstrained device overload: a `static_assert`, dependent on
+/// `View` so it fires only when that overload is chosen, whose message names `Header` (a string
+/// literal such as "hybridcache/cuda/state/compose.cuh") and says to compile with nvcc.
+/// (stdexec's `_WHAT_/_WHY_` diagnostics: the message tells the user what to do.)
+#define HYBRIDCACHE_DETAIL_REQUIRE_DEVICE_BACKEND(View, Header)                                   \
+  static_assert(::hybridcache::detail::dependent_false<View>,                                     \
+                "hybridcache: a device_space view reached this algorithm, but no CUDA backend "   \
+                "for this algorithm is visible. Include <" Header "> (kernels/hybridcache/cuda/, " \
+                "target hybridcache::cuda) and compile this file with nvcc. hybridcache never "   \
+                "runs device memory through host code.")

@@ -29,7 +29,7 @@
 #include <string>
 
 #include "hybridcache/config.hpp"
-#include "hybridcache/cuda/detail/plan.cuh"
+#include "hybridcache/cuda/detail/launch.cuh"
 #include "hybridcache/error.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN

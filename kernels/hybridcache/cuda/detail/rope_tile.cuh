@@ -19,7 +19,7 @@
 #include <cstdint>
 
 #include "hybridcache/cuda/config.cuh"
-#include "hybridcache/cuda/detail/plan.cuh"
+#include "hybridcache/cuda/detail/rope_plan.cuh"
 #include "hybridcache/rope/detail/rotate.hpp"
 #include "hybridcache/rope/realign.hpp"
 

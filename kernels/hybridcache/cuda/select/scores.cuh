@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "hybridcache/cuda/config.cuh"
+#include "hybridcache/cuda/detail/scores_plan.cuh"
 #include "hybridcache/select/detail/online_softmax.hpp"
 #include "hybridcache/select/scores.hpp"
 #include "hybridcache/storage/concepts.hpp"

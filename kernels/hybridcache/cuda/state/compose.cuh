@@ -2,9 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// CUDA backend of `<hybridcache/state/compose.hpp>`: batched apply and compose of segment
-/// summaries (HYPIC eq. 6; DESIGN.md §3 "Linear-attention state") for B independent
-/// (head, layer, request) slots at once.
+/// CUDA backend of `<hybridcache/state/compose.hpp>` (its batched view API,
+/// state/compose_views.hpp): batched apply and compose of segment summaries (HYPIC eq. 6;
+/// DESIGN.md §3 "Linear-attention state") for B independent (head, layer, request) slots at once.
+/// `state::apply_elementwise` & co. with device views land here (overloads at the end of this
+/// file); the `cuda::` spellings below are the same functions.
 ///
 /// A summary is the affine map S ↦ T·S + S₀ on dk×dv states (row-major, K-first). For every
 /// batch entry b:
@@ -30,6 +32,7 @@
 
 #include "hybridcache/cuda/config.cuh"
 #include "hybridcache/error.hpp"
+#include "hybridcache/state/detail/batch_views.hpp"
 #include "hybridcache/state/detail/elementwise.hpp"
 #include "hybridcache/storage/concepts.hpp"
 #include "hybridcache/storage/view.hpp"
@@ -177,36 +180,12 @@ inline unsigned elementwise_grid(std::size_t rows, unsigned rows_per_block) {
 }
 
 // --------------------------------------------------------------------------------------------
-// Host-side checks (same wording as the host algebra's errors).
+// Host-side checks: the host overloads' own (state/detail/batch_views.hpp), so both backends
+// accept the same views and word their errors alike.
 
-template <class V>
-void check_rank3(const V& v, const char* name, std::size_t batches, std::size_t rows,
-                 std::size_t cols) {
-  const std::size_t want[3] = {batches, rows, cols};
-  for (std::size_t r = 0; r < 3; ++r) {
-    if (v.extent(r) != want[r])
-      hybridcache::detail::throw_invalid(std::string(name) + ".extent(" + std::to_string(r) + ")",
-                                         v.extent(r), "must equal " + std::to_string(want[r]));
-  }
-  if (cols > 1 && v.stride(2) != 1)
-    hybridcache::detail::throw_invalid(std::string(name) + ".stride(2)", v.stride(2),
-                                       "rows must be contiguous (stride 1)");
-}
-
-template <class V>
-std::size_t check_log_decay(const V& v, const char* name, std::size_t batches, std::size_t dk) {
-  if (v.extent(0) != batches)
-    hybridcache::detail::throw_invalid(std::string(name) + ".extent(0)", v.extent(0),
-                                       "must equal the batch size " + std::to_string(batches));
-  if (v.extent(1) != 1 && v.extent(1) != dk)
-    hybridcache::detail::throw_invalid(
-        std::string(name) + ".extent(1)", v.extent(1),
-        "must be 1 (scalar family) or dk = " + std::to_string(dk) + " (diagonal family)");
-  if (v.extent(1) > 1 && v.stride(1) != 1)
-    hybridcache::detail::throw_invalid(std::string(name) + ".stride(1)", v.stride(1),
-                                       "log-decays of an entry must be contiguous");
-  return v.extent(1);
-}
+using ::hybridcache::state::detail::check_batch_log_decay;
+using ::hybridcache::state::detail::check_batch_log_out;
+using ::hybridcache::state::detail::check_batch_rank3;
 
 /// An output batch (mutable elements).
 template <class V>
@@ -220,8 +199,7 @@ batched_matrix<const typename V::value_type> as_input(const V& v) {
 }
 
 template <class... V>
-concept same_real = (std::same_as<typename V::value_type, float> && ...) ||
-                    (std::same_as<typename V::value_type, double> && ...);
+concept same_real = ::hybridcache::state::detail::same_real_views<V...>;
 
 }  // namespace detail
 
@@ -238,10 +216,10 @@ requires(LogDecay::rank == 2 && Prev::rank == 3 && Add::rank == 3 && Out::rank =
          !std::is_const_v<typename Out::element_type>) cudaError_t
     apply_elementwise(LogDecay log_decay, Prev prev, Add add, Out out, cudaStream_t stream) {
   const std::size_t B = prev.extent(0), dk = prev.extent(1), dv = prev.extent(2);
-  detail::check_rank3(prev, "prev", B, dk, dv);
-  detail::check_rank3(add, "add", B, dk, dv);
-  detail::check_rank3(out, "out", B, dk, dv);
-  const std::size_t n = detail::check_log_decay(log_decay, "log_decay", B, dk);
+  detail::check_batch_rank3(prev, "prev", B, dk, dv);
+  detail::check_batch_rank3(add, "add", B, dk, dv);
+  detail::check_batch_rank3(out, "out", B, dk, dv);
+  const std::size_t n = detail::check_batch_log_decay(log_decay, "log_decay", B, dk);
   using Real = typename Out::value_type;
   detail::elementwise_args<Real> a{detail::as_input(prev),
                                    detail::as_input(add),
@@ -276,15 +254,12 @@ requires(Log1::rank == 2 && Log2::rank == 2 && LogOut::rank == 2 && S1::rank == 
                         LogOut out_log, SOut out_state, cudaStream_t stream) {
   const std::size_t B = first_state.extent(0), dk = first_state.extent(1),
                     dv = first_state.extent(2);
-  detail::check_rank3(then_state, "then_state", B, dk, dv);
-  detail::check_rank3(out_state, "out_state", B, dk, dv);
-  const std::size_t n1 = detail::check_log_decay(first_log, "first_log", B, dk);
-  const std::size_t n2 = detail::check_log_decay(then_log, "then_log", B, dk);
+  detail::check_batch_rank3(then_state, "then_state", B, dk, dv);
+  detail::check_batch_rank3(out_state, "out_state", B, dk, dv);
+  const std::size_t n1 = detail::check_batch_log_decay(first_log, "first_log", B, dk);
+  const std::size_t n2 = detail::check_batch_log_decay(then_log, "then_log", B, dk);
   const std::size_t no = n1 > n2 ? n1 : n2;
-  if (out_log.extent(0) != B || out_log.extent(1) != no || (no > 1 && out_log.stride(1) != 1))
-    hybridcache::detail::throw_invalid("out_log.extent(1)", out_log.extent(1),
-                                       "must be [B, max(n_first, n_then)] = [" + std::to_string(B) +
-                                           ", " + std::to_string(no) + "], contiguous");
+  detail::check_batch_log_out(out_log, B, no);
   if (B == 0) return cudaSuccess;
   using Real = typename SOut::value_type;
   // The state first (it reads ℓ_then, which out_log may alias), then the log-decays.
@@ -322,10 +297,10 @@ requires(Trans::rank == 3 && Prev::rank == 3 && Add::rank == 3 && Out::rank == 3
          !std::is_const_v<typename Out::element_type>) cudaError_t
     apply_dense(Trans transition, Prev prev, Add add, Out out, cudaStream_t stream) {
   const std::size_t B = prev.extent(0), dk = prev.extent(1), dv = prev.extent(2);
-  detail::check_rank3(transition, "transition", B, dk, dk);
-  detail::check_rank3(prev, "prev", B, dk, dv);
-  detail::check_rank3(add, "add", B, dk, dv);
-  detail::check_rank3(out, "out", B, dk, dv);
+  detail::check_batch_rank3(transition, "transition", B, dk, dk);
+  detail::check_batch_rank3(prev, "prev", B, dk, dv);
+  detail::check_batch_rank3(add, "add", B, dk, dv);
+  detail::check_batch_rank3(out, "out", B, dk, dv);
   using Real = typename Out::value_type;
   const detail::gemm_args<Real> g{detail::as_input(transition),
                                   detail::as_input(prev),
@@ -352,11 +327,11 @@ requires(T1::rank == 3 && S1::rank == 3 && T2::rank == 3 && S2::rank == 3 && TOu
     compose_dense(T1 first_t, S1 first_s, T2 then_t, S2 then_s, TOut out_t, SOut out_s,
                   cudaStream_t stream) {
   const std::size_t B = first_s.extent(0), dk = first_s.extent(1), dv = first_s.extent(2);
-  detail::check_rank3(first_t, "first_t", B, dk, dk);
-  detail::check_rank3(then_t, "then_t", B, dk, dk);
-  detail::check_rank3(out_t, "out_t", B, dk, dk);
-  detail::check_rank3(then_s, "then_s", B, dk, dv);
-  detail::check_rank3(out_s, "out_s", B, dk, dv);
+  detail::check_batch_rank3(first_t, "first_t", B, dk, dk);
+  detail::check_batch_rank3(then_t, "then_t", B, dk, dk);
+  detail::check_batch_rank3(out_t, "out_t", B, dk, dk);
+  detail::check_batch_rank3(then_s, "then_s", B, dk, dv);
+  detail::check_batch_rank3(out_s, "out_s", B, dk, dv);
   using Real = typename SOut::value_type;
   const detail::batched_matrix<const Real> none{nullptr, 0, 0};
   const detail::gemm_args<Real> gt{detail::as_input(then_t),
@@ -380,4 +355,75 @@ requires(T1::rank == 3 && S1::rank == 3 && T2::rank == 3 && S2::rank == 3 && TOu
 }
 
 }  // namespace cuda
+
+// ---------------------------------------------------------------------------------------------
+// The host API's device overloads: `state::apply_elementwise`, `compose_elementwise`,
+// `apply_dense` and `compose_dense` (state/compose_views.hpp) with device views, a stream last
+// and a `cudaError_t` result. They are more specialised than the host header's missing-backend
+// fallback, so including this header is what makes device views compile.
+namespace state {
+
+/// Device overload of `state::apply_elementwise` (host contract in state/compose_views.hpp).
+template <device_view LogDecay, device_view Prev, device_view Add, device_view Out>
+requires detail::apply_elementwise_views<LogDecay, Prev, Add, Out> cudaError_t
+apply_elementwise(LogDecay log_decay, Prev prev, Add add, Out out, cudaStream_t stream) {
+  return cuda::apply_elementwise(log_decay, prev, add, out, stream);
+}
+/// `apply_elementwise` on the default stream.
+template <device_view LogDecay, device_view Prev, device_view Add, device_view Out>
+requires detail::apply_elementwise_views<LogDecay, Prev, Add, Out> cudaError_t
+apply_elementwise(LogDecay log_decay, Prev prev, Add add, Out out) {
+  return cuda::apply_elementwise(log_decay, prev, add, out, cudaStream_t{});
+}
+
+/// Device overload of `state::compose_elementwise` (host contract in state/compose_views.hpp).
+template <device_view Log1, device_view S1, device_view Log2, device_view S2, device_view LogOut,
+          device_view SOut>
+requires detail::compose_elementwise_views<Log1, S1, Log2, S2, LogOut, SOut> cudaError_t
+compose_elementwise(Log1 first_log, S1 first_state, Log2 then_log, S2 then_state, LogOut out_log,
+                    SOut out_state, cudaStream_t stream) {
+  return cuda::compose_elementwise(first_log, first_state, then_log, then_state, out_log, out_state,
+                                   stream);
+}
+/// `compose_elementwise` on the default stream.
+template <device_view Log1, device_view S1, device_view Log2, device_view S2, device_view LogOut,
+          device_view SOut>
+requires detail::compose_elementwise_views<Log1, S1, Log2, S2, LogOut, SOut> cudaError_t
+compose_elementwise(Log1 first_log, S1 first_state, Log2 then_log, S2 then_state, LogOut out_log,
+                    SOut out_state) {
+  return cuda::compose_elementwise(first_log, first_state, then_log, then_state, out_log, out_state,
+                                   cudaStream_t{});
+}
+
+/// Device overload of `state::apply_dense` (host contract in state/compose_views.hpp).
+template <device_view Trans, device_view Prev, device_view Add, device_view Out>
+requires detail::apply_dense_views<Trans, Prev, Add, Out> cudaError_t
+apply_dense(Trans transition, Prev prev, Add add, Out out, cudaStream_t stream) {
+  return cuda::apply_dense(transition, prev, add, out, stream);
+}
+/// `apply_dense` on the default stream.
+template <device_view Trans, device_view Prev, device_view Add, device_view Out>
+requires detail::apply_dense_views<Trans, Prev, Add, Out> cudaError_t apply_dense(Trans transition,
+                                                                                  Prev prev,
+                                                                                  Add add,
+                                                                                  Out out) {
+  return cuda::apply_dense(transition, prev, add, out, cudaStream_t{});
+}
+
+/// Device overload of `state::compose_dense` (host contract in state/compose_views.hpp).
+template <device_view T1, device_view S1, device_view T2, device_view S2, device_view TOut,
+          device_view SOut>
+requires detail::compose_dense_views<T1, S1, T2, S2, TOut, SOut> cudaError_t compose_dense(
+    T1 first_t, S1 first_s, T2 then_t, S2 then_s, TOut out_t, SOut out_s, cudaStream_t stream) {
+  return cuda::compose_dense(first_t, first_s, then_t, then_s, out_t, out_s, stream);
+}
+/// `compose_dense` on the default stream.
+template <device_view T1, device_view S1, device_view T2, device_view S2, device_view TOut,
+          device_view SOut>
+requires detail::compose_dense_views<T1, S1, T2, S2, TOut, SOut> cudaError_t
+compose_dense(T1 first_t, S1 first_s, T2 then_t, S2 then_s, TOut out_t, SOut out_s) {
+  return cuda::compose_dense(first_t, first_s, then_t, then_s, out_t, out_s, cudaStream_t{});
+}
+
+}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -7,8 +7,8 @@
 ///
 /// `buffer<T, cuda::device_heap>` is an owning device array; its `view()` is a
 /// `vector_view<T, device_space>`, which only device overloads accept (a host algorithm given it
-/// is a compile error, see `detail::require_device_backend`). Allocation happens only where the
-/// caller constructs such a buffer: kernels never allocate.
+/// is a compile error naming the `.cuh` to include, see storage/concepts.hpp). Allocation
+/// happens only where the caller constructs such a buffer: kernels never allocate.
 ///
 /// ```cpp
 /// hybridcache::buffer<float, hybridcache::cuda::device_heap> d(n);   // cudaMalloc
