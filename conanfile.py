@@ -3,11 +3,15 @@
 
     conan create . -s compiler.cppstd=20          # package it into the local cache
     # then, in a consumer: requires = "hybridcache/0.1.0"; find_package(hybridcache CONFIG)
-    #                      target_link_libraries(app PRIVATE hybridcache::hybridcache)
+    #                      target_link_libraries(app PRIVATE hybridcache::hybridcache)  # core
+    #                      target_link_libraries(app PRIVATE hybridcache::eigen)  # + state/, select/
 
-Eigen comes from ``eigen/3.4.0`` (ConanCenter). Offline, export a stand-in under that reference
-first: ``conan export packaging/conan/eigen`` packages the system's Eigen headers (see
-docs/install.md); the recipe below is the same either way.
+Two components, as the CMake package has them: ``hybridcache::hybridcache`` (the core; needs the
+xxHash headers, used header-only) and ``hybridcache::eigen`` (state/, select/ and the umbrella
+header; adds Eigen). Eigen and xxHash come from ``eigen/3.4.0`` and ``xxhash/0.8.2``
+(ConanCenter). Offline, export stand-ins under those references first: ``conan export
+packaging/conan/eigen`` and ``conan export packaging/conan/xxhash`` package the system's headers
+(see docs/install.md); the recipe below is the same either way.
 """
 
 import os
@@ -48,8 +52,10 @@ class HybridcacheConan(ConanFile):
         basic_layout(self, src_folder=".")
 
     def requirements(self):
-        # Eigen types appear in the public state/ headers, so consumers need its headers too.
+        # Eigen types appear in the public state/ headers (component `eigen`), and segment/hash.hpp
+        # includes xxhash.h (component `core`), so consumers need both packages' headers.
         self.requires("eigen/3.4.0", transitive_headers=True)
+        self.requires("xxhash/0.8.2", transitive_headers=True)
 
     def package_id(self):
         # One package for every configuration: nothing is compiled.
@@ -68,9 +74,18 @@ class HybridcacheConan(ConanFile):
              os.path.join(self.package_folder, "include"))
 
     def package_info(self):
-        self.cpp_info.bindirs = []
-        self.cpp_info.libdirs = []
         self.cpp_info.set_property("cmake_file_name", "hybridcache")
-        self.cpp_info.set_property("cmake_target_name", "hybridcache::hybridcache")
-        self.cpp_info.set_property("pkg_config_name", "hybridcache")
-        self.cpp_info.requires = ["eigen::eigen"]
+        # The aggregate of every component (CMakeDeps names one); consumers use the components.
+        self.cpp_info.set_property("cmake_target_name", "hybridcache::hybridcache_all")
+        self.cpp_info.set_property("pkg_config_name", "hybridcache-all")
+        core = self.cpp_info.components["core"]
+        core.set_property("cmake_target_name", "hybridcache::hybridcache")
+        core.set_property("pkg_config_name", "hybridcache")
+        core.requires = ["xxhash::xxhash"]
+        eigen = self.cpp_info.components["eigen"]
+        eigen.set_property("cmake_target_name", "hybridcache::eigen")
+        eigen.set_property("pkg_config_name", "hybridcache-eigen")
+        eigen.requires = ["core", "eigen::eigen"]
+        for c in (core, eigen):
+            c.bindirs = []
+            c.libdirs = []

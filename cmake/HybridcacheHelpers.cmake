@@ -26,7 +26,7 @@ function(hybridcache_add_test component)
     string(APPEND ARG_LABELS_JOINED "\\;${l}")
   endforeach()
   add_executable(${target} ${ARG_SOURCES} $<TARGET_OBJECTS:hybridcache_test_main>)
-  target_link_libraries(${target} PRIVATE hybridcache::hybridcache hybridcache_test_support
+  target_link_libraries(${target} PRIVATE hybridcache::eigen hybridcache_test_support
                                           hybridcache_warnings ${ARG_LIBS})
   target_compile_definitions(${target} PRIVATE HYBRIDCACHE_ASSERTIONS=1)
   doctest_discover_tests(${target}
@@ -39,6 +39,6 @@ function(hybridcache_add_benchmark name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
   set(target bench_${name})
   add_executable(${target} ${ARG_SOURCES})
-  target_link_libraries(${target} PRIVATE hybridcache::hybridcache hybridcache_warnings
+  target_link_libraries(${target} PRIVATE hybridcache::eigen hybridcache_warnings
                                           benchmark::benchmark_main ${ARG_LIBS})
 endfunction()

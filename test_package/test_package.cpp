@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Conan test_package: the package's headers and its Eigen dependency are both reachable through
-// the hybridcache::hybridcache target that Conan's CMakeDeps generates.
+// the hybridcache::eigen target (component `eigen`) that Conan's CMakeDeps generates.
 #include <hybridcache/hybridcache.hpp>
 
 #include <Eigen/Core>

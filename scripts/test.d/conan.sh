@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Conan 2 packaging test: installs conan from PyPI into build/conan-venv, then in a private
 # CONAN_HOME (build/conan-home, so no user cache or remote is touched):
-#   1. exports packaging/conan/eigen as eigen/3.4.0 (the system Eigen: ConanCenter is not
-#      reachable from CI),
+#   1. exports packaging/conan/eigen as eigen/3.4.0 and packaging/conan/xxhash as xxhash/0.8.2
+#      (the system headers: ConanCenter is not reachable from CI),
 #   2. `conan create .` with C++20: packages hybridcache and builds + runs test_package/,
 #   3. checks the package layout (headers, license, no libraries),
 #   4. checks that validate() refuses C++17 (check_min_cppstd(20)).
@@ -39,6 +39,7 @@ if command -v ninja >/dev/null; then
 fi
 
 "$conan" export packaging/conan/eigen
+"$conan" export packaging/conan/xxhash
 version=$("$conan" inspect . --format=json | "$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["version"])')
 ref="hybridcache/$version"
 echo "conan.sh: creating $ref"

@@ -158,7 +158,8 @@ set(pkg "${CURRENT_PACKAGES_DIR}")
 foreach(required include/hybridcache/hybridcache.hpp include/hybridcache/version.hpp
                  share/${PORT}/hybridcacheConfig.cmake share/${PORT}/hybridcacheConfigVersion.cmake
                  share/${PORT}/hybridcacheTargets.cmake share/${PORT}/copyright
-                 share/${PORT}/usage share/pkgconfig/hybridcache.pc)
+                 share/${PORT}/usage share/pkgconfig/hybridcache.pc
+                 share/${PORT}/hybridcacheFindXxhash.cmake share/pkgconfig/hybridcache-eigen.pc)
   if(NOT EXISTS "${pkg}/${required}")
     message(FATAL_ERROR "post-build: ${required} is missing from the package")
   endif()
@@ -183,6 +184,10 @@ if(NOT version_file MATCHES "PACKAGE_VERSION \"${VERSION}\"")
   message(FATAL_ERROR "post-build: vcpkg.json says ${VERSION}, the package config does not")
 endif()
 file(READ "${pkg}/share/${PORT}/hybridcacheTargets.cmake" targets)
+# Eigen belongs to hybridcache::eigen only; the core needs just the xxHash headers.
+if(NOT targets MATCHES "hybridcache::eigen")
+  message(FATAL_ERROR "post-build: no hybridcache::eigen target (state/, select/)")
+endif()
 # Optional parts follow the features, not the machine (HAVE_* say what the machine has).
 if("openssl" IN_LIST FEATURES AND HAVE_OPENSSL AND NOT targets MATCHES "hybridcache::openssl")
   message(FATAL_ERROR "post-build: feature openssl but no hybridcache::openssl target")

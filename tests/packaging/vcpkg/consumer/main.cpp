@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Uses the installed headers and the Eigen the package depends on, through
-// hybridcache::hybridcache. HC_UMBRELLA=0 includes only the storage headers (a quicker compile for
+// hybridcache::eigen. HC_UMBRELLA=0 includes only the storage headers (a quicker compile for
 // the second variant).
 #if !defined(HC_UMBRELLA) || HC_UMBRELLA
 #include <hybridcache/hybridcache.hpp>
