@@ -3,10 +3,14 @@
 
 /// @file
 /// Batched (multi-head) paths: a layer has H heads with independent states, so summaries and
-/// splices of the heads are independent and run on several threads (std::thread; the calling
-/// thread takes part). Results are identical to the single-head calls, head by head.
+/// splices of the heads are independent and may run in parallel. A header library does not start
+/// threads behind an engine's back: by default (`threads = 1`) the heads run serially on the
+/// calling thread; `threads = n` runs them on n std::threads (the caller's included; 0: hardware
+/// concurrency), and an `executor` hands them to the engine's own thread pool instead. Results
+/// are identical to the single-head calls, head by head, whichever runs them.
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -21,9 +25,19 @@
 HYBRIDCACHE_NAMESPACE_BEGIN
 namespace state {
 
+/// A caller-supplied executor: `executor(n, task)` must call `task(i)` once for every i < n, on
+/// any threads (an engine's pool), and return when every call has returned. Exceptions from
+/// `task` are captured by the library and rethrown from the batched call.
+using bulk_executor =
+    std::function<void(std::size_t n, const std::function<void(std::size_t)>& task)>;
+
+/// Who runs the heads of a batched call, and how each is summarised.
 struct batch_options {
-  std::size_t threads = 0;  ///< 0: std::thread::hardware_concurrency()
+  /// Threads when no executor is given: 1 (default) serial on the calling thread, n > 1 that many
+  /// std::threads (the caller's included), 0 std::thread::hardware_concurrency().
+  std::size_t threads = 1;
   summarize_options summarize{};
+  bulk_executor executor{};  ///< when set, runs the heads instead (`threads` is then ignored)
 };
 
 /// Summaries of H heads' segments (one token_inputs per head).
@@ -32,7 +46,7 @@ template <class Real>
 std::vector<segment_summary<Real>> summarize_heads(std::span<const token_inputs<Real>> heads,
                                                    rule r, const batch_options& opts = {}) {
   std::vector<segment_summary<Real>> out(heads.size());
-  detail::parallel_for(heads.size(), opts.threads,
+  detail::parallel_for(heads.size(), opts.threads, opts.executor,
                        [&](std::size_t h) { out[h] = summarize(heads[h], r, opts.summarize); });
   return out;
 }
@@ -53,9 +67,9 @@ std::vector<Real> apply_heads(std::span<const std::vector<segment_summary<Real>>
     detail::throw_invalid("prefix_states.size()", prefix_states.size(),
                           "must equal heads*dk*dv = " + std::to_string(H * n));
   std::vector<Real> out(H * n);
-  detail::parallel_for(H, opts.threads, [&](std::size_t h) {
+  detail::parallel_for(H, opts.threads, opts.executor, [&](std::size_t h) {
     const auto res = state::apply(std::span<const segment_summary<Real>>(runs[h]),
-                           prefix_states.subspan(h * n, n));
+                                  prefix_states.subspan(h * n, n));
     std::copy(res.begin(), res.end(), out.begin() + static_cast<std::ptrdiff_t>(h * n));
   });
   return out;
