@@ -10,7 +10,7 @@
 #include <set>
 #include <vector>
 
-#include "key_reference.hpp"
+#include "support/segment_key_reference.hpp"
 
 using hybridcache::token_id;
 namespace sg = hybridcache::segment;
