@@ -18,5 +18,4 @@
 #include "hybridcache/state.hpp"
 #include "hybridcache/storage.hpp"
 #include "hybridcache/store.hpp"
-#include "hybridcache/types.hpp"
 #include "hybridcache/version.hpp"

@@ -11,7 +11,6 @@
 #include "hybridcache/state/batch.hpp"
 #include "hybridcache/state/bf16.hpp"
 #include "hybridcache/state/compose.hpp"
-#include "hybridcache/state/compose_views.hpp"
 #include "hybridcache/state/eigen.hpp"
 #include "hybridcache/state/naive.hpp"
 #include "hybridcache/state/recurrence.hpp"
