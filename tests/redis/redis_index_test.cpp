@@ -4,6 +4,7 @@
 // lookups with a brute-force prefix comparison and with the set of records actually written.
 #include <doctest/doctest.h>
 
+#include <hybridcache/dispatch/shared_affinity.hpp>
 #include <hybridcache/store/redis_index.hpp>
 
 #include <atomic>
@@ -540,4 +541,38 @@ TEST_CASE("redis: a forged record from a compromised peer never produces a hit")
   for (const auto& x : idx.find_chain(ns_b, seg, 4)) CHECK_FALSE(x);
   // A's own entry still hits.
   CHECK(idx.find(ns_a, seg) == loc_of(1, 10, 8));
+}
+
+TEST_CASE("redis -> dispatch: segments held by peers are dispatched to them as hits") {
+  HC_REQUIRE_REDIS();
+  hc_test::redis_server srv;
+  st::redis_segment_index idx(options_for(srv), secret_bytes());
+  const auto ns = sg::namespace_key{}.with_tenant("acme");
+  // Four segments; node 20 cached segment 0, node 30 segment 2; segment 1 and 3 are cold.
+  const std::vector<std::vector<token_id>> segs{
+      std::vector<token_id>(900, 1), std::vector<token_id>(700, 2), std::vector<token_id>(500, 3),
+      std::vector<token_id>(300, 4)};
+  REQUIRE(idx.insert(ns, segs[0], {20, 0, 0, 1 << 20, 900}));
+  REQUIRE(idx.insert(ns, segs[2], {30, 0, 0, 1 << 19, 500}));
+  std::vector<std::size_t> tokens;
+  std::vector<std::optional<st::segment_location>> located;
+  for (const auto& s : segs) {
+    tokens.push_back(s.size());
+    located.push_back(idx.find(ns, s));
+  }
+  const std::vector<std::uint32_t> workers{10, 20, 30};  // worker w runs on node workers[w]
+  const auto jobs = hybridcache::jobs_from_locations(tokens, located, workers);
+  CHECK(jobs[0].cached_on == 1);
+  CHECK(jobs[1].cached_on == hybridcache::no_worker);
+  CHECK(jobs[2].cached_on == 2);
+  CHECK(jobs[3].cached_on == hybridcache::no_worker);
+  const hybridcache::prefill_cost_model model{.per_token = 1.0, .transfer_per_token = 0.01};
+  const std::vector<double> speeds(3, 1.0);
+  const auto d = hybridcache::dispatch_segments(jobs, speeds, model);
+  CHECK(d.hit[0]);
+  CHECK(d.plan.worker_of[0] == 1);
+  CHECK(d.hit[2]);
+  CHECK(d.plan.worker_of[2] == 2);
+  CHECK_FALSE(d.hit[1]);
+  CHECK_FALSE(d.hit[3]);
 }
