@@ -7,6 +7,11 @@
 #include <hybridcache/dispatch/shared_affinity.hpp>
 #include <hybridcache/store/redis_index.hpp>
 
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -575,4 +580,135 @@ TEST_CASE("redis -> dispatch: segments held by peers are dispatched to them as h
   CHECK(d.plan.worker_of[2] == 2);
   CHECK_FALSE(d.hit[1]);
   CHECK_FALSE(d.hit[3]);
+}
+
+namespace {
+
+// A scripted fake "Redis" on a free loopback port: accepts one connection, reads what the client
+// sends, writes `response`, then closes (or keeps the socket open, silent, until destroyed).
+class fake_redis {
+ public:
+  fake_redis(std::string response, bool close_after) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    REQUIRE(::listen(fd_, 4) == 0);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this, response = std::move(response), close_after] {
+      pollfd p{fd_, POLLIN, 0};
+      while (::poll(&p, 1, 10) != 1)
+        if (stop_.load()) return;
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      pollfd q{c, POLLIN, 0};
+      char buf[65536];
+      if (::poll(&q, 1, 2000) == 1) (void)::read(c, buf, sizeof buf);
+      std::size_t off = 0;
+      while (off < response.size()) {
+        const ssize_t n = ::send(c, response.data() + off, response.size() - off, MSG_NOSIGNAL);
+        if (n <= 0) break;
+        off += static_cast<std::size_t>(n);
+      }
+      if (!close_after)
+        while (!stop_.load()) std::this_thread::sleep_for(5ms);
+      ::close(c);
+    });
+  }
+  fake_redis(const fake_redis&) = delete;
+  fake_redis& operator=(const fake_redis&) = delete;
+  ~fake_redis() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  [[nodiscard]] int port() const noexcept { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("redis: a misbehaving server gives a typed error or misses, never a hit or a hang") {
+  const auto ns = sg::namespace_key{}.with_tenant("t");
+  std::vector<token_id> req(64 * 4);
+  for (std::size_t i = 0; i < req.size(); ++i) req[i] = static_cast<token_id>(i);
+  auto index_for = [](const fake_redis& f) {
+    st::redis_options o;
+    o.port = f.port();
+    o.io_timeout = 150ms;
+    return std::make_unique<st::redis_segment_index>(o, secret_bytes());
+  };
+  auto code_of = [&](st::redis_segment_index& idx) -> std::optional<st::redis_errc> {
+    try {
+      const auto got = idx.find_chain(ns, req, 4);
+      for (const auto& x : got) CHECK_FALSE(x);
+      return std::nullopt;
+    } catch (const st::redis_error& e) {
+      return e.code();
+    }
+  };
+  SUBCASE("partial pipeline: 10 of 64 replies, then the connection closes") {
+    fake_redis f(repeat("$-1\r\n", 10), true);
+    auto idx = index_for(f);
+    CHECK(code_of(*idx) == st::redis_errc::unavailable);
+    CHECK(idx->stats().errors == 1);
+    CHECK(idx->stats().misses == 0);  // nothing partial was counted or returned
+  }
+  SUBCASE("not the Redis protocol") {
+    fake_redis f("@@ hello, I am not redis\r\n", true);
+    auto idx = index_for(f);
+    CHECK(code_of(*idx) == st::redis_errc::protocol);
+  }
+  SUBCASE("replies of the wrong type") {
+    fake_redis f(repeat(":1\r\n", 64), false);
+    auto idx = index_for(f);
+    CHECK(code_of(*idx) == st::redis_errc::protocol);
+  }
+  SUBCASE("a silent server: timeout after io_timeout") {
+    fake_redis f("", false);
+    auto idx = index_for(f);
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(code_of(*idx) == st::redis_errc::timeout);
+    CHECK(std::chrono::steady_clock::now() - t0 < 2s);
+  }
+  SUBCASE("a lying server: 64 well-formed 45-byte values, all rejected") {
+    std::mt19937 rng(5);
+    std::string resp;
+    for (int i = 0; i < 64; ++i) {
+      std::string v(st::redis_segment_index::record_bytes, '\0');
+      for (auto& ch : v) ch = static_cast<char>(rng());
+      v[0] = 1;  // the right version byte
+      resp += "$45\r\n" + v + "\r\n";
+    }
+    fake_redis f(resp, false);
+    auto idx = index_for(f);
+    CHECK(code_of(*idx) == std::nullopt);
+    CHECK(idx->stats().rejected == 64);
+    CHECK(idx->stats().hits == 0);
+  }
+  SUBCASE("nothing listening: unavailable") {
+    int port = 0;
+    {
+      fake_redis f("", true);
+      port = f.port();
+    }
+    st::redis_options o;
+    o.port = port;
+    st::redis_segment_index idx(o, secret_bytes());
+    CHECK(code_of(idx) == st::redis_errc::unavailable);
+  }
 }
