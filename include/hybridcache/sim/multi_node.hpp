@@ -23,9 +23,10 @@
 /// a segment (entries are removed on eviction); the holder that ships it is the lowest-numbered.
 ///
 /// Modelled TTFT of a request (ms): the one-worker composition TTFT of segment_reuse.hpp,
-/// `composition_ttft(lengths, hit, query, 1)` with hit = local or remote hit, plus
-/// Σ_remote (transfer_fixed + transfer_ms_per_token · |s|) for the transferred segments (serial:
-/// a pessimistic bound). No queueing is modelled, which is why both configurations route alike.
+/// `composition_ttft(lengths, hit, query, 1)` with hit = local or remote hit, plus, if any
+/// segment is transferred, transfer_fixed + transfer_ms_per_token · Σ_remote |s|: the pulls start
+/// together (one fixed latency, the cost model's `transfer_fixed`) and share the receiving node's
+/// link (bandwidth-bound). No queueing is modelled, which is why both configurations route alike.
 
 #include <algorithm>
 #include <cstddef>
@@ -134,7 +135,7 @@ inline multi_node_result simulate_multi_node(const trace& t, const multi_node_op
     lengths.assign(k, 0);
     seg_ids.assign(k, 0);
     hit.reset(new bool[k + 1]());
-    double transfer = 0.0;
+    double remote_tokens = 0.0;
     for (std::size_t s = 0; s < k; ++s) {
       const auto tok = t.piece(q.pieces[s]);
       lengths[s] = tok.size();
@@ -159,9 +160,7 @@ inline multi_node_result simulate_multi_node(const trace& t, const multi_node_op
       } else if (shared_index && holders[id] != 0) {
         ++r.remote_hits;
         hit[s] = true;
-        r.transferred_tokens += static_cast<double>(tok.size());
-        transfer +=
-            o.reuse.cost.transfer_fixed + o.transfer_ms_per_token * static_cast<double>(tok.size());
+        remote_tokens += static_cast<double>(tok.size());
       } else {
         ++r.misses;
       }
@@ -170,6 +169,10 @@ inline multi_node_result simulate_multi_node(const trace& t, const multi_node_op
     // occurrences of one segment in a request are admitted once.
     for (std::size_t s = 0; s < k; ++s)
       if (!pools[home].present[seg_ids[s]]) admit(home, seg_ids[s]);
+    r.transferred_tokens += remote_tokens;
+    const double transfer =
+        remote_tokens > 0.0 ? o.reuse.cost.transfer_fixed + o.transfer_ms_per_token * remote_tokens
+                            : 0.0;
     const auto b =
         composition_ttft(lengths, std::span<const bool>(hit.get(), k), query, 1, o.reuse);
     ttft.push_back(b.total + transfer);
