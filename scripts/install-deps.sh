@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ clang libclang-rt-dev pkg-config git
   libeigen3-dev libfmt-dev doctest-dev libbenchmark-dev libxxhash-dev libssl-dev
-  nlohmann-json3-dev gnuplot-nox python3 python3-venv python3-pip python3-dev
+  nlohmann-json3-dev libhiredis-dev redis-server gnuplot-nox python3 python3-venv python3-pip python3-dev
 )
 
 missing=()

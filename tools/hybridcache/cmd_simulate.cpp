@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <hybridcache/error.hpp>
 #include <hybridcache/sim.hpp>
+#include <hybridcache/sim/multi_node.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,6 +76,9 @@ segment reuse:
   --workers LIST      prefill worker counts (default 1,2,4,8)
   --seam W            seam window per boundary side (default 8)
   --fig14 N,TOKENS    cold-dispatch sweep shape (default 11,2400; 0 to skip)
+  --nodes N           also replay the segment trace on N prefill nodes (1..64) with local pools,
+                      without and with a shared segment index; writes multi_node.csv
+  --node-pool TOKENS  each node's pool capacity for --nodes (default 65536)
 output:
   --out DIR           output directory (default: the working directory)
   --no-plot           do not run gnuplot
@@ -276,7 +280,11 @@ int run(std::span<const std::string_view> argv) {
   prog.enabled = !a.has("quiet") && isatty(2);
   const auto traces = split_list(a.get_or("trace", "docqa,sysprompt,multimodal"));
   const std::string seg_kind = a.get_or("segments", "rag");
+  const auto nodes = a.get_size("nodes");
+  const std::size_t node_pool = a.get_size("node-pool").value_or(65536);
   a.reject_unknown();
+  if (nodes && seg_kind == "none") throw usage_error{"option --nodes needs a segment trace"};
+  std::vector<sim::multi_node_result> multi;
 
   std::error_code ec;
   fs::create_directories(out, ec);
@@ -299,12 +307,45 @@ int run(std::span<const std::string_view> argv) {
     prog.label = t.name();
     res.segments.push_back(sim::simulate_segment_reuse(t, res.segment_options, std::ref(prog)));
     hybridcache_cli::sim_out::print_segment_table(stdout, res.segments.back());
+    if (nodes) {  // multi-node scenario (sim/multi_node.hpp)
+      sim::multi_node_options mo;
+      mo.nodes = *nodes;
+      mo.pool_tokens = node_pool;
+      mo.reuse = res.segment_options;
+      for (bool shared : {false, true}) multi.push_back(sim::simulate_multi_node(t, mo, shared));
+      fmt::print("\nmulti-node segment reuse: {} ({} nodes, {} tokens per pool, round-robin)\n",
+                 t.name(), mo.nodes, mo.pool_tokens);
+      fmt::print("{:<14} {:>9} {:>11} {:>12} {:>9} {:>10} {:>10} {:>10}\n", "index", "hit rate",
+                 "local hits", "remote hits", "misses", "TTFT mean", "TTFT p90", "full mean");
+      for (const auto& m : multi) {
+        const bool shared = m.shared_index;
+        fmt::print("{:<14} {:>9.4f} {:>11} {:>12} {:>9} {:>10.2f} {:>10.2f} {:>10.2f}\n",
+                   shared ? "shared" : "local only", m.hit_rate(), m.local_hits, m.remote_hits,
+                   m.misses, m.ttft_mean, m.ttft_p90, m.full_mean);
+      }
+    }
   }
   if (res.fig14_segments > 0) {
     res.fig14 = sim::cold_dispatch(res.fig14_segments, res.fig14_tokens, res.segment_options);
     hybridcache_cli::sim_out::print_fig14(stdout, res);
   }
-  const auto files = hybridcache_cli::sim_out::write_data(out, res);
+  auto files = hybridcache_cli::sim_out::write_data(out, res);
+  if (!multi.empty()) {
+    const fs::path csv = out / "multi_node.csv";
+    std::FILE* f = std::fopen(csv.string().c_str(), "w");
+    if (f == nullptr) throw hybridcache::invalid_argument("--out", csv.string(), "cannot write");
+    fmt::print(f,
+               "trace,nodes,pool_tokens,shared_index,requests,segments,local_hits,remote_hits,"
+               "misses,hit_rate,transferred_tokens,ttft_mean_ms,ttft_p50_ms,ttft_p90_ms,"
+               "full_mean_ms\n");
+    for (const auto& m : multi)
+      fmt::print(f, "{},{},{},{},{},{},{},{},{},{:.6f},{},{:.6f},{:.6f},{:.6f},{:.6f}\n",
+                 m.trace_name, m.nodes, node_pool, m.shared_index ? 1 : 0, m.requests,
+                 m.segments, m.local_hits, m.remote_hits, m.misses, m.hit_rate(),
+                 m.transferred_tokens, m.ttft_mean, m.ttft_p50, m.ttft_p90, m.full_mean);
+    std::fclose(f);
+    files.push_back(csv);
+  }
   std::string note;
   std::vector<fs::path> plots;
   if (plot) plots = hybridcache_cli::sim_out::write_plots(out, res, note);
