@@ -151,7 +151,7 @@ class basic_state_policy {
       if (id == detail::empty_slot) break;
       cur = id;
       m.path.push_back(id);
-      if (nodes_[id].state_bytes != 0) anchor = id;
+      if (nodes_[id].state != no_state) anchor = id;
     }
     return finish_match(std::move(m), cur, anchor);
   }
@@ -167,7 +167,7 @@ class basic_state_policy {
       if (id == detail::empty_slot) break;
       cur = id;
       m.path.push_back(id);
-      if (nodes_[id].state_bytes != 0) anchor = id;
+      if (nodes_[id].state != no_state) anchor = id;
     }
     return finish_match(std::move(m), cur, anchor);
   }
@@ -198,7 +198,7 @@ class basic_state_policy {
       if (p % B != 0 || p <= m.resume_tokens || p == 0) continue;
       if (p <= m.matched_tokens) {
         const node_id v = m.path[p / B - 1];
-        if (!live(v) || nodes_[v].state_bytes != 0) continue;
+        if (!live(v) || nodes_[v].state != no_state) continue;
         const bool junction =
             opts_.snapshot_junction && p == m.matched_tokens && prompt_tokens > m.matched_tokens;
         if (junction || (nodes_[v].flags & planned_flag)) out.push_back(p);
@@ -256,23 +256,21 @@ class basic_state_policy {
     if (bytes == 0 || bytes > max_state_bytes)
       hybridcache::detail::throw_invalid("bytes", bytes, "must be in [1, 2^32)");
     admit_result r;
-    if (nodes_[node].state_bytes != 0) {
+    if (nodes_[node].state != no_state) {
       r.admitted = true;
       return r;
     }
     if (bytes > opts_.capacity_bytes) return r;
     if (used_bytes_ + bytes > opts_.capacity_bytes) {
       const std::size_t need = used_bytes_ + bytes - opts_.capacity_bytes;
-      std::size_t freed = 0;
-      auto victims = choose_victims(need, node, freed);
-      if (freed < need) return r;
-      for (node_id v : victims) clear_state(v);
-      r.victims = std::move(victims);
+      std::size_t evictable = 0;
+      for (const auto& st : states_v_)
+        if (st.node != no_node && st.node != node && nodes_[st.node].pins == 0)
+          evictable += st.bytes;
+      if (evictable < need) return r;
+      r.victims = evict_greedy(need, node);
     }
-    nodes_[node].state_bytes = static_cast<std::uint32_t>(bytes);
-    nodes_[node].last_use = ++clock_;
-    used_bytes_ += bytes;
-    ++states_;
+    add_state(node, static_cast<std::uint32_t>(bytes));
     r.admitted = true;
     return r;
   }
@@ -281,22 +279,19 @@ class basic_state_policy {
   /// byte — Δ(c) = (depth(c) − depth(up(c))) · W(c), W(c) the weight anchored at c, recomputed
   /// after each removal (removing c raises W of the state above it and Δ of the states below).
   /// Ties: not planned first, then least recently used. Victims are taken off the books.
-  std::vector<node_id> evict(std::size_t bytes) {
-    std::size_t freed = 0;
-    auto victims = choose_victims(bytes, no_node, freed);
-    for (node_id v : victims) clear_state(v);
-    return victims;
-  }
+  std::vector<node_id> evict(std::size_t bytes) { return evict_greedy(bytes, no_node); }
 
   /// The engine lost or freed the state at `node` on its own (no-op if it holds none).
   void drop(node_id node) {
     check_node(node, "node");
-    if (nodes_[node].state_bytes != 0) clear_state(node);
+    if (nodes_[node].state != no_state) remove_state(node);
   }
 
   /// Pins `node`'s state for an in-flight request (pins nest).
   void pin(node_id node) {
     check_node(node, "node");
+    if (nodes_[node].pins == max_pins)
+      throw capacity_error("hybridcache: tree::state_policy pin count overflow (2^24 - 1)");
     ++nodes_[node].pins;
   }
   /// Releases one pin. @throws invalid_argument if `node` is not pinned.
@@ -316,7 +311,7 @@ class basic_state_policy {
     if (n.first_child != no_node)
       hybridcache::detail::throw_invalid("node", node, "has children (erase leaves only)");
     if (n.pins != 0) hybridcache::detail::throw_invalid("node", node, "is pinned");
-    if (n.state_bytes != 0) clear_state(node);
+    if (n.state != no_state) remove_state(node);
     if (n.parent == no_node) {
       for (auto it = roots_.begin(); it != roots_.end(); ++it)
         if (it->second == node) {
@@ -349,6 +344,7 @@ class basic_state_policy {
   replan_result replan() {
     since_plan_ = 0;
     replan_result r;
+    recompute_regions();
     build_view();
     if (!(view_total_ > 0.0)) return r;
     const std::size_t per =
@@ -382,11 +378,16 @@ class basic_state_policy {
     if (!(view_total_ > 0.0)) return 0.0;
     std::vector<std::size_t> held;
     for (std::size_t i = 1; i < vnode_.size(); ++i)
-      if (nodes_[vnode_[i]].state_bytes != 0) held.push_back(i);
+      if (nodes_[vnode_[i]].state != no_state) held.push_back(i);
     return expected_recompute_tree({vparent_, vdepth_, vweight_}, held);
   }
 
-  [[nodiscard]] bool has_state(node_id v) const { return live(v) && nodes_[v].state_bytes != 0; }
+  [[nodiscard]] bool has_state(node_id v) const { return live(v) && nodes_[v].state != no_state; }
+  /// Bytes of the state held at `v` (0 if none).
+  [[nodiscard]] std::size_t state_bytes(node_id v) const {
+    check_node(v, "v");
+    return nodes_[v].state == no_state ? 0 : states_v_[nodes_[v].state].bytes;
+  }
   [[nodiscard]] bool planned(node_id v) const {
     return live(v) && (nodes_[v].flags & planned_flag);
   }
@@ -415,32 +416,50 @@ class basic_state_policy {
   [[nodiscard]] std::size_t namespace_count() const noexcept { return roots_.size(); }
   [[nodiscard]] std::uint64_t observations() const noexcept { return observations_; }
   [[nodiscard]] const policy_options& options() const noexcept { return opts_; }
-  /// Bytes of per-node bookkeeping (node records + index slots), excluding the per-namespace map
-  /// and the re-plan scratch.
+  /// Bytes of bookkeeping: node records and index slots (per node), state records (per state),
+  /// the free list; the per-namespace map and the re-plan scratch are not counted.
   [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
     return nodes_.capacity() * sizeof(node_rec) + index_.slot_count() * sizeof(std::uint32_t) +
-           free_.capacity() * sizeof(node_id);
+           free_.capacity() * sizeof(node_id) + states_v_.capacity() * sizeof(state_rec) +
+           free_states_.capacity() * sizeof(std::uint32_t);
   }
-  /// The node's own record size (the ≤ 64 B per node target minus index slots).
-  static constexpr std::size_t node_record_bytes = 56;
+  /// Reserves room for `nodes` nodes (records and index), so growth leaves no slack.
+  void reserve(std::size_t nodes) {
+    nodes_.reserve(nodes);
+    index_.reserve(nodes_, nodes);
+  }
+  /// The size of one node record; with 4-byte index slots at load ≤ 1/2 a node costs at most
+  /// 48 + 16 = 64 bytes.
+  static constexpr std::size_t node_record_bytes = 48;
 
  private:
   static constexpr std::size_t max_state_bytes = std::numeric_limits<std::uint32_t>::max();
-  static constexpr std::uint8_t live_flag = 1, planned_flag = 2;
+  static constexpr std::uint32_t max_pins = (1u << 24) - 1;
+  static constexpr std::uint32_t no_state = std::numeric_limits<std::uint32_t>::max();
+  static constexpr std::uint32_t live_flag = 1, planned_flag = 2;
 
   struct node_rec {
     segment::digest key{};     // chained block key h_i (h_0 for a namespace root)
     node_id parent = no_node;  // no_node: namespace root
     node_id first_child = no_node;
     node_id next_sibling = no_node;
-    std::uint32_t blocks = 0;       // depth in blocks
-    double weight = 0.0;            // Σ_s γ^{−s}[match s ended here], common scale
-    std::uint32_t state_bytes = 0;  // 0: no state
-    std::uint32_t pins = 0;
-    std::uint32_t last_use = 0;  // clock of the last admit/resume (LRU tie-break)
-    std::uint8_t flags = 0;
+    std::uint32_t blocks = 0;        // depth in blocks
+    double weight = 0.0;             // Σ_s γ^{−s}[match s ended here], common scale
+    std::uint32_t state = no_state;  // index into states_v_
+    std::uint32_t pins : 24 = 0;
+    std::uint32_t flags : 8 = 0;
   };
   static_assert(sizeof(node_rec) <= node_record_bytes);
+
+  /// One held state. `up` is the nearest proper ancestor holding a state (or the namespace
+  /// root); `region` = W(c), the weight of the nodes whose anchor is this state.
+  struct state_rec {
+    node_id node = no_node;
+    node_id up = no_node;
+    std::uint32_t bytes = 0;
+    std::uint32_t last_use = 0;  // clock of the last admit/resume (LRU tie-break)
+    double region = 0.0;
+  };
 
   [[nodiscard]] bool live(node_id v) const noexcept {
     return v < nodes_.size() && (nodes_[v].flags & live_flag);
@@ -494,115 +513,167 @@ class basic_state_policy {
 
   match_result finish_match(match_result m, node_id cur, node_id anchor) {
     const std::size_t B = opts_.block_size;
+    if (nodes_[anchor].pins == max_pins)
+      throw capacity_error("hybridcache: tree::state_policy pin count overflow (2^24 - 1)");
     m.node = cur;
     m.matched_tokens = static_cast<std::size_t>(nodes_[cur].blocks) * B;
     m.resume_node = anchor;
     m.resume_tokens = static_cast<std::size_t>(nodes_[anchor].blocks) * B;
     m.replay_tokens = m.matched_tokens - m.resume_tokens;
-    observe(cur);
-    nodes_[anchor].last_use = ++clock_;
+    observe(cur, anchor);
+    if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].last_use = ++clock_;
     ++nodes_[anchor].pins;
     if (opts_.replan_every != 0 && ++since_plan_ >= opts_.replan_every) replan();
     return m;
   }
 
-  /// One EW observation at v: weights are kept as Σ γ^{−s}; the common scale is folded back
-  /// into every weight before it could overflow (so every value stays finite; O(n) every
-  /// ~log(1e150)/log(1/γ) observations, O(1) amortised).
-  void observe(node_id v) {
+  /// One EW observation at v (whose anchor is `anchor`): weights are kept as Σ γ^{−s}; the
+  /// common scale is folded back into every weight before it could overflow (so every value
+  /// stays finite; O(n) every ~log(1e150)/log(1/γ) observations, O(1) amortised).
+  void observe(node_id v, node_id anchor) {
     scale_ *= inv_gamma_;
     if (scale_ > 1e150) {
       const double f = 1.0 / scale_;
       for (auto& n : nodes_) n.weight *= f;
+      for (auto& st : states_v_) st.region *= f;
       total_ *= f;
       scale_ = 1.0;
     }
     nodes_[v].weight += scale_;
+    if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].region += scale_;
     total_ += scale_;
     ++observations_;
   }
 
-  void clear_state(node_id v) {
-    used_bytes_ -= nodes_[v].state_bytes;
-    nodes_[v].state_bytes = 0;
-    --states_;
-  }
-
-  /// Greedy exact victim order (see `evict`). `freed` returns the bytes the victims hold.
-  std::vector<node_id> choose_victims(std::size_t need, node_id exclude, std::size_t& freed) {
-    std::vector<node_id> out;
-    freed = 0;
-    if (need == 0 || states_ == 0) return out;
-    const std::size_t n = nodes_.size();
-    region_.assign(n, 0.0);
-    up_.assign(n, no_node);
-    ck_head_.assign(n, no_node);
-    ck_next_.assign(n, no_node);
-    // One DFS per namespace: anchor of v = v if it holds a state, else its parent's anchor.
-    std::vector<dfs_frame>& st = dfs_;
-    for (const auto& [key, root] : roots_) {
-      st.clear();
-      st.push_back({root, root});
-      while (!st.empty()) {
-        const dfs_frame f = st.back();
-        st.pop_back();
-        const node_rec& nv = nodes_[f.v];
-        node_id a = f.anchor;
-        if (nv.state_bytes != 0 && f.v != root) {
-          up_[f.v] = f.anchor;
-          ck_next_[f.v] = ck_head_[f.anchor];
-          ck_head_[f.anchor] = f.v;
-          a = f.v;
-        }
-        region_[a] += nv.weight;
-        for (node_id c = nv.first_child; c != no_node; c = nodes_[c].next_sibling)
-          st.push_back({c, a});
-      }
-    }
-    struct entry {
-      double per_byte;
-      bool planned;
-      std::uint32_t last_use;
-      node_id v;
-      bool operator>(const entry& o) const {
-        if (per_byte != o.per_byte) return per_byte > o.per_byte;
-        if (planned != o.planned) return planned;
-        if (last_use != o.last_use) return last_use > o.last_use;
-        return v > o.v;
-      }
-    };
-    auto delta = [&](node_id c) {
-      const double gap = static_cast<double>(nodes_[c].blocks - nodes_[up_[c]].blocks) *
-                         static_cast<double>(opts_.block_size);
-      return gap * region_[c] / static_cast<double>(nodes_[c].state_bytes);
-    };
-    std::priority_queue<entry, std::vector<entry>, std::greater<>> heap;
-    for (node_id v = 0; v < n; ++v) {
-      const node_rec& nv = nodes_[v];
-      if (!(nv.flags & live_flag) || nv.state_bytes == 0 || nv.pins != 0 || v == exclude) continue;
-      heap.push({delta(v), (nv.flags & planned_flag) != 0, nv.last_use, v});
-    }
-    while (freed < need && !heap.empty()) {
-      entry e = heap.top();
-      heap.pop();
-      const double now = delta(e.v);
-      if (now != e.per_byte) {  // Δ only grows as victims are removed: re-queue the stale entry
-        e.per_byte = now;
-        heap.push(e);
+  /// Σ weight over the region of `c` (c and its descendants not below another state); calls
+  /// `boundary(s)` for each state met at the region's lower boundary. O(region size).
+  template <class F>
+  double region_of(node_id c, F&& boundary) {
+    double sum = nodes_[c].weight;
+    auto& st = stack_;
+    st.clear();
+    for (node_id x = nodes_[c].first_child; x != no_node; x = nodes_[x].next_sibling)
+      st.push_back(x);
+    while (!st.empty()) {
+      const node_id x = st.back();
+      st.pop_back();
+      if (nodes_[x].state != no_state) {
+        boundary(nodes_[x].state);
         continue;
       }
-      // Remove e.v: its region and its child states now fall back to up(e.v).
-      const node_id a = up_[e.v];
-      region_[a] += region_[e.v];
-      for (node_id c = ck_head_[e.v]; c != no_node;) {
-        const node_id next = ck_next_[c];
-        up_[c] = a;
-        ck_next_[c] = ck_head_[a];
-        ck_head_[a] = c;
-        c = next;
+      sum += nodes_[x].weight;
+      for (node_id y = nodes_[x].first_child; y != no_node; y = nodes_[y].next_sibling)
+        st.push_back(y);
+    }
+    return sum;
+  }
+
+  /// Nearest proper ancestor of v holding a state, else v's namespace root. O(depth).
+  [[nodiscard]] node_id state_above(node_id v) const noexcept {
+    node_id a = nodes_[v].parent;
+    while (nodes_[a].parent != no_node && nodes_[a].state == no_state) a = nodes_[a].parent;
+    return a;
+  }
+
+  /// Marks a state at `node`: its region and the states below it are found by one walk of the
+  /// region; the region above is recomputed by a walk too (a subtraction could cancel).
+  void add_state(node_id node, std::uint32_t bytes) {
+    std::uint32_t id;
+    if (!free_states_.empty()) {
+      id = free_states_.back();
+      free_states_.pop_back();
+    } else {
+      id = static_cast<std::uint32_t>(states_v_.size());
+      states_v_.emplace_back();
+    }
+    const node_id up = state_above(node);
+    nodes_[node].state = id;
+    state_rec& s = states_v_[id];
+    s.node = node;
+    s.up = up;
+    s.bytes = bytes;
+    s.last_use = ++clock_;
+    s.region = region_of(node, [&](std::uint32_t b) { states_v_[b].up = node; });
+    if (nodes_[up].state != no_state)
+      states_v_[nodes_[up].state].region = region_of(up, [](std::uint32_t) {});
+    used_bytes_ += bytes;
+    ++states_;
+  }
+
+  /// Unmarks the state at `node`: its region joins the state above, the states below it now
+  /// fall back to that state.
+  void remove_state(node_id node) {
+    const std::uint32_t id = nodes_[node].state;
+    state_rec& s = states_v_[id];
+    const node_id up = s.up;
+    const double region = s.region;
+    nodes_[node].state = no_state;
+    used_bytes_ -= s.bytes;
+    --states_;
+    s = state_rec{};
+    free_states_.push_back(id);
+    (void)region_of(node, [&](std::uint32_t b) { states_v_[b].up = up; });
+    if (nodes_[up].state != no_state) states_v_[nodes_[up].state].region += region;
+  }
+
+  /// Every region recomputed from the node weights (one walk of the tree; re-plans call it so
+  /// rounding from incremental updates never accumulates).
+  void recompute_regions() {
+    for (auto& st : states_v_)
+      if (st.node != no_node) st.region = region_of(st.node, [](std::uint32_t) {});
+  }
+
+  /// ΔE[r] per byte of dropping state `s` (unnormalised weights, tokens).
+  [[nodiscard]] double delta_per_byte(const state_rec& s) const noexcept {
+    const double gap = static_cast<double>(nodes_[s.node].blocks - nodes_[s.up].blocks) *
+                       static_cast<double>(opts_.block_size);
+    return gap * s.region / static_cast<double>(s.bytes);
+  }
+
+  /// A candidate victim: ordered by ΔE[r] per byte, then unplanned first, then LRU, then id.
+  struct victim_entry {
+    double per_byte;
+    bool planned;
+    std::uint32_t last_use;
+    node_id v;
+    bool operator>(const victim_entry& o) const {
+      if (per_byte != o.per_byte) return per_byte > o.per_byte;
+      if (planned != o.planned) return planned;
+      if (last_use != o.last_use) return last_use > o.last_use;
+      return v > o.v;
+    }
+  };
+
+  /// Greedy exact victims (see `evict`) until `need` bytes are freed or no unpinned state other
+  /// than `exclude` is left. O(K log K + Σ victim regions), K = states held.
+  std::vector<node_id> evict_greedy(std::size_t need, node_id exclude) {
+    std::vector<node_id> out;
+    if (need == 0 || states_ == 0) return out;
+    using entry = victim_entry;
+    heap_.clear();
+    for (const auto& st : states_v_) {
+      if (st.node == no_node || st.node == exclude || nodes_[st.node].pins != 0) continue;
+      heap_.push_back(
+          {delta_per_byte(st), (nodes_[st.node].flags & planned_flag) != 0, st.last_use, st.node});
+    }
+    auto cmp = std::greater<>{};
+    auto less_urgent = [&](const entry& a, const entry& b) { return cmp(a, b); };
+    std::make_heap(heap_.begin(), heap_.end(), less_urgent);
+    std::size_t freed = 0;
+    while (freed < need && !heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), less_urgent);
+      entry e = heap_.back();
+      heap_.pop_back();
+      const double now = delta_per_byte(states_v_[nodes_[e.v].state]);
+      if (now != e.per_byte) {  // Δ only grows as victims go: re-queue the stale entry
+        e.per_byte = now;
+        heap_.push_back(e);
+        std::push_heap(heap_.begin(), heap_.end(), less_urgent);
+        continue;
       }
+      freed += states_v_[nodes_[e.v].state].bytes;
+      remove_state(e.v);
       out.push_back(e.v);
-      freed += nodes_[e.v].state_bytes;
     }
     return out;
   }
@@ -645,6 +716,8 @@ class basic_state_policy {
   double inv_gamma_ = 1.0;
   std::vector<node_rec> nodes_;
   std::vector<node_id> free_;
+  std::vector<state_rec> states_v_;
+  std::vector<std::uint32_t> free_states_;
   detail::node_index index_;
   std::unordered_map<std::string, node_id> roots_;
   double scale_ = 1.0, total_ = 0.0;
@@ -653,12 +726,8 @@ class basic_state_policy {
   std::uint32_t clock_ = 0;
   bool has_plan_ = false;
   // scratch
-  std::vector<double> region_;
-  std::vector<node_id> up_, ck_head_, ck_next_;
-  struct dfs_frame {
-    node_id v, anchor;
-  };
-  std::vector<dfs_frame> dfs_;
+  std::vector<node_id> stack_;
+  std::vector<victim_entry> heap_;
   std::vector<node_id> vnode_;
   std::vector<std::size_t> vparent_;
   std::vector<double> vdepth_, vweight_;

@@ -28,6 +28,12 @@ class node_index {
   [[nodiscard]] std::size_t slot_count() const noexcept { return slots_.size(); }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
 
+  /// Grows the table so that `n` entries keep the load ≤ 1/2.
+  template <class Nodes>
+  void reserve(const Nodes& nodes, std::size_t n) {
+    while (slots_.size() < 2 * n) grow(nodes);
+  }
+
   /// The node with key `key` and parent `parent`, or `empty_slot`.
   template <class Nodes>
   [[nodiscard]] std::uint32_t find(const Nodes& nodes, const segment::digest& key,
