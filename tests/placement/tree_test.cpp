@@ -56,6 +56,28 @@ TEST_CASE("tree placement equals the brute force for every budget on every shape
   CHECK(checked > 500);
 }
 
+TEST_CASE("tree placement equals the unreduced reference DP on larger sparse trees") {
+  // Sparse weights (most nodes 0, as engine statistics are) exercise the reduction.
+  std::mt19937 rng(41);
+  for (auto shape : all_shapes) {
+    for (int trial = 0; trial < 6; ++trial) {
+      auto t = ht::random_tree(rng, 20 + rng() % 50, shape, trial % 2 == 0);
+      for (auto& w : t.weight)
+        if (rng() % 4 != 0) w = 0.0;
+      t.weight.back() += 1.0;
+      const std::size_t max_m = 8;
+      const auto ref = ht::tree_reference_dp(t, max_m);
+      const auto v = hc::optimal_tree_frontier(view(t), max_m);
+      for (std::size_t m = 0; m <= max_m; ++m) {
+        CHECK(v[m] == doctest::Approx(static_cast<double>(ref[m])).epsilon(1e-12).scale(1.0));
+        const auto plan = hc::place_optimal_tree(view(t), m);
+        CHECK(static_cast<double>(ht::tree_recompute(t, plan.checkpoints)) ==
+              doctest::Approx(static_cast<double>(ref[m])).epsilon(1e-12).scale(1.0));
+      }
+    }
+  }
+}
+
 TEST_CASE("ties, zero weights and weight only at the root") {
   // Two identical branches: either junction or leaf choice ties; the value must still be optimal.
   ht::tree_case t{{0, 0, 1, 1, 0, 4, 4}, {0, 2, 4, 4, 2, 4, 4}, {0, 0, 1, 1, 0, 1, 1}};

@@ -52,6 +52,54 @@ inline std::vector<long double> tree_brute_force(const tree_case& t) {
   return best;
 }
 
+/// V(m), m = 0..max_m, by the textbook recursion with no reduction and no caps, for trees too
+/// big for the brute force (n ≤ ~100): g(v, a)[k] = least cost of subtree(v) when the nearest
+/// checkpoint above v is a and at most k checkpoints lie in subtree(v); children merged one at
+/// a time by (min,+) over every split. Costs are unnormalised, divided at the end.
+inline std::vector<long double> tree_reference_dp(const tree_case& t, std::size_t max_m) {
+  const std::size_t n = t.parent.size();
+  const long double inf = std::numeric_limits<long double>::infinity();
+  std::vector<std::vector<std::size_t>> kids(n);
+  for (std::size_t v = 1; v < n; ++v) kids[t.parent[v]].push_back(v);
+  // memo[v][a] for a an ancestor of v (or the root): vector over k.
+  std::vector<std::vector<std::vector<long double>>> memo(n,
+                                                          std::vector<std::vector<long double>>(n));
+  auto merge_children = [&](std::size_t v, std::size_t a) {
+    std::vector<long double> acc(max_m + 1, 0.0L);
+    for (std::size_t c : kids[v]) {
+      const auto& g = memo[c][a];
+      std::vector<long double> out(max_m + 1, inf);
+      for (std::size_t i = 0; i <= max_m; ++i)
+        for (std::size_t j = 0; i + j <= max_m; ++j)
+          out[i + j] = std::min(out[i + j], acc[i] + g[j]);
+      acc = out;
+    }
+    return acc;
+  };
+  for (std::size_t v = n; v-- > 1;) {
+    // Anchors: every proper ancestor of v (the root included).
+    const auto with_v = merge_children(v, v);  // children when v is a checkpoint
+    for (std::size_t a = t.parent[v];; a = t.parent[a]) {
+      const auto without = merge_children(v, a);
+      std::vector<long double> g(max_m + 1, inf);
+      const long double own =
+          static_cast<long double>(t.weight[v]) *
+          (static_cast<long double>(t.depth[v]) - static_cast<long double>(t.depth[a]));
+      for (std::size_t k = 0; k <= max_m; ++k) {
+        g[k] = own + without[k];
+        if (k >= 1) g[k] = std::min(g[k], with_v[k - 1]);
+      }
+      memo[v][a] = g;
+      if (a == 0) break;
+    }
+  }
+  long double total = 0;
+  for (double w : t.weight) total += w;
+  auto root = merge_children(0, 0);
+  for (auto& x : root) x /= total;
+  return root;
+}
+
 enum class tree_shape { chain, star, binary, caterpillar, random };
 
 /// A tree of n nodes of the given shape; depths grow by an integer or fractional step per edge;

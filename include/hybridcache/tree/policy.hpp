@@ -576,7 +576,7 @@ class basic_state_policy {
   }
 
   /// Marks a state at `node`: its region and the states below it are found by one walk of the
-  /// region; the region above is recomputed by a walk too (a subtraction could cancel).
+  /// region (O(region)); the region above shrinks by the same amount.
   void add_state(node_id node, std::uint32_t bytes) {
     std::uint32_t id;
     if (!free_states_.empty()) {
@@ -594,8 +594,12 @@ class basic_state_policy {
     s.bytes = bytes;
     s.last_use = ++clock_;
     s.region = region_of(node, [&](std::uint32_t b) { states_v_[b].up = node; });
-    if (nodes_[up].state != no_state)
-      states_v_[nodes_[up].state].region = region_of(up, [](std::uint32_t) {});
+    // The region above loses exactly what c now anchors. Rounding of this difference is
+    // ~ulp(W(up)); re-plans recompute every region from the node weights.
+    if (nodes_[up].state != no_state) {
+      double& r = states_v_[nodes_[up].state].region;
+      r = std::max(0.0, r - s.region);
+    }
     used_bytes_ += bytes;
     ++states_;
   }
