@@ -56,14 +56,16 @@ TEST_CASE("tree placement equals the brute force for every budget on every shape
   CHECK(checked > 500);
 }
 
-TEST_CASE("tree placement equals the unreduced reference DP on larger sparse trees") {
+TEST_CASE("tree placement equals the unreduced reference DP on larger trees") {
   // Sparse weights (most nodes 0, as engine statistics are) exercise the reduction.
   std::mt19937 rng(41);
   for (auto shape : all_shapes) {
     for (int trial = 0; trial < 6; ++trial) {
       auto t = ht::random_tree(rng, 20 + rng() % 50, shape, trial % 2 == 0);
-      for (auto& w : t.weight)
-        if (rng() % 4 != 0) w = 0.0;
+      if (trial % 3 != 2) {  // every third tree keeps its dense weights (long chains survive)
+        for (auto& w : t.weight)
+          if (rng() % 4 != 0) w = 0.0;
+      }
       t.weight.back() += 1.0;
       const std::size_t max_m = 8;
       const auto ref = ht::tree_reference_dp(t, max_m);
