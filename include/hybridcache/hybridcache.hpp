@@ -18,4 +18,5 @@
 #include "hybridcache/state.hpp"
 #include "hybridcache/storage.hpp"
 #include "hybridcache/store.hpp"
+#include "hybridcache/tree.hpp"
 #include "hybridcache/version.hpp"

@@ -11,3 +11,4 @@
 #include "hybridcache/placement/metrics.hpp"
 #include "hybridcache/placement/optimal.hpp"
 #include "hybridcache/placement/options.hpp"
+#include "hybridcache/placement/tree.hpp"

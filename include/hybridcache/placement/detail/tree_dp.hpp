@@ -1,0 +1,308 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// The exact tree placement DP behind placement/tree.hpp (derivation: docs/design/tree_dp.md).
+///
+/// 1. **Reduction** (exact): a node whose subtree carries no weight never anchors a weighted node,
+///    and a zero-weight node with one weighted branch is dominated by the next kept node down
+///    that branch (same weighted nodes served, deeper anchor). Both are dropped; what remains
+///    (root, weighted nodes, branch points of weight) is renumbered in DFS preorder, so a subtree
+///    is an id range.
+/// 2. **DP** over (anchor a, node x, budget k): X_a[x][k] is the least cost of subtree(x) when
+///    the nearest checkpoint above x is a and at most k checkpoints lie in subtree(x):
+///      X_a[x][k] = min( H[x][k−1],  w(x)(d(x)−d(a)) + (⊕_c X_a[c])[k] ),
+///      H[a][k]   = (⊕_{c child of a} X_a[c])[k],
+///    ⊕ the (min,+) convolution, each vector capped at min(weighted nodes in the subtree, M).
+///    Anchors are solved deepest first; the root is the free anchor, so V(k) = H[root][k].
+/// 3. **Positions**: the anchor passes are re-run for the chosen checkpoints only, top-down,
+///    recovering every split by argmin over the same sums.
+///
+/// Without step 1 (`compress = false`) this is the plain exact DP the benchmark uses as its
+/// baseline.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "hybridcache/config.hpp"
+
+HYBRIDCACHE_NAMESPACE_BEGIN
+namespace detail {
+
+/// A validated tree with normalised weights (built by placement/tree.hpp).
+struct tree_problem {
+  std::span<const std::size_t> parent;
+  std::span<const double> depth;
+  std::vector<double> weight;  // normalised, sums to 1
+};
+
+/// The DP on one (possibly reduced) tree. Node 0 is the root; ids are in DFS preorder.
+class tree_dp {
+ public:
+  /// Builds the reduced tree of `pb` (or the full tree when `compress` is false) and runs the
+  /// bottom-up pass for budgets 0..max_budget.
+  tree_dp(const tree_problem& pb, std::size_t max_budget, bool compress) : m_(max_budget) {
+    build(pb, compress);
+    solve();
+  }
+
+  /// V(k) for k = 0..max_budget (nonincreasing; constant once every weighted node is covered).
+  [[nodiscard]] std::vector<double> frontier() const {
+    std::vector<double> v(m_ + 1);
+    const std::size_t len = cap_strict(0);
+    for (std::size_t k = 0; k <= m_; ++k) v[k] = h_[hoff_[0] + std::min(k, len)];
+    return v;
+  }
+
+  /// Number of non-root nodes with weight > 0: the budget beyond which nothing improves.
+  [[nodiscard]] std::size_t useful() const noexcept { return cnt_[0]; }
+
+  /// Checkpoints (original ids, ascending) of an optimal plan with at most k ≤ max_budget.
+  [[nodiscard]] std::vector<std::size_t> positions(std::size_t k) {
+    std::vector<std::size_t> out;
+    struct job {
+      std::uint32_t anchor;
+      std::size_t budget;
+    };
+    std::vector<job> todo{{0, std::min(k, cap_strict(0))}};
+    std::vector<std::pair<std::uint32_t, std::size_t>> stack;
+    while (!todo.empty()) {
+      const job j = todo.back();
+      todo.pop_back();
+      if (j.budget == 0) continue;
+      anchor_pass(j.anchor);
+      // Descend from the anchor's children with budget split as in H[a] = ⊕ X_a[c].
+      stack.clear();
+      split_children(j.anchor, j.budget, stack, /*use_x=*/true);
+      while (!stack.empty()) {
+        auto [x, b] = stack.back();
+        stack.pop_back();
+        if (b == 0) continue;
+        const double* xa = &x_[off_[x]];
+        const std::size_t lx = cap(x);
+        const std::size_t bb = std::min(b, lx);
+        if (bb == 0) continue;
+        const double ck = h_[hoff_[x] + std::min(bb - 1, cap_strict(x))];
+        if (ck <= xa[bb]) {
+          out.push_back(orig_[x]);
+          todo.push_back({x, std::min(bb - 1, cap_strict(x))});
+        } else {
+          split_children(x, bb, stack, /*use_x=*/true);
+        }
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  static constexpr double inf = std::numeric_limits<double>::infinity();
+
+  [[nodiscard]] std::size_t cap(std::size_t x) const noexcept { return std::min(cnt_[x], m_); }
+  [[nodiscard]] std::size_t cap_strict(std::size_t x) const noexcept {
+    return std::min(cnt_[x] - (w_[x] > 0.0 && x != 0 ? 1 : 0), m_);
+  }
+
+  void build(const tree_problem& pb, bool compress) {
+    const std::size_t n = pb.parent.size();
+    const auto& w = pb.weight;
+    std::vector<double> sub(w.begin(), w.end());
+    for (std::size_t v = n; v-- > 1;) sub[pb.parent[v]] += sub[v];
+    // Kept: root; nodes with weight; nodes with >= 2 children whose subtree has weight.
+    std::vector<std::uint32_t> heavy_children(n, 0);
+    for (std::size_t v = 1; v < n; ++v)
+      if (sub[v] > 0.0 || !compress) ++heavy_children[pb.parent[v]];
+    std::vector<char> keep(n, 0);
+    keep[0] = 1;
+    for (std::size_t v = 1; v < n; ++v) {
+      if (!compress)
+        keep[v] = 1;
+      else
+        keep[v] = sub[v] > 0.0 && (w[v] > 0.0 || heavy_children[v] >= 2);
+    }
+    // Nearest kept ancestor (topological order: parent < child).
+    std::vector<std::uint32_t> up(n, 0);
+    for (std::size_t v = 1; v < n; ++v) {
+      const std::size_t p = pb.parent[v];
+      up[v] = keep[p] ? static_cast<std::uint32_t>(p) : up[p];
+    }
+    // Children lists of the kept tree, then DFS preorder renumbering.
+    std::vector<std::uint32_t> head(n, none), next(n, none);
+    for (std::size_t v = n; v-- > 1;) {
+      if (!keep[v]) continue;
+      next[v] = head[up[v]];
+      head[up[v]] = static_cast<std::uint32_t>(v);
+    }
+    orig_.clear();
+    std::vector<std::uint32_t> newid(n, none);
+    std::vector<std::uint32_t> st{0};
+    while (!st.empty()) {
+      const std::uint32_t v = st.back();
+      st.pop_back();
+      newid[v] = static_cast<std::uint32_t>(orig_.size());
+      orig_.push_back(v);
+      // Push children in reverse so the first child is visited first (any order is valid).
+      std::size_t mark = st.size();
+      for (std::uint32_t c = head[v]; c != none; c = next[c]) st.push_back(c);
+      std::reverse(st.begin() + static_cast<std::ptrdiff_t>(mark), st.end());
+    }
+    const std::size_t m = orig_.size();
+    par_.assign(m, 0);
+    d_.assign(m, 0.0);
+    w_.assign(m, 0.0);
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::size_t v = orig_[i];
+      par_[i] = i == 0 ? 0 : newid[up[v]];
+      d_[i] = pb.depth[v];
+      w_[i] = w[v];
+    }
+    w_[0] = 0.0;  // the root's cost is always 0
+    size_.assign(m, 1);
+    cnt_.assign(m, 0);
+    for (std::size_t i = m; i-- > 0;) {
+      if (i != 0 && w_[i] > 0.0) ++cnt_[i];
+      if (i != 0) {
+        size_[par_[i]] += size_[i];
+        cnt_[par_[i]] += cnt_[i];
+      }
+    }
+    // Children (as id lists, contiguous per parent).
+    cstart_.assign(m + 1, 0);
+    for (std::size_t i = 1; i < m; ++i) ++cstart_[par_[i] + 1];
+    for (std::size_t i = 0; i < m; ++i) cstart_[i + 1] += cstart_[i];
+    kids_.assign(m > 0 ? m - 1 : 0, 0);
+    std::vector<std::size_t> fill(cstart_.begin(), cstart_.end() - 1);
+    for (std::size_t i = 1; i < m; ++i) kids_[fill[par_[i]]++] = static_cast<std::uint32_t>(i);
+    off_.assign(m + 1, 0);
+    hoff_.assign(m + 1, 0);
+    for (std::size_t i = 0; i < m; ++i) {
+      off_[i + 1] = off_[i] + cap(i) + 1;
+      hoff_[i + 1] = hoff_[i] + cap_strict(i) + 1;
+    }
+    x_.assign(off_[m], inf);
+    h_.assign(hoff_[m], inf);
+  }
+
+  /// out[0..cap_out] = a ⊕ b (min-plus), a of length la+1, b of length lb+1.
+  static void convolve(const double* a, std::size_t la, const double* b, std::size_t lb,
+                       double* out, std::size_t cap_out) {
+    std::fill(out, out + cap_out + 1, inf);
+    for (std::size_t i = 0; i <= la && i <= cap_out; ++i) {
+      const double ai = a[i];
+      const std::size_t jmax = std::min(lb, cap_out - i);
+      double* o = out + i;
+      for (std::size_t j = 0; j <= jmax; ++j) o[j] = std::min(o[j], ai + b[j]);
+    }
+  }
+
+  /// merged[0..len] = ⊕ over the children of x of X_a[c] (all zeros when x has no children).
+  void merge_children(std::size_t x, double* merged, std::size_t len) {
+    const std::size_t b = cstart_[x], e = cstart_[x + 1];
+    if (b == e) {
+      std::fill(merged, merged + len + 1, 0.0);
+      return;
+    }
+    const std::uint32_t c0 = kids_[b];
+    std::size_t la = std::min(cap(c0), len);
+    std::copy(&x_[off_[c0]], &x_[off_[c0]] + la + 1, merged);
+    for (std::size_t i = b + 1; i < e; ++i) {
+      const std::uint32_t c = kids_[i];
+      const std::size_t lc = cap(c);
+      const std::size_t lo = std::min(la + lc, len);
+      tmp_.resize(lo + 1);
+      convolve(merged, la, &x_[off_[c]], lc, tmp_.data(), lo);
+      std::copy(tmp_.begin(), tmp_.begin() + static_cast<std::ptrdiff_t>(lo) + 1, merged);
+      la = lo;
+    }
+    // At-most semantics: entries beyond the children's total count repeat the last value.
+    for (std::size_t k = la + 1; k <= len; ++k) merged[k] = merged[la];
+  }
+
+  /// Fills X_a[x] for every x in subtree(a) \ {a}, deepest first (ids are DFS preorder).
+  void anchor_pass(std::size_t a) {
+    const double da = d_[a];
+    for (std::size_t x = a + size_[a] - 1; x > a; --x) {
+      double* xa = &x_[off_[x]];
+      const std::size_t lx = cap(x);
+      merge_children(x, xa, lx);
+      const double own = w_[x] * (d_[x] - da);
+      const double* hx = &h_[hoff_[x]];
+      const std::size_t hl = cap_strict(x);
+      xa[0] += own;
+      for (std::size_t k = 1; k <= lx; ++k) xa[k] = std::min(xa[k] + own, hx[std::min(k - 1, hl)]);
+    }
+  }
+
+  void solve() {
+    const std::size_t m = par_.size();
+    for (std::size_t a = m; a-- > 0;) {
+      anchor_pass(a);
+      merge_children(a, &h_[hoff_[a]], cap_strict(a));
+    }
+  }
+
+  /// Splits budget `b` among the children of x so that Σ X_a[c][b_c] = (⊕ X_a[c])[b] and pushes
+  /// (c, b_c) on the stack. Prefix merges are recomputed here (only along the optimal descent).
+  void split_children(std::size_t x, std::size_t b,
+                      std::vector<std::pair<std::uint32_t, std::size_t>>& stack, bool /*use_x*/) {
+    const std::size_t cb = cstart_[x], ce = cstart_[x + 1];
+    if (cb == ce) return;
+    const std::size_t r = ce - cb;
+    // prefix[j] = X[c_0] ⊕ … ⊕ X[c_j], capped at b.
+    prefix_.resize(r);
+    std::vector<std::size_t> plen(r);
+    for (std::size_t j = 0; j < r; ++j) {
+      const std::uint32_t c = kids_[cb + j];
+      const std::size_t lc = std::min(cap(c), b);
+      auto& pj = prefix_[j];
+      if (j == 0) {
+        pj.assign(&x_[off_[c]], &x_[off_[c]] + lc + 1);
+        plen[j] = lc;
+      } else {
+        const std::size_t lo = std::min(plen[j - 1] + cap(c), b);
+        pj.assign(lo + 1, inf);
+        convolve(prefix_[j - 1].data(), plen[j - 1], &x_[off_[c]], cap(c), pj.data(), lo);
+        plen[j] = lo;
+      }
+    }
+    std::size_t rem = std::min(b, plen[r - 1]);
+    for (std::size_t j = r; j-- > 1;) {
+      const std::uint32_t c = kids_[cb + j];
+      const double* xc = &x_[off_[c]];
+      const std::size_t lc = cap(c);
+      std::size_t best_k = 0;
+      double best = inf;
+      for (std::size_t kc = 0; kc <= std::min(lc, rem); ++kc) {
+        if (rem - kc > plen[j - 1]) continue;
+        const double v = prefix_[j - 1][rem - kc] + xc[kc];
+        if (v < best) {
+          best = v;
+          best_k = kc;
+        }
+      }
+      stack.emplace_back(c, best_k);
+      rem -= best_k;
+    }
+    stack.emplace_back(kids_[cb], rem);
+  }
+
+  static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+
+  std::size_t m_;
+  std::vector<std::size_t> orig_;   // reduced id -> original id
+  std::vector<std::uint32_t> par_;  // reduced parent
+  std::vector<double> d_, w_;
+  std::vector<std::size_t> size_, cnt_;
+  std::vector<std::size_t> cstart_;
+  std::vector<std::uint32_t> kids_;
+  std::vector<std::size_t> off_, hoff_;
+  std::vector<double> x_, h_, tmp_;
+  std::vector<std::vector<double>> prefix_;
+};
+
+}  // namespace detail
+HYBRIDCACHE_NAMESPACE_END

@@ -1,0 +1,10 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// Recurrent states in a prefix tree (docs/tree.md): `tree::state_policy`, the online policy
+/// that decides where to snapshot, what to evict, where to resume and when to re-plan, on top
+/// of the exact tree planner of <hybridcache/placement/tree.hpp>.
+
+#include "hybridcache/placement/tree.hpp"
+#include "hybridcache/tree/policy.hpp"

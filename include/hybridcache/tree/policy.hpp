@@ -1,0 +1,745 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// `tree::state_policy`: where a serving engine should keep recurrent (SSM / linear-attention)
+/// states in its prefix tree, learned online (DESIGN §7, docs/tree.md).
+///
+/// The policy mirrors the engine's radix tree at block granularity B: one node per full block,
+/// keyed by the chained block key h_i of segment/keys.hpp (the namespace is in h_0, so two
+/// namespaces never reach the same node; a lookup also checks the parent link, so even a digest
+/// collision cannot join two paths). The engine keeps its tensors; the policy keeps, per node,
+///
+/// - w(v): exponentially weighted count of requests whose match ended at v,
+///   ŵ(v) = (1−γ)/(1−γ^n) Σ_s γ^{n−s} [match s ended at v] (DESIGN §3's histogram on the tree),
+///   stored as Σ_s γ^{−s}[…] with a renormalised common scale, so it stays finite forever;
+/// - whether v holds a state (and its bytes), pins of in-flight requests, the re-planned set.
+///
+/// Cost model (DESIGN §7): a request whose match ends at v replays
+/// r(v) = depth(v) − depth(anchor(v)) tokens, anchor(v) the deepest state on its path (the
+/// namespace root, the empty prefix, is free); E[r] = Σ ŵ(v) r(v).
+///
+/// Engine calls, per request:
+/// 1. `match(ns, prompt)` → the deepest cached node, the node to resume from (pinned) and the
+///    tokens to replay; the match end is observed.
+/// 2. `prefill_plan(m, prompt_len, chunk_ends)` → the positions (on the engine's chunk grid and
+///    the block grid) where the engine should snapshot: planned nodes on the replayed path, the
+///    junction where the request leaves the cached tree, and the deepest new position (tail).
+/// 3. `insert(ns, tokens)` → node ids of the request's blocks; `admit(node, bytes)` for each
+///    snapshot the engine stored → the victims to free first (by exact ΔE[r] per byte, never
+///    pinned); `unpin(m.resume_node)` once the state was loaded.
+/// Under external pressure: `evict(bytes)`. When the engine drops KV of a leaf: `erase(node)`.
+/// Every `replan_every` observations the exact tree planner (placement/tree.hpp) re-solves the
+/// placement for the pool's capacity; a new plan is adopted only if it lowers E[r] by more than
+/// the `hysteresis` fraction.
+///
+/// Not thread-safe: call it under the engine's scheduler lock.
+///
+/// @code
+///   hybridcache::tree::state_policy pol({.block_size = 16, .state_bytes = 1 << 20,
+///                                        .capacity_bytes = 64 << 20});
+///   auto ns = hybridcache::segment::namespace_key{}.with_tenant("org_1");
+///   auto m = pol.match(ns, prompt);                  // resume from m.resume_tokens
+///   auto snap = pol.prefill_plan(m, prompt.size(), chunk_ends);
+///   auto path = pol.insert(ns, prompt);              // path[p / 16 - 1] is the node at p
+///   for (auto p : snap) for (auto v : pol.admit(path[p / 16 - 1], 1 << 20).victims) free(v);
+///   pol.unpin(m.resume_node);
+/// @endcode
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <queue>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "hybridcache/config.hpp"
+#include "hybridcache/error.hpp"
+#include "hybridcache/placement/tree.hpp"
+#include "hybridcache/segment/digest.hpp"
+#include "hybridcache/segment/hash.hpp"
+#include "hybridcache/segment/keys.hpp"
+#include "hybridcache/segment/namespace_key.hpp"
+#include "hybridcache/segment/token.hpp"
+#include "hybridcache/tree/detail/node_index.hpp"
+
+HYBRIDCACHE_NAMESPACE_BEGIN
+namespace tree {
+
+/// A node of the policy's tree. Ids are reused after `erase`.
+using node_id = std::uint32_t;
+/// "No node".
+inline constexpr node_id no_node = std::numeric_limits<node_id>::max();
+
+/// Construction parameters of `state_policy`.
+struct policy_options {
+  std::size_t block_size = 16;     ///< B: tokens per node (the engine's state/KV block grid)
+  std::size_t state_bytes = 1;     ///< bytes of one state, for planning (admit takes actual)
+  std::size_t capacity_bytes = 1;  ///< the state pool's budget; never exceeded
+  double gamma = 0.99;             ///< EW decay per observation, in (0, 1]
+  std::size_t replan_every = 10;   ///< observations between automatic re-plans; 0 = manual
+  double hysteresis = 0.02;        ///< a new plan must lower E[r] by this fraction, in [0, 1)
+  bool snapshot_junction = true;   ///< admit the point where a request leaves the tree
+  bool snapshot_tail = true;       ///< admit the deepest new grid position of a prefill
+};
+
+/// What `match` found.
+struct match_result {
+  node_id node = no_node;          ///< deepest cached node on the path (namespace root if none)
+  std::size_t matched_tokens = 0;  ///< depth(node) in tokens (a multiple of B)
+  node_id resume_node = no_node;   ///< deepest node with a state (namespace root: empty state)
+  std::size_t resume_tokens = 0;   ///< depth(resume_node)
+  std::size_t replay_tokens = 0;   ///< matched − resume: cached KV whose state is recomputed
+  std::vector<node_id> path;       ///< path[i] = node of block i (i < matched_tokens / B)
+};
+
+/// What `admit` did.
+struct admit_result {
+  bool admitted = false;         ///< false: no room even after evicting every unpinned state
+  std::vector<node_id> victims;  ///< states the engine must free (already off the books)
+};
+
+/// What `replan` did.
+struct replan_result {
+  bool adopted = false;          ///< the new plan replaced the old one
+  double expected_before = 0.0;  ///< E[r] of the old plan under the current statistics
+  double expected_after = 0.0;   ///< E[r] of the new optimal plan
+  std::size_t planned = 0;       ///< size of the plan now in force
+};
+
+/// The online prefix-tree state policy (see the file comment). `Hash` is a segment hash policy
+/// (keyed XXH3-128 by default).
+template <segment::hash_policy Hash = segment::xxh3_hash>
+class basic_state_policy {
+ public:
+  /// @throws invalid_argument for block_size 0, state_bytes 0 or ≥ 2^32, capacity_bytes 0,
+  ///         gamma ∉ (0, 1] or hysteresis ∉ [0, 1).
+  explicit basic_state_policy(policy_options opts, Hash hash = Hash{})
+      : opts_(opts), hash_(std::move(hash)) {
+    using hybridcache::detail::throw_invalid;
+    if (opts.block_size == 0 || opts.block_size > (std::size_t{1} << 24))
+      throw_invalid("opts.block_size", opts.block_size, "must be in [1, 2^24]");
+    if (opts.state_bytes == 0 || opts.state_bytes > max_state_bytes)
+      throw_invalid("opts.state_bytes", opts.state_bytes, "must be in [1, 2^32)");
+    if (opts.capacity_bytes == 0) throw_invalid("opts.capacity_bytes", 0, "must be >= 1");
+    if (!(opts.gamma > 0.0 && opts.gamma <= 1.0))
+      throw_invalid("opts.gamma", opts.gamma, "must be in (0, 1]");
+    if (!(opts.hysteresis >= 0.0 && opts.hysteresis < 1.0))
+      throw_invalid("opts.hysteresis", opts.hysteresis, "must be in [0, 1)");
+    inv_gamma_ = 1.0 / opts.gamma;
+  }
+
+  // ---- request path -------------------------------------------------------------------------
+
+  /// Walks the full blocks of `tokens` under namespace `ns` (creating the namespace's root on
+  /// first use), records where the match ended (one EW observation) and pins the resume state.
+  /// Pass `tokens` truncated as the engine requires (SGLang caps a match at input length − 1).
+  /// Cost: one chained hash and one index probe per matched block.
+  match_result match(const segment::namespace_key& ns, std::span<const token_id> tokens) {
+    const node_id root = root_of(ns);
+    const std::size_t B = opts_.block_size;
+    segment::digest h = nodes_[root].key;
+    match_result m;
+    node_id cur = root, anchor = root;
+    for (std::size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
+      h = segment::chain_key(hash_, h, tokens.subspan(i * B, B));
+      const node_id id = index_.find(nodes_, h, cur);
+      if (id == detail::empty_slot) break;
+      cur = id;
+      m.path.push_back(id);
+      if (nodes_[id].state != no_state) anchor = id;
+    }
+    return finish_match(std::move(m), cur, anchor);
+  }
+
+  /// `match` for an engine that already has the chained keys h_1..h_m of `segment::block_keys`
+  /// (computed with this policy's hash and `ns`).
+  match_result match_keys(const segment::namespace_key& ns, std::span<const segment::digest> keys) {
+    const node_id root = root_of(ns);
+    match_result m;
+    node_id cur = root, anchor = root;
+    for (const auto& k : keys) {
+      const node_id id = index_.find(nodes_, k, cur);
+      if (id == detail::empty_slot) break;
+      cur = id;
+      m.path.push_back(id);
+      if (nodes_[id].state != no_state) anchor = id;
+    }
+    return finish_match(std::move(m), cur, anchor);
+  }
+
+  /// Positions (tokens, ascending) at which the engine should snapshot the state during the
+  /// prefill that follows `m`: the candidates are the `chunk_ends` that lie on the block grid and
+  /// in (m.resume_tokens, prompt_tokens]; of those it returns the re-planned nodes of the
+  /// replayed path that lack a state, the junction m.matched_tokens when the prompt goes beyond
+  /// it, and the deepest candidate beyond the match (the tail, the next turn's likely resume).
+  /// @throws invalid_argument if a chunk end exceeds `prompt_tokens`, or `m` does not fit
+  ///         (matched_tokens > prompt_tokens, path size ≠ matched_tokens / B).
+  [[nodiscard]] std::vector<std::size_t> prefill_plan(
+      const match_result& m, std::size_t prompt_tokens,
+      std::span<const std::size_t> chunk_ends) const {
+    using hybridcache::detail::throw_invalid;
+    const std::size_t B = opts_.block_size;
+    if (m.matched_tokens > prompt_tokens || m.path.size() != m.matched_tokens / B ||
+        m.matched_tokens % B != 0)
+      throw_invalid("m.matched_tokens", m.matched_tokens,
+                    "does not fit the prompt length or the match path");
+    std::vector<std::size_t> out;
+    std::size_t tail = 0;
+    for (std::size_t i = 0; i < chunk_ends.size(); ++i) {
+      const std::size_t p = chunk_ends[i];
+      if (p > prompt_tokens)
+        throw_invalid(hybridcache::detail::indexed("chunk_ends", i), p,
+                      "beyond prompt_tokens = " + std::to_string(prompt_tokens));
+      if (p % B != 0 || p <= m.resume_tokens || p == 0) continue;
+      if (p <= m.matched_tokens) {
+        const node_id v = m.path[p / B - 1];
+        if (!live(v) || nodes_[v].state != no_state) continue;
+        const bool junction =
+            opts_.snapshot_junction && p == m.matched_tokens && prompt_tokens > m.matched_tokens;
+        if (junction || (nodes_[v].flags & planned_flag)) out.push_back(p);
+      } else if (opts_.snapshot_tail) {
+        tail = std::max(tail, p);
+      }
+    }
+    if (tail != 0) out.push_back(tail);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  /// Adds the full blocks of `tokens` under `ns` (existing nodes are reused).
+  /// @returns the node of each full block: result[i] covers tokens [0, (i+1)·B).
+  std::vector<node_id> insert(const segment::namespace_key& ns, std::span<const token_id> tokens) {
+    const node_id root = root_of(ns);
+    const std::size_t B = opts_.block_size;
+    std::vector<node_id> out;
+    out.reserve(tokens.size() / B);
+    segment::digest h = nodes_[root].key;
+    node_id cur = root;
+    for (std::size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
+      h = segment::chain_key(hash_, h, tokens.subspan(i * B, B));
+      cur = child(cur, h);
+      out.push_back(cur);
+    }
+    return out;
+  }
+
+  /// `insert` from precomputed chained keys (see `match_keys`).
+  std::vector<node_id> insert_keys(const segment::namespace_key& ns,
+                                   std::span<const segment::digest> keys) {
+    node_id cur = root_of(ns);
+    std::vector<node_id> out;
+    out.reserve(keys.size());
+    for (const auto& k : keys) {
+      cur = child(cur, k);
+      out.push_back(cur);
+    }
+    return out;
+  }
+
+  /// The engine stored a state of `bytes` at `node`. If the pool would overflow, the victims
+  /// (`evict`'s order, never `node` or a pinned state) are taken off the books and returned for
+  /// the engine to free; if even all unpinned states would not make room, nothing changes and
+  /// `admitted` is false (the engine discards the snapshot). Admitting a node that already holds
+  /// a state changes nothing.
+  /// @throws invalid_argument for an unknown node, a namespace root, or bytes ∉ [1, 2^32).
+  admit_result admit(node_id node, std::size_t bytes) {
+    check_node(node, "node");
+    if (nodes_[node].parent == no_node)
+      hybridcache::detail::throw_invalid("node", node,
+                                         "a namespace root holds the free empty state");
+    if (bytes == 0 || bytes > max_state_bytes)
+      hybridcache::detail::throw_invalid("bytes", bytes, "must be in [1, 2^32)");
+    admit_result r;
+    if (nodes_[node].state != no_state) {
+      r.admitted = true;
+      return r;
+    }
+    if (bytes > opts_.capacity_bytes) return r;
+    if (used_bytes_ + bytes > opts_.capacity_bytes) {
+      const std::size_t need = used_bytes_ + bytes - opts_.capacity_bytes;
+      std::size_t evictable = 0;
+      for (const auto& st : states_v_)
+        if (st.node != no_node && st.node != node && nodes_[st.node].pins == 0)
+          evictable += st.bytes;
+      if (evictable < need) return r;
+      r.victims = evict_greedy(need, node);
+    }
+    add_state(node, static_cast<std::uint32_t>(bytes));
+    r.admitted = true;
+    return r;
+  }
+
+  /// Frees at least `bytes` (or every unpinned state): victims in increasing exact ΔE[r] per
+  /// byte — Δ(c) = (depth(c) − depth(up(c))) · W(c), W(c) the weight anchored at c, recomputed
+  /// after each removal (removing c raises W of the state above it and Δ of the states below).
+  /// Ties: not planned first, then least recently used. Victims are taken off the books.
+  std::vector<node_id> evict(std::size_t bytes) { return evict_greedy(bytes, no_node); }
+
+  /// The engine lost or freed the state at `node` on its own (no-op if it holds none).
+  void drop(node_id node) {
+    check_node(node, "node");
+    if (nodes_[node].state != no_state) remove_state(node);
+  }
+
+  /// Pins `node`'s state for an in-flight request (pins nest).
+  void pin(node_id node) {
+    check_node(node, "node");
+    if (nodes_[node].pins == max_pins)
+      throw capacity_error("hybridcache: tree::state_policy pin count overflow (2^24 - 1)");
+    ++nodes_[node].pins;
+  }
+  /// Releases one pin. @throws invalid_argument if `node` is not pinned.
+  void unpin(node_id node) {
+    check_node(node, "node");
+    if (nodes_[node].pins == 0) hybridcache::detail::throw_invalid("node", node, "is not pinned");
+    --nodes_[node].pins;
+  }
+
+  /// Removes leaf `node` (the engine evicted its KV block). Its match-end mass moves to its
+  /// parent (matches that ended there now end one block up); its state, if any, is freed.
+  /// A childless namespace root may be erased too (the namespace is forgotten).
+  /// @throws invalid_argument for an unknown node, a node with children or a pinned node.
+  void erase(node_id node) {
+    check_node(node, "node");
+    node_rec& n = nodes_[node];
+    if (n.first_child != no_node)
+      hybridcache::detail::throw_invalid("node", node, "has children (erase leaves only)");
+    if (n.pins != 0) hybridcache::detail::throw_invalid("node", node, "is pinned");
+    if (n.state != no_state) remove_state(node);
+    if (n.parent == no_node) {
+      for (auto it = roots_.begin(); it != roots_.end(); ++it)
+        if (it->second == node) {
+          roots_.erase(it);
+          break;
+        }
+    } else {
+      node_rec& p = nodes_[n.parent];
+      p.weight += n.weight;
+      if (p.first_child == node) {
+        p.first_child = n.next_sibling;
+      } else {
+        node_id s = p.first_child;
+        while (nodes_[s].next_sibling != node) s = nodes_[s].next_sibling;
+        nodes_[s].next_sibling = n.next_sibling;
+      }
+      index_.erase(nodes_, node);
+    }
+    n = node_rec{};
+    free_.push_back(node);
+    --live_;
+  }
+
+  // ---- planning -----------------------------------------------------------------------------
+
+  /// Re-solves the placement exactly (`place_optimal_tree`) on the current tree and statistics
+  /// for M = capacity / (mean bytes of the states held, or opts.state_bytes), and adopts it if
+  /// E[r](new) < (1 − hysteresis) · E[r](old plan). Called automatically every `replan_every`
+  /// observations.
+  replan_result replan() {
+    since_plan_ = 0;
+    replan_result r;
+    recompute_regions();
+    build_view();
+    if (!(view_total_ > 0.0)) return r;
+    const std::size_t per =
+        states_ > 0 ? std::max<std::size_t>(1, used_bytes_ / states_) : opts_.state_bytes;
+    const std::size_t budget = opts_.capacity_bytes / per;
+    const tree_view tv{vparent_, vdepth_, vweight_};
+    const tree_placement best = place_optimal_tree(tv, budget);
+    std::vector<std::size_t> old;
+    for (std::size_t i = 1; i < vnode_.size(); ++i)
+      if (nodes_[vnode_[i]].flags & planned_flag) old.push_back(i);
+    r.expected_after = best.expected_recompute;
+    r.expected_before = expected_recompute_tree(tv, old);
+    const bool adopt =
+        !has_plan_ || r.expected_after < (1.0 - opts_.hysteresis) * r.expected_before;
+    if (adopt) {
+      for (std::size_t i : old) nodes_[vnode_[i]].flags &= static_cast<std::uint8_t>(~planned_flag);
+      for (std::size_t i : best.checkpoints) nodes_[vnode_[i]].flags |= planned_flag;
+      has_plan_ = true;
+      plan_size_ = best.checkpoints.size();
+    }
+    r.adopted = adopt;
+    r.planned = plan_size_;
+    return r;
+  }
+
+  // ---- queries ------------------------------------------------------------------------------
+
+  /// E[r] (tokens) of the states held now, under the current statistics (0 before any match).
+  [[nodiscard]] double expected_recompute() {
+    build_view();
+    if (!(view_total_ > 0.0)) return 0.0;
+    std::vector<std::size_t> held;
+    for (std::size_t i = 1; i < vnode_.size(); ++i)
+      if (nodes_[vnode_[i]].state != no_state) held.push_back(i);
+    return expected_recompute_tree({vparent_, vdepth_, vweight_}, held);
+  }
+
+  [[nodiscard]] bool has_state(node_id v) const { return live(v) && nodes_[v].state != no_state; }
+  /// Bytes of the state held at `v` (0 if none).
+  [[nodiscard]] std::size_t state_bytes(node_id v) const {
+    check_node(v, "v");
+    return nodes_[v].state == no_state ? 0 : states_v_[nodes_[v].state].bytes;
+  }
+  [[nodiscard]] bool planned(node_id v) const {
+    return live(v) && (nodes_[v].flags & planned_flag);
+  }
+  [[nodiscard]] bool pinned(node_id v) const { return live(v) && nodes_[v].pins != 0; }
+  [[nodiscard]] bool contains(node_id v) const { return live(v); }
+  /// Depth of `v` in tokens. @throws invalid_argument for an unknown node.
+  [[nodiscard]] std::size_t depth_tokens(node_id v) const {
+    check_node(v, "v");
+    return static_cast<std::size_t>(nodes_[v].blocks) * opts_.block_size;
+  }
+  /// Parent of `v` (`no_node` for a namespace root).
+  [[nodiscard]] node_id parent(node_id v) const {
+    check_node(v, "v");
+    return nodes_[v].parent;
+  }
+  /// ŵ(v): the EW share of matches that ended at `v` (0 before any match; finite always).
+  [[nodiscard]] double match_share(node_id v) const {
+    check_node(v, "v");
+    return total_ > 0.0 ? nodes_[v].weight / total_ : 0.0;
+  }
+  [[nodiscard]] std::size_t used_bytes() const noexcept { return used_bytes_; }
+  [[nodiscard]] std::size_t capacity_bytes() const noexcept { return opts_.capacity_bytes; }
+  [[nodiscard]] std::size_t state_count() const noexcept { return states_; }
+  /// Live nodes, namespace roots included.
+  [[nodiscard]] std::size_t node_count() const noexcept { return live_; }
+  [[nodiscard]] std::size_t namespace_count() const noexcept { return roots_.size(); }
+  [[nodiscard]] std::uint64_t observations() const noexcept { return observations_; }
+  [[nodiscard]] const policy_options& options() const noexcept { return opts_; }
+  /// Bytes of bookkeeping: node records and index slots (per node), state records (per state),
+  /// the free list; the per-namespace map and the re-plan scratch are not counted.
+  [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
+    return nodes_.capacity() * sizeof(node_rec) + index_.slot_count() * sizeof(std::uint32_t) +
+           free_.capacity() * sizeof(node_id) + states_v_.capacity() * sizeof(state_rec) +
+           free_states_.capacity() * sizeof(std::uint32_t);
+  }
+  /// Reserves room for `nodes` nodes (records and index), so growth leaves no slack.
+  void reserve(std::size_t nodes) {
+    nodes_.reserve(nodes);
+    index_.reserve(nodes_, nodes);
+  }
+  /// The size of one node record; with 4-byte index slots at load ≤ 1/2 a node costs at most
+  /// 48 + 16 = 64 bytes.
+  static constexpr std::size_t node_record_bytes = 48;
+
+ private:
+  static constexpr std::size_t max_state_bytes = std::numeric_limits<std::uint32_t>::max();
+  static constexpr std::uint32_t max_pins = (1u << 24) - 1;
+  static constexpr std::uint32_t no_state = std::numeric_limits<std::uint32_t>::max();
+  static constexpr std::uint32_t live_flag = 1, planned_flag = 2;
+
+  struct node_rec {
+    segment::digest key{};     // chained block key h_i (h_0 for a namespace root)
+    node_id parent = no_node;  // no_node: namespace root
+    node_id first_child = no_node;
+    node_id next_sibling = no_node;
+    std::uint32_t blocks = 0;        // depth in blocks
+    double weight = 0.0;             // Σ_s γ^{−s}[match s ended here], common scale
+    std::uint32_t state = no_state;  // index into states_v_
+    std::uint32_t pins : 24 = 0;
+    std::uint32_t flags : 8 = 0;
+  };
+  static_assert(sizeof(node_rec) <= node_record_bytes);
+
+  /// One held state. `up` is the nearest proper ancestor holding a state (or the namespace
+  /// root); `region` = W(c), the weight of the nodes whose anchor is this state.
+  struct state_rec {
+    node_id node = no_node;
+    node_id up = no_node;
+    std::uint32_t bytes = 0;
+    std::uint32_t last_use = 0;  // clock of the last admit/resume (LRU tie-break)
+    double region = 0.0;
+  };
+
+  [[nodiscard]] bool live(node_id v) const noexcept {
+    return v < nodes_.size() && (nodes_[v].flags & live_flag);
+  }
+  void check_node(node_id v, const char* name) const {
+    if (!live(v)) hybridcache::detail::throw_invalid(name, v, "is not a live node of this policy");
+  }
+
+  node_id new_node() {
+    node_id id;
+    if (!free_.empty()) {
+      id = free_.back();
+      free_.pop_back();
+    } else {
+      if (nodes_.size() >= static_cast<std::size_t>(no_node) - 1)
+        throw capacity_error("hybridcache: tree::state_policy node ids exhausted (2^32 - 1)");
+      id = static_cast<node_id>(nodes_.size());
+      nodes_.emplace_back();
+    }
+    nodes_[id] = node_rec{};
+    nodes_[id].flags = live_flag;
+    ++live_;
+    return id;
+  }
+
+  node_id root_of(const segment::namespace_key& ns) {
+    const std::string_view b = ns.bytes();
+    auto it = roots_.find(std::string(b));
+    if (it != roots_.end()) return it->second;
+    const node_id id = new_node();
+    nodes_[id].key = segment::root_key(hash_, ns);
+    roots_.emplace(std::string(b), id);
+    return id;
+  }
+
+  node_id child(node_id cur, const segment::digest& h) {
+    const node_id found = index_.find(nodes_, h, cur);
+    if (found != detail::empty_slot) return found;
+    if (nodes_[cur].blocks == std::numeric_limits<std::uint32_t>::max())
+      throw capacity_error("hybridcache: tree::state_policy path deeper than 2^32 - 1 blocks");
+    const node_id id = new_node();
+    node_rec& n = nodes_[id];
+    n.key = h;
+    n.parent = cur;
+    n.blocks = nodes_[cur].blocks + 1;
+    n.next_sibling = nodes_[cur].first_child;
+    nodes_[cur].first_child = id;
+    index_.insert(nodes_, id);
+    return id;
+  }
+
+  match_result finish_match(match_result m, node_id cur, node_id anchor) {
+    const std::size_t B = opts_.block_size;
+    if (nodes_[anchor].pins == max_pins)
+      throw capacity_error("hybridcache: tree::state_policy pin count overflow (2^24 - 1)");
+    m.node = cur;
+    m.matched_tokens = static_cast<std::size_t>(nodes_[cur].blocks) * B;
+    m.resume_node = anchor;
+    m.resume_tokens = static_cast<std::size_t>(nodes_[anchor].blocks) * B;
+    m.replay_tokens = m.matched_tokens - m.resume_tokens;
+    observe(cur, anchor);
+    if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].last_use = ++clock_;
+    ++nodes_[anchor].pins;
+    if (opts_.replan_every != 0 && ++since_plan_ >= opts_.replan_every) replan();
+    return m;
+  }
+
+  /// One EW observation at v (whose anchor is `anchor`): weights are kept as Σ γ^{−s}; the
+  /// common scale is folded back into every weight before it could overflow (so every value
+  /// stays finite; O(n) every ~log(1e150)/log(1/γ) observations, O(1) amortised).
+  void observe(node_id v, node_id anchor) {
+    scale_ *= inv_gamma_;
+    if (scale_ > 1e150) {
+      const double f = 1.0 / scale_;
+      for (auto& n : nodes_) n.weight *= f;
+      for (auto& st : states_v_) st.region *= f;
+      total_ *= f;
+      scale_ = 1.0;
+    }
+    nodes_[v].weight += scale_;
+    if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].region += scale_;
+    total_ += scale_;
+    ++observations_;
+  }
+
+  /// Σ weight over the region of `c` (c and its descendants not below another state); calls
+  /// `boundary(s)` for each state met at the region's lower boundary. O(region size).
+  template <class F>
+  double region_of(node_id c, F&& boundary) {
+    double sum = nodes_[c].weight;
+    auto& st = stack_;
+    st.clear();
+    for (node_id x = nodes_[c].first_child; x != no_node; x = nodes_[x].next_sibling)
+      st.push_back(x);
+    while (!st.empty()) {
+      const node_id x = st.back();
+      st.pop_back();
+      if (nodes_[x].state != no_state) {
+        boundary(nodes_[x].state);
+        continue;
+      }
+      sum += nodes_[x].weight;
+      for (node_id y = nodes_[x].first_child; y != no_node; y = nodes_[y].next_sibling)
+        st.push_back(y);
+    }
+    return sum;
+  }
+
+  /// Nearest proper ancestor of v holding a state, else v's namespace root. O(depth).
+  [[nodiscard]] node_id state_above(node_id v) const noexcept {
+    node_id a = nodes_[v].parent;
+    while (nodes_[a].parent != no_node && nodes_[a].state == no_state) a = nodes_[a].parent;
+    return a;
+  }
+
+  /// Marks a state at `node`: its region and the states below it are found by one walk of the
+  /// region (O(region)); the region above shrinks by the same amount.
+  void add_state(node_id node, std::uint32_t bytes) {
+    std::uint32_t id;
+    if (!free_states_.empty()) {
+      id = free_states_.back();
+      free_states_.pop_back();
+    } else {
+      id = static_cast<std::uint32_t>(states_v_.size());
+      states_v_.emplace_back();
+    }
+    const node_id up = state_above(node);
+    nodes_[node].state = id;
+    state_rec& s = states_v_[id];
+    s.node = node;
+    s.up = up;
+    s.bytes = bytes;
+    s.last_use = ++clock_;
+    s.region = region_of(node, [&](std::uint32_t b) { states_v_[b].up = node; });
+    // The region above loses exactly what c now anchors. Rounding of this difference is
+    // ~ulp(W(up)); re-plans recompute every region from the node weights.
+    if (nodes_[up].state != no_state) {
+      double& r = states_v_[nodes_[up].state].region;
+      r = std::max(0.0, r - s.region);
+    }
+    used_bytes_ += bytes;
+    ++states_;
+  }
+
+  /// Unmarks the state at `node`: its region joins the state above, the states below it now
+  /// fall back to that state.
+  void remove_state(node_id node) {
+    const std::uint32_t id = nodes_[node].state;
+    state_rec& s = states_v_[id];
+    const node_id up = s.up;
+    const double region = s.region;
+    nodes_[node].state = no_state;
+    used_bytes_ -= s.bytes;
+    --states_;
+    s = state_rec{};
+    free_states_.push_back(id);
+    (void)region_of(node, [&](std::uint32_t b) { states_v_[b].up = up; });
+    if (nodes_[up].state != no_state) states_v_[nodes_[up].state].region += region;
+  }
+
+  /// Every region recomputed from the node weights (one walk of the tree; re-plans call it so
+  /// rounding from incremental updates never accumulates).
+  void recompute_regions() {
+    for (auto& st : states_v_)
+      if (st.node != no_node) st.region = region_of(st.node, [](std::uint32_t) {});
+  }
+
+  /// ΔE[r] per byte of dropping state `s` (unnormalised weights, tokens).
+  [[nodiscard]] double delta_per_byte(const state_rec& s) const noexcept {
+    const double gap = static_cast<double>(nodes_[s.node].blocks - nodes_[s.up].blocks) *
+                       static_cast<double>(opts_.block_size);
+    return gap * s.region / static_cast<double>(s.bytes);
+  }
+
+  /// A candidate victim: ordered by ΔE[r] per byte, then unplanned first, then LRU, then id.
+  struct victim_entry {
+    double per_byte;
+    bool planned;
+    std::uint32_t last_use;
+    node_id v;
+    bool operator>(const victim_entry& o) const {
+      if (per_byte != o.per_byte) return per_byte > o.per_byte;
+      if (planned != o.planned) return planned;
+      if (last_use != o.last_use) return last_use > o.last_use;
+      return v > o.v;
+    }
+  };
+
+  /// Greedy exact victims (see `evict`) until `need` bytes are freed or no unpinned state other
+  /// than `exclude` is left. O(K log K + Σ victim regions), K = states held.
+  std::vector<node_id> evict_greedy(std::size_t need, node_id exclude) {
+    std::vector<node_id> out;
+    if (need == 0 || states_ == 0) return out;
+    using entry = victim_entry;
+    heap_.clear();
+    for (const auto& st : states_v_) {
+      if (st.node == no_node || st.node == exclude || nodes_[st.node].pins != 0) continue;
+      heap_.push_back(
+          {delta_per_byte(st), (nodes_[st.node].flags & planned_flag) != 0, st.last_use, st.node});
+    }
+    auto cmp = std::greater<>{};
+    auto less_urgent = [&](const entry& a, const entry& b) { return cmp(a, b); };
+    std::make_heap(heap_.begin(), heap_.end(), less_urgent);
+    std::size_t freed = 0;
+    while (freed < need && !heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), less_urgent);
+      entry e = heap_.back();
+      heap_.pop_back();
+      const double now = delta_per_byte(states_v_[nodes_[e.v].state]);
+      if (now != e.per_byte) {  // Δ only grows as victims go: re-queue the stale entry
+        e.per_byte = now;
+        heap_.push_back(e);
+        std::push_heap(heap_.begin(), heap_.end(), less_urgent);
+        continue;
+      }
+      freed += states_v_[nodes_[e.v].state].bytes;
+      remove_state(e.v);
+      out.push_back(e.v);
+    }
+    return out;
+  }
+
+  /// The tree_view of the live tree: index 0 = a super-root standing for every namespace root
+  /// (all at depth 0, all free), other nodes in DFS order. Fills vnode_/vparent_/vdepth_/vweight_.
+  void build_view() {
+    vnode_.assign(1, no_node);
+    vparent_.assign(1, 0);
+    vdepth_.assign(1, 0.0);
+    vweight_.assign(1, 0.0);
+    view_total_ = 0.0;
+    struct frame {
+      node_id v;
+      std::size_t vparent;
+    };
+    std::vector<frame> st;
+    for (const auto& [key, root] : roots_) {
+      vweight_[0] += nodes_[root].weight;
+      for (node_id c = nodes_[root].first_child; c != no_node; c = nodes_[c].next_sibling)
+        st.push_back({c, 0});
+      while (!st.empty()) {
+        const frame f = st.back();
+        st.pop_back();
+        const std::size_t i = vnode_.size();
+        vnode_.push_back(f.v);
+        vparent_.push_back(f.vparent);
+        vdepth_.push_back(static_cast<double>(nodes_[f.v].blocks) *
+                          static_cast<double>(opts_.block_size));
+        vweight_.push_back(nodes_[f.v].weight);
+        for (node_id c = nodes_[f.v].first_child; c != no_node; c = nodes_[c].next_sibling)
+          st.push_back({c, i});
+      }
+    }
+    for (double w : vweight_) view_total_ += w;
+  }
+
+  policy_options opts_;
+  Hash hash_;
+  double inv_gamma_ = 1.0;
+  std::vector<node_rec> nodes_;
+  std::vector<node_id> free_;
+  std::vector<state_rec> states_v_;
+  std::vector<std::uint32_t> free_states_;
+  detail::node_index index_;
+  std::unordered_map<std::string, node_id> roots_;
+  double scale_ = 1.0, total_ = 0.0;
+  std::uint64_t observations_ = 0;
+  std::size_t since_plan_ = 0, used_bytes_ = 0, states_ = 0, live_ = 0, plan_size_ = 0;
+  std::uint32_t clock_ = 0;
+  bool has_plan_ = false;
+  // scratch
+  std::vector<node_id> stack_;
+  std::vector<victim_entry> heap_;
+  std::vector<node_id> vnode_;
+  std::vector<std::size_t> vparent_;
+  std::vector<double> vdepth_, vweight_;
+  double view_total_ = 0.0;
+};
+
+/// The policy with keyed XXH3-128 block keys (a fresh secret per instance).
+using state_policy = basic_state_policy<segment::xxh3_hash>;
+
+}  // namespace tree
+HYBRIDCACHE_NAMESPACE_END

@@ -1,0 +1,216 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// Python bindings of the prefix-tree work (docs/tree.md): the exact tree planner
+/// (`place_optimal_tree`, `optimal_tree_frontier`, `expected_recompute_tree`, DESIGN §7) at the top
+/// level, and the online policy as the submodule `hybridcache.tree` (`state_policy`,
+/// `policy_options`, `match_result`, `admit_result`, `replan_result`).
+
+#include <hybridcache/placement/tree.hpp>
+#include <hybridcache/tree.hpp>
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "bind_segment.hpp"
+#include "common.hpp"
+
+namespace hybridcache_python {
+
+/// Node ids / positions from Python (int64 arrays, or any sequence NumPy converts), checked to
+/// be >= 0 before they become std::size_t (never wrapped).
+inline std::vector<std::size_t> to_ids(nb::handle obj, const char* name) {
+  in_array<std::int64_t> a;
+  nb::object holder;  // a converted array, kept alive while `a` points into it
+  if (!nb::try_cast(obj, a, /*convert=*/true)) {
+    nb::object np = nb::module_::import_("numpy");
+    holder = np.attr("asarray")(obj, nb::arg("dtype") = np.attr("int64"));
+    a = nb::cast<in_array<std::int64_t>>(holder);
+  }
+  std::vector<std::size_t> out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a.data()[i] < 0)
+      hybridcache::detail::throw_invalid(hybridcache::detail::indexed(name, i), a.data()[i],
+                                         "must be >= 0");
+    out[i] = static_cast<std::size_t>(a.data()[i]);
+  }
+  return out;
+}
+
+inline void bind_tree(nb::module_& m) {
+  namespace hc = hybridcache;
+  namespace tr = hybridcache::tree;
+  using namespace nb::literals;
+
+  // ---- exact planner (top level, like place_optimal) ------------------------------------------
+  nb::class_<hc::tree_placement>(m, "tree_placement",
+                                 "An optimal tree plan: checkpoint node ids and their E[r].")
+      .def_prop_ro(
+          "checkpoints", [](const hc::tree_placement& p) { return to_numpy_index(p.checkpoints); },
+          fresh_array, "int64 array of node ids, ascending, never 0.")
+      .def_ro("expected_recompute", &hc::tree_placement::expected_recompute,
+              "E[r] = sum_v w(v)(depth(v) - depth(anchor(v))), weights normalised, in tokens.")
+      .def("__repr__", [](const hc::tree_placement& p) {
+        return nb::str("tree_placement(checkpoints={}, expected_recompute={})")
+            .format(p.checkpoints.size(), p.expected_recompute);
+      });
+
+  m.def(
+      "place_optimal_tree",
+      [](nb::handle parent, in_array<double> depth, in_array<double> weight, std::size_t budget) {
+        const auto par = to_ids(parent, "tree.parent");
+        nb::gil_scoped_release unlocked;
+        return hc::place_optimal_tree({par, as_span(depth), as_span(weight)}, budget);
+      },
+      "parent"_a, "depth"_a, "weight"_a, "budget"_a,
+      "The exact optimal set of at most `budget` checkpoint nodes in a prefix tree (DESIGN §7).\n"
+      "Nodes are in topological order, node 0 the root: parent[v] < v, depth[0] = 0, depth\n"
+      "strictly increasing along edges, weights >= 0 (where matches end; normalised). Releases\n"
+      "the GIL. Raises InvalidArgument naming the bad argument.");
+  m.def(
+      "optimal_tree_frontier",
+      [](nb::handle parent, in_array<double> depth, in_array<double> weight,
+         std::size_t max_budget) {
+        const auto par = to_ids(parent, "tree.parent");
+        std::vector<double> v;
+        {
+          nb::gil_scoped_release unlocked;
+          v = hc::optimal_tree_frontier({par, as_span(depth), as_span(weight)}, max_budget);
+        }
+        return to_numpy(std::move(v));
+      },
+      "parent"_a, "depth"_a, "weight"_a, "max_budget"_a,
+      "V(M), the optimal E[r] for every budget M = 0..max_budget (float64 array). Not convex in\n"
+      "M in general on trees (it is on chains).");
+  m.def(
+      "expected_recompute_tree",
+      [](nb::handle parent, in_array<double> depth, in_array<double> weight,
+         nb::handle checkpoints) {
+        const auto par = to_ids(parent, "tree.parent");
+        const auto cps = to_ids(checkpoints, "checkpoints");
+        return hc::expected_recompute_tree({par, as_span(depth), as_span(weight)}, cps);
+      },
+      "parent"_a, "depth"_a, "weight"_a, "checkpoints"_a,
+      "E[r] of a given checkpoint set (duplicates and the root change nothing).");
+
+  // ---- online policy (submodule) -------------------------------------------------------------
+  nb::module_ t = m.def_submodule(
+      "tree",
+      "The online prefix-tree state policy: match -> prefill_plan -> insert -> admit -> unpin, "
+      "evict under pressure, periodic exact re-plans (docs/tree.md).");
+  t.attr("no_node") = tr::no_node;
+
+  nb::class_<tr::policy_options>(t, "policy_options", "Construction parameters of state_policy.")
+      .def(
+          "__init__",
+          [](tr::policy_options* o, std::size_t block_size, std::size_t state_bytes,
+             std::size_t capacity_bytes, double gamma, std::size_t replan_every, double hysteresis,
+             bool snapshot_junction, bool snapshot_tail) {
+            new (o) tr::policy_options{block_size,   state_bytes, capacity_bytes,    gamma,
+                                       replan_every, hysteresis,  snapshot_junction, snapshot_tail};
+          },
+          "block_size"_a = 16, "state_bytes"_a = 1, "capacity_bytes"_a = 1, "gamma"_a = 0.99,
+          "replan_every"_a = 10, "hysteresis"_a = 0.02, "snapshot_junction"_a = true,
+          "snapshot_tail"_a = true)
+      .def_rw("block_size", &tr::policy_options::block_size)
+      .def_rw("state_bytes", &tr::policy_options::state_bytes)
+      .def_rw("capacity_bytes", &tr::policy_options::capacity_bytes)
+      .def_rw("gamma", &tr::policy_options::gamma)
+      .def_rw("replan_every", &tr::policy_options::replan_every)
+      .def_rw("hysteresis", &tr::policy_options::hysteresis)
+      .def_rw("snapshot_junction", &tr::policy_options::snapshot_junction)
+      .def_rw("snapshot_tail", &tr::policy_options::snapshot_tail);
+
+  nb::class_<tr::match_result>(t, "match_result", "What state_policy.match found.")
+      .def_ro("node", &tr::match_result::node, "Deepest cached node (namespace root if none).")
+      .def_ro("matched_tokens", &tr::match_result::matched_tokens)
+      .def_ro("resume_node", &tr::match_result::resume_node,
+              "Deepest node holding a state (pinned until unpin).")
+      .def_ro("resume_tokens", &tr::match_result::resume_tokens)
+      .def_ro("replay_tokens", &tr::match_result::replay_tokens,
+              "matched - resume: cached KV whose recurrent state is recomputed.")
+      .def_prop_ro(
+          "path",
+          [](const tr::match_result& r) {
+            return to_numpy(std::vector<std::uint32_t>(r.path.begin(), r.path.end()));
+          },
+          fresh_array, "uint32 array: path[i] is the node of block i.")
+      .def("__repr__", [](const tr::match_result& r) {
+        return nb::str("match_result(matched_tokens={}, resume_tokens={}, replay_tokens={})")
+            .format(r.matched_tokens, r.resume_tokens, r.replay_tokens);
+      });
+
+  nb::class_<tr::admit_result>(t, "admit_result", "What state_policy.admit did.")
+      .def_ro("admitted", &tr::admit_result::admitted)
+      .def_ro("victims", &tr::admit_result::victims, "States the engine must free now.");
+
+  nb::class_<tr::replan_result>(t, "replan_result", "What state_policy.replan did.")
+      .def_ro("adopted", &tr::replan_result::adopted)
+      .def_ro("expected_before", &tr::replan_result::expected_before)
+      .def_ro("expected_after", &tr::replan_result::expected_after)
+      .def_ro("planned", &tr::replan_result::planned);
+
+  nb::class_<tr::state_policy>(
+      t, "state_policy",
+      "Where to keep recurrent states in a prefix tree, learned online. Not thread-safe: call it\n"
+      "under the engine's scheduler lock. Node ids are ints; no_node marks 'none'.")
+      .def(nb::init<tr::policy_options>(), "options"_a)
+      .def(
+          "match",
+          [](tr::state_policy& p, const hc::segment::namespace_key& ns, nb::handle tokens) {
+            const token_ids tk = to_token_ids(tokens);
+            return p.match(ns, tk.view);
+          },
+          "ns"_a, "tokens"_a,
+          "Walks the full blocks of `tokens`, observes where the match ends and pins the resume\n"
+          "state (call unpin(resume_node) once it is loaded).")
+      .def(
+          "prefill_plan",
+          [](const tr::state_policy& p, const tr::match_result& r, std::size_t prompt_tokens,
+             nb::handle chunk_ends) {
+            return to_numpy_index(
+                p.prefill_plan(r, prompt_tokens, to_ids(chunk_ends, "chunk_ends")));
+          },
+          "m"_a, "prompt_tokens"_a, "chunk_ends"_a,
+          "Token positions to snapshot during the prefill (int64 array, ascending).")
+      .def(
+          "insert",
+          [](tr::state_policy& p, const hc::segment::namespace_key& ns, nb::handle tokens) {
+            const token_ids tk = to_token_ids(tokens);
+            const auto path = p.insert(ns, tk.view);
+            return to_numpy(std::vector<std::uint32_t>(path.begin(), path.end()));
+          },
+          "ns"_a, "tokens"_a, "Adds the full blocks; returns the node of each block (uint32).")
+      .def("admit", &tr::state_policy::admit, "node"_a, "bytes"_a,
+           "The engine stored a state at `node`; returns the victims to free first.")
+      .def("evict", &tr::state_policy::evict, "bytes"_a,
+           "Frees at least `bytes`: victims by least exact increase of E[r] per byte.")
+      .def("drop", &tr::state_policy::drop, "node"_a)
+      .def("pin", &tr::state_policy::pin, "node"_a)
+      .def("unpin", &tr::state_policy::unpin, "node"_a)
+      .def("erase", &tr::state_policy::erase, "node"_a,
+           "Removes a leaf whose KV the engine evicted.")
+      .def("replan", &tr::state_policy::replan, "Exact re-plan with hysteresis.")
+      .def("expected_recompute", &tr::state_policy::expected_recompute)
+      .def("has_state", &tr::state_policy::has_state, "node"_a)
+      .def("state_bytes", &tr::state_policy::state_bytes, "node"_a)
+      .def("planned", &tr::state_policy::planned, "node"_a)
+      .def("pinned", &tr::state_policy::pinned, "node"_a)
+      .def("contains", &tr::state_policy::contains, "node"_a)
+      .def("depth_tokens", &tr::state_policy::depth_tokens, "node"_a)
+      .def("parent", &tr::state_policy::parent, "node"_a)
+      .def("match_share", &tr::state_policy::match_share, "node"_a)
+      .def_prop_ro("used_bytes", &tr::state_policy::used_bytes)
+      .def_prop_ro("capacity_bytes", &tr::state_policy::capacity_bytes)
+      .def_prop_ro("state_count", &tr::state_policy::state_count)
+      .def_prop_ro("node_count", &tr::state_policy::node_count)
+      .def_prop_ro("namespace_count", &tr::state_policy::namespace_count)
+      .def_prop_ro("observations", &tr::state_policy::observations);
+}
+
+}  // namespace hybridcache_python

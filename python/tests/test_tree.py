@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: Apache-2.0
+"""hybridcache tree bindings: the exact planner against a brute force over every subset, the
+policy's bookkeeping against hand-derived values, typed errors, and the radix-cache example."""
+
+import itertools
+import math
+import pathlib
+import random
+import runpy
+
+import numpy as np
+import pytest
+
+import hybridcache as hc
+from hybridcache import segment, tree
+
+EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "examples" / "radix_cache_hooks.py"
+
+
+def brute_force(parent, depth, weight, budget):
+    """min over subsets of {1..n-1} with <= budget nodes of sum w(v)(d(v) - d(anchor(v)))/sum w."""
+    n = len(parent)
+    total = sum(weight)
+    best = math.inf
+    for k in range(0, min(budget, n - 1) + 1):
+        for s in itertools.combinations(range(1, n), k):
+            ck = set(s)
+            cost = 0.0
+            for v in range(n):
+                a = v
+                while a != 0 and a not in ck:
+                    a = parent[a]
+                cost += weight[v] * (depth[v] - depth[a])
+            best = min(best, cost / total)
+    return best
+
+
+def random_tree(rng, n):
+    parent = [0] + [rng.randrange(v) for v in range(1, n)]
+    depth = [0.0] * n
+    for v in range(1, n):
+        depth[v] = depth[parent[v]] + rng.choice([1, 2, 0.5, 3.25])
+    weight = [float(rng.randrange(4)) if rng.random() < 0.7 else 0.0 for _ in range(n)]
+    weight[-1] += 1.0
+    return parent, depth, weight
+
+
+def test_planner_matches_brute_force():
+    rng = random.Random(3)
+    for _ in range(40):
+        n = rng.randrange(1, 9)
+        parent, depth, weight = random_tree(rng, n)
+        frontier = hc.optimal_tree_frontier(parent, depth, weight, n)
+        assert len(frontier) == n + 1
+        for m in range(n + 1):
+            ref = brute_force(parent, depth, weight, m)
+            assert frontier[m] == pytest.approx(ref, rel=1e-12, abs=1e-12)
+            plan = hc.place_optimal_tree(parent, depth, weight, m)
+            assert plan.expected_recompute == pytest.approx(ref, rel=1e-12, abs=1e-12)
+            cps = plan.checkpoints
+            assert cps.dtype == np.int64 and len(cps) <= m and (len(cps) == 0 or cps.min() >= 1)
+            assert hc.expected_recompute_tree(parent, depth, weight, cps) == pytest.approx(ref)
+
+
+def test_planner_errors_name_the_argument():
+    with pytest.raises(hc.InvalidArgument, match="tree.parent\\[2\\]"):
+        hc.place_optimal_tree([0, 0, 2], [0, 1, 2], [1, 1, 1], 1)
+    with pytest.raises(hc.InvalidArgument, match="tree.parent\\[1\\]"):
+        hc.place_optimal_tree([0, -1], [0, 1], [1, 1], 1)
+    with pytest.raises(hc.InvalidArgument, match="tree.weight\\[1\\]"):
+        hc.optimal_tree_frontier([0, 0], [0, 1], [1, float("nan")], 1)
+    with pytest.raises(ValueError):  # InvalidArgument is a ValueError too
+        hc.expected_recompute_tree([0, 0], [0, 1], [1, 1], [5])
+
+
+def test_policy_resume_replay_and_pool():
+    pol = tree.state_policy(tree.policy_options(block_size=4, state_bytes=10, capacity_bytes=20,
+                                                replan_every=0))
+    ns = segment.namespace_key().with_tenant("a")
+    toks = list(range(1, 17))  # 4 blocks
+    path = pol.insert(ns, toks)
+    assert len(path) == 4 and path.dtype == np.uint32
+    assert pol.admit(int(path[1]), 10).admitted
+    m = pol.match(ns, toks)
+    assert (m.matched_tokens, m.resume_tokens, m.replay_tokens) == (16, 8, 8)
+    assert m.resume_node == path[1] and pol.pinned(int(path[1]))
+    plan = pol.prefill_plan(m, 24, [12, 14, 16, 20, 24])
+    assert list(plan) == [16, 24]  # junction (the prompt goes on past the match) + tail
+    assert pol.admit(int(path[3]), 10).victims == []
+    r = pol.admit(int(path[2]), 10)  # full: path[1] is pinned, so path[3] goes
+    assert r.admitted and r.victims == [int(path[3])]
+    pol.unpin(m.resume_node)
+    assert pol.used_bytes == 20 <= pol.capacity_bytes
+    other = pol.match(segment.namespace_key().with_tenant("b"), toks)
+    assert other.matched_tokens == 0  # namespaces never share nodes
+    pol.unpin(other.resume_node)
+    assert math.isfinite(pol.expected_recompute())
+
+
+def test_policy_errors():
+    with pytest.raises(hc.InvalidArgument, match="opts.gamma"):
+        tree.state_policy(tree.policy_options(gamma=0.0))
+    pol = tree.state_policy(tree.policy_options(block_size=2, capacity_bytes=8))
+    with pytest.raises(hc.InvalidArgument, match="node"):
+        pol.admit(12345, 1)
+    path = pol.insert(segment.namespace_key(), [1, 2, 3, 4])
+    with pytest.raises(hc.InvalidArgument, match="bytes"):
+        pol.admit(int(path[0]), 0)
+    with pytest.raises(hc.InvalidArgument):
+        pol.unpin(int(path[0]))
+    with pytest.raises(hc.InvalidArgument):
+        pol.insert(segment.namespace_key(), [1, -2])
+
+
+def test_radix_cache_example_runs(capsys):
+    runpy.run_path(str(EXAMPLE), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "radix cache hooks:" in out
+    assert "junction [1]" in out

@@ -1,0 +1,64 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+// An independent model of tree::state_policy's books for the model-based test: node → parent,
+// depth, EW match-end weight (long double, decayed eagerly: every weight × γ per observation),
+// state bytes and pins, all in std::map. ΔE[r] of dropping a state is computed by evaluating
+// E[r] with and without it, walking every node up to its deepest state — no shared code with
+// include/hybridcache/tree.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace hybridcache_test {
+
+struct tree_policy_model {
+  struct node {
+    std::uint32_t parent;  // UINT32_MAX for a namespace root
+    std::size_t depth;     // tokens
+    long double weight = 0;
+    std::size_t bytes = 0;
+    int pins = 0;
+  };
+  std::map<std::uint32_t, node> nodes;
+  long double gamma = 1;
+
+  void observe(std::uint32_t v) {
+    for (auto& [id, n] : nodes) n.weight *= gamma;
+    nodes.at(v).weight += 1;
+  }
+  [[nodiscard]] long double total() const {
+    long double t = 0;
+    for (const auto& [id, n] : nodes) t += n.weight;
+    return t;
+  }
+  [[nodiscard]] std::size_t used() const {
+    std::size_t u = 0;
+    for (const auto& [id, n] : nodes) u += n.bytes;
+    return u;
+  }
+  /// Σ_v w(v)(depth(v) − depth(anchor(v))), unnormalised, with `skip` treated as stateless.
+  [[nodiscard]] long double cost(std::uint32_t skip = UINT32_MAX) const {
+    long double c = 0;
+    for (const auto& [id, n] : nodes) {
+      std::uint32_t a = id;
+      while (nodes.at(a).parent != UINT32_MAX && (nodes.at(a).bytes == 0 || a == skip))
+        a = nodes.at(a).parent;
+      c += n.weight * static_cast<long double>(n.depth - nodes.at(a).depth);
+    }
+    return c;
+  }
+  /// The least ΔE[r] per byte over unpinned states other than `exclude` (unnormalised).
+  [[nodiscard]] long double min_delta_per_byte(std::uint32_t exclude) const {
+    const long double base = cost();
+    long double best = -1;
+    for (const auto& [id, n] : nodes) {
+      if (n.bytes == 0 || n.pins != 0 || id == exclude) continue;
+      const long double d = (cost(id) - base) / static_cast<long double>(n.bytes);
+      if (best < 0 || d < best) best = d;
+    }
+    return best;
+  }
+};
+
+}  // namespace hybridcache_test

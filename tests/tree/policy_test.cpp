@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: Apache-2.0
+// tree::state_policy against an independent model of its books
+// (tests/support/tree_policy_reference.hpp): matches against a set of inserted block prefixes,
+// EW statistics against eager decay in long double, victims against the brute-force least
+// ΔE[r] per byte; plus the pool bound, pins, namespaces, the prefill plan and typed errors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <hybridcache/tree.hpp>
+
+#include "support/tree_policy_reference.hpp"
+
+namespace hc = hybridcache;
+namespace ht = hybridcache_test;
+using hc::token_id;
+using hc::tree::node_id;
+
+namespace {
+
+hc::segment::namespace_key ns_of(int i) {
+  return i == 0 ? hc::segment::namespace_key{}
+                : hc::segment::namespace_key{}.with_tenant("t" + std::to_string(i));
+}
+
+std::vector<token_id> seq(std::initializer_list<token_id> t) { return t; }
+
+/// Victim checks shared by admit and evict: each victim, in order, is an unpinned state with the
+/// model's least ΔE[r] per byte at that moment; it is then removed from the model.
+void check_victims(ht::tree_policy_model& model, const std::vector<node_id>& victims,
+                   node_id exclude) {
+  for (node_id v : victims) {
+    REQUIRE(model.nodes.count(v) == 1);
+    auto& n = model.nodes.at(v);
+    CHECK(n.bytes > 0);
+    CHECK(n.pins == 0);
+    CHECK(v != exclude);
+    const long double base = model.cost();
+    const long double mine = (model.cost(v) - base) / static_cast<long double>(n.bytes);
+    const long double best = model.min_delta_per_byte(exclude);
+    CHECK(static_cast<double>(mine) ==
+          doctest::Approx(static_cast<double>(best)).epsilon(1e-9).scale(1e-12));
+    n.bytes = 0;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("match walks full blocks; partial blocks and other namespaces never match") {
+  hc::tree::state_policy pol({.block_size = 4, .state_bytes = 10, .capacity_bytes = 100});
+  const auto a = seq({1, 2, 3, 4, 5, 6, 7, 8, 9, 10});  // 2 full blocks + 2 tokens
+  const auto path = pol.insert(ns_of(0), a);
+  REQUIRE(path.size() == 2);
+  auto m = pol.match(ns_of(0), a);
+  CHECK(m.matched_tokens == 8);
+  CHECK(m.node == path[1]);
+  CHECK(m.path == path);
+  CHECK(m.resume_tokens == 0);
+  CHECK(m.replay_tokens == 8);
+  pol.unpin(m.resume_node);
+  // Same tokens, another namespace: nothing matches, and inserting gives disjoint nodes.
+  auto m2 = pol.match(ns_of(1), a);
+  CHECK(m2.matched_tokens == 0);
+  pol.unpin(m2.resume_node);
+  const auto path2 = pol.insert(ns_of(1), a);
+  for (node_id x : path2)
+    for (node_id y : path) CHECK(x != y);
+  CHECK(pol.namespace_count() == 2);
+  // Divergence inside block 2: only block 1 matches.
+  auto m3 = pol.match(ns_of(0), seq({1, 2, 3, 4, 5, 6, 0, 8}));
+  CHECK(m3.matched_tokens == 4);
+  CHECK(m3.node == path[0]);
+  pol.unpin(m3.resume_node);
+}
+
+TEST_CASE("resume from the deepest state; pins keep a state from eviction") {
+  hc::tree::state_policy pol({.block_size = 2, .state_bytes = 5, .capacity_bytes = 10});
+  const auto a = seq({1, 2, 3, 4, 5, 6, 7, 8});
+  const auto p = pol.insert(ns_of(0), a);
+  CHECK(pol.admit(p[0], 5).admitted);
+  CHECK(pol.admit(p[2], 5).admitted);
+  auto m = pol.match(ns_of(0), a);
+  CHECK(m.matched_tokens == 8);
+  CHECK(m.resume_node == p[2]);
+  CHECK(m.resume_tokens == 6);
+  CHECK(m.replay_tokens == 2);
+  CHECK(pol.pinned(p[2]));
+  // Full pool; admitting p[3] must evict p[0] (p[2] is pinned).
+  auto r = pol.admit(p[3], 5);
+  CHECK(r.admitted);
+  CHECK(r.victims == std::vector<node_id>{p[0]});
+  // Now p[2] (pinned) and p[3]: a third state cannot get room.
+  pol.pin(p[3]);
+  auto r2 = pol.admit(p[1], 5);
+  CHECK_FALSE(r2.admitted);
+  CHECK(r2.victims.empty());
+  CHECK(pol.used_bytes() == 10);
+  pol.unpin(p[3]);
+  pol.unpin(m.resume_node);
+  CHECK(pol.evict(1).size() == 1);
+  CHECK(pol.used_bytes() == 5);
+}
+
+TEST_CASE("prefill plan: chunk grid ∩ block grid, junction, tail, planned nodes") {
+  hc::tree::state_policy pol(
+      {.block_size = 4, .state_bytes = 1, .capacity_bytes = 8, .replan_every = 0});
+  std::vector<token_id> a(32);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<token_id>(i + 1);
+  (void)pol.insert(ns_of(0), std::span<const token_id>(a).first(16));
+  // The request shares 16 tokens and goes on to 32.
+  auto m = pol.match(ns_of(0), a);
+  REQUIRE(m.matched_tokens == 16);
+  const std::vector<std::size_t> chunks{6, 12, 16, 18, 24, 30, 32};
+  auto plan = pol.prefill_plan(m, 32, chunks);
+  // 16: the junction (on both grids); 32: the tail; 6, 18, 30: off the block grid.
+  CHECK(plan == std::vector<std::size_t>{16, 32});
+  // Without 16 in the chunk grid the junction cannot be snapshot.
+  const std::vector<std::size_t> coarse{12, 24, 32};
+  CHECK(pol.prefill_plan(m, 32, coarse) == std::vector<std::size_t>{32});
+  // A planned node on the replayed path is snapshot too: observe matches ending at block 2.
+  pol.unpin(m.resume_node);
+  for (int i = 0; i < 5; ++i) {
+    auto mi = pol.match(ns_of(0), std::span<const token_id>(a).first(8));
+    pol.unpin(mi.resume_node);
+  }
+  auto rp = pol.replan();
+  CHECK(rp.adopted);
+  CHECK(pol.planned(m.path[1]));
+  CHECK(pol.prefill_plan(m, 32, chunks) == std::vector<std::size_t>{16, 32});  // 8: off-grid
+  const std::vector<std::size_t> with8{8, 12, 16, 32};
+  CHECK(pol.prefill_plan(m, 32, with8) == std::vector<std::size_t>{8, 16, 32});
+  CHECK_THROWS_AS((void)pol.prefill_plan(m, 32, std::vector<std::size_t>{40}),
+                  hc::invalid_argument);
+  CHECK_THROWS_AS((void)pol.prefill_plan(m, 8, chunks), hc::invalid_argument);
+}
+
+TEST_CASE("replan hysteresis: the same statistics do not flip the plan") {
+  hc::tree::state_policy pol({.block_size = 1,
+                              .state_bytes = 1,
+                              .capacity_bytes = 1,
+                              .gamma = 1.0,
+                              .replan_every = 0,
+                              .hysteresis = 0.05});
+  const auto a = seq({1, 2, 3, 4});
+  const auto b = seq({1, 2, 7, 8});
+  (void)pol.insert(ns_of(0), a);
+  const auto pb = pol.insert(ns_of(0), b);
+  const auto pa = pol.insert(ns_of(0), a);
+  // 50 matches end at a's leaf, 49 at b's: one state at a's leaf is optimal (cost 49·4 < 50·4,
+  // and the junction at depth 2 costs 99·2).
+  for (int i = 0; i < 50; ++i) pol.unpin(pol.match(ns_of(0), a).resume_node);
+  for (int i = 0; i < 49; ++i) pol.unpin(pol.match(ns_of(0), b).resume_node);
+  auto r1 = pol.replan();
+  CHECK(r1.adopted);
+  CHECK(r1.planned == 1);
+  CHECK(pol.planned(pa[3]));
+  // Two more on b: b's leaf is now better (200 < 204) but by less than 5 %: the plan stays.
+  for (int i = 0; i < 2; ++i) pol.unpin(pol.match(ns_of(0), b).resume_node);
+  auto r2 = pol.replan();
+  CHECK_FALSE(r2.adopted);
+  CHECK(r2.expected_after == doctest::Approx(200.0 / 101.0));
+  CHECK(r2.expected_before == doctest::Approx(204.0 / 101.0));
+  CHECK(pol.planned(pa[3]));
+  // Many observations on b: the plan moves to b's leaf.
+  for (int i = 0; i < 40; ++i) pol.unpin(pol.match(ns_of(0), b).resume_node);
+  auto r3 = pol.replan();
+  CHECK(r3.adopted);
+  CHECK(pol.planned(pb[3]));
+}
+
+TEST_CASE("EW statistics stay finite and exact over many observations") {
+  for (double gamma : {0.5, 0.9, 0.99, 1.0}) {
+    hc::tree::state_policy pol(
+        {.block_size = 1, .capacity_bytes = 4, .gamma = gamma, .replan_every = 0});
+    const auto a = seq({1, 2, 3});
+    const auto p = pol.insert(ns_of(0), a);
+    std::mt19937 rng(1);
+    long double w[3] = {0, 0, 0};
+    for (int i = 0; i < 3000; ++i) {
+      const std::size_t len = 1 + rng() % 3;
+      pol.unpin(pol.match(ns_of(0), std::span<const token_id>(a).first(len)).resume_node);
+      for (auto& x : w) x *= gamma;
+      w[len - 1] += 1;
+    }
+    const long double tot = w[0] + w[1] + w[2];
+    double sum = 0;
+    for (int k = 0; k < 3; ++k) {
+      const double s = pol.match_share(p[static_cast<std::size_t>(k)]);
+      CHECK(std::isfinite(s));
+      CHECK(s == doctest::Approx(static_cast<double>(w[k] / tot)).epsilon(1e-9));
+      sum += s;
+    }
+    CHECK(sum == doctest::Approx(1.0));
+    CHECK(std::isfinite(pol.expected_recompute()));
+  }
+}
+
+TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase") {
+  std::mt19937 rng(2026);
+  for (int run = 0; run < 4; ++run) {
+    const std::size_t B = 1 + run % 3;
+    const double gamma = run % 2 ? 0.9 : 1.0;
+    hc::tree::state_policy pol({.block_size = B,
+                                .state_bytes = 3,
+                                .capacity_bytes = 20,
+                                .gamma = gamma,
+                                .replan_every = 7});
+    ht::tree_policy_model model;
+    model.gamma = gamma;
+    // Reference of what is cached: (namespace, block prefix) per node.
+    std::map<node_id, std::pair<int, std::vector<token_id>>> prefix_of;
+    std::set<std::pair<int, std::vector<token_id>>> present;
+    std::vector<std::pair<node_id, int>> pins;  // (node, count) to release later
+    auto random_tokens = [&] {
+      std::vector<token_id> t;
+      const std::size_t base = rng() % 3;
+      for (std::size_t i = 0; i < 2 * B * base; ++i) t.push_back(static_cast<token_id>(i % 5));
+      const std::size_t extra = rng() % (6 * B);
+      for (std::size_t i = 0; i < extra; ++i) t.push_back(static_cast<token_id>(rng() % 3));
+      return t;
+    };
+    auto ensure_root = [&](node_id r) {
+      if (!model.nodes.count(r)) model.nodes[r] = {UINT32_MAX, 0};
+    };
+    for (int step = 0; step < 400; ++step) {
+      const int ns = static_cast<int>(rng() % 3);
+      const int op = static_cast<int>(rng() % 10);
+      if (op <= 2) {  // insert
+        const auto t = random_tokens();
+        const auto path = pol.insert(ns_of(ns), t);
+        REQUIRE(path.size() == t.size() / B);
+        for (std::size_t i = 0; i < path.size(); ++i) {
+          std::vector<token_id> pre(t.begin(),
+                                    t.begin() + static_cast<std::ptrdiff_t>((i + 1) * B));
+          const node_id par = pol.parent(path[i]);
+          if (i > 0) CHECK(par == path[i - 1]);
+          if (i == 0) ensure_root(par);
+          if (!model.nodes.count(path[i])) {
+            model.nodes[path[i]] = {par, (i + 1) * B};
+            prefix_of[path[i]] = {ns, pre};
+            present.insert({ns, pre});
+          }
+          // No node is shared across namespaces or prefixes.
+          CHECK(prefix_of[path[i]] == std::make_pair(ns, pre));
+        }
+      } else if (op <= 4) {  // match
+        const auto t = random_tokens();
+        auto m = pol.match(ns_of(ns), t);
+        std::size_t expect = 0;
+        for (std::size_t k = B; k <= t.size(); k += B) {
+          if (!present.count({ns, std::vector<token_id>(
+                                      t.begin(), t.begin() + static_cast<std::ptrdiff_t>(k))}))
+            break;
+          expect = k;
+        }
+        CHECK(m.matched_tokens == expect);
+        node_id root = m.node;
+        while (pol.parent(root) != hc::tree::no_node) root = pol.parent(root);
+        ensure_root(root);
+        model.observe(m.node);
+        // Expected resume: deepest state on the path.
+        node_id want = root;
+        for (node_id v : m.path)
+          if (model.nodes.at(v).bytes) want = v;
+        CHECK(m.resume_node == want);
+        CHECK(m.replay_tokens == m.matched_tokens - model.nodes.at(want).depth);
+        model.nodes.at(m.resume_node).pins++;
+        pins.push_back({m.resume_node, 1});
+      } else if (op <= 6) {  // admit a random node
+        if (prefix_of.empty()) continue;
+        auto it = prefix_of.begin();
+        std::advance(it, static_cast<long>(rng() % prefix_of.size()));
+        const node_id v = it->first;
+        const std::size_t bytes = 1 + rng() % 8;
+        const bool had = model.nodes.at(v).bytes != 0;
+        const std::size_t used = model.used();
+        auto r = pol.admit(v, bytes);
+        if (had) {
+          CHECK(r.admitted);
+          CHECK(r.victims.empty());
+        } else if (used + bytes <= 20) {
+          CHECK(r.admitted);
+          CHECK(r.victims.empty());
+          model.nodes.at(v).bytes = bytes;
+        } else {
+          std::size_t unpinned = 0;
+          for (auto& [id, n] : model.nodes)
+            if (n.bytes && !n.pins && id != v) unpinned += n.bytes;
+          const std::size_t need = used + bytes - 20;
+          CHECK(r.admitted == (unpinned >= need && bytes <= 20));
+          check_victims(model, r.victims, v);
+          if (r.admitted) model.nodes.at(v).bytes = bytes;
+        }
+      } else if (op == 7) {  // evict
+        const std::size_t bytes = rng() % 10;
+        auto victims = pol.evict(bytes);
+        check_victims(model, victims, hc::tree::no_node);
+      } else if (op == 8) {  // unpin something
+        if (!pins.empty()) {
+          const std::size_t i = rng() % pins.size();
+          pol.unpin(pins[i].first);
+          model.nodes.at(pins[i].first).pins--;
+          pins.erase(pins.begin() + static_cast<std::ptrdiff_t>(i));
+        }
+      } else {  // erase a random unpinned leaf (or drop a state)
+        std::vector<node_id> leaves;
+        for (auto& [id, n] : model.nodes) {
+          if (n.pins || n.parent == UINT32_MAX) continue;
+          bool has_child = false;
+          for (auto& [id2, n2] : model.nodes) has_child |= n2.parent == id;
+          if (!has_child) leaves.push_back(id);
+        }
+        if (leaves.empty()) continue;
+        const node_id v = leaves[rng() % leaves.size()];
+        if (rng() % 2) {
+          pol.drop(v);
+          model.nodes.at(v).bytes = 0;
+        } else {
+          pol.erase(v);
+          model.nodes.at(model.nodes.at(v).parent).weight += model.nodes.at(v).weight;
+          model.nodes.erase(v);
+          present.erase(prefix_of.at(v));
+          prefix_of.erase(v);
+          CHECK_FALSE(pol.contains(v));
+        }
+      }
+      // Invariants after every step.
+      REQUIRE(pol.used_bytes() <= pol.capacity_bytes());
+      CHECK(pol.used_bytes() == model.used());
+      const long double tot = model.total();
+      for (auto& [id, n] : model.nodes) {
+        CHECK(pol.has_state(id) == (n.bytes != 0));
+        CHECK(pol.pinned(id) == (n.pins != 0));
+        const double s = pol.match_share(id);
+        CHECK(std::isfinite(s));
+        if (tot > 0)
+          CHECK(s ==
+                doctest::Approx(static_cast<double>(n.weight / tot)).epsilon(1e-9).scale(1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE("typed errors for bad options and bad calls") {
+  using opts = hc::tree::policy_options;
+  CHECK_THROWS_AS(hc::tree::state_policy(opts{.block_size = 0}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::tree::state_policy(opts{.state_bytes = 0}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::tree::state_policy(opts{.capacity_bytes = 0}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::tree::state_policy(opts{.gamma = 0.0}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::tree::state_policy(opts{.gamma = std::nan("")}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::tree::state_policy(opts{.gamma = 1.5}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::tree::state_policy(opts{.hysteresis = 1.0}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::tree::state_policy(opts{.hysteresis = -0.1}), hc::invalid_argument);
+  hc::tree::state_policy pol({.block_size = 2, .capacity_bytes = 10});
+  const auto p = pol.insert(ns_of(0), seq({1, 2, 3, 4}));
+  CHECK_THROWS_AS(pol.admit(999, 1), hc::invalid_argument);
+  CHECK_THROWS_AS(pol.admit(p[0], 0), hc::invalid_argument);
+  CHECK_THROWS_AS(pol.admit(pol.parent(p[0]), 1), hc::invalid_argument);  // namespace root
+  CHECK_THROWS_AS(pol.unpin(p[0]), hc::invalid_argument);
+  CHECK_THROWS_AS(pol.erase(p[0]), hc::invalid_argument);  // has a child
+  pol.pin(p[1]);
+  CHECK_THROWS_AS(pol.erase(p[1]), hc::invalid_argument);  // pinned
+  pol.unpin(p[1]);
+  pol.erase(p[1]);
+  CHECK_THROWS_AS(pol.drop(p[1]), hc::invalid_argument);  // gone
+  CHECK_FALSE(pol.admit(p[0], 11).admitted);              // larger than the pool
+  CHECK(pol.used_bytes() == 0);
+  try {
+    (void)pol.admit(p[0], 0);
+  } catch (const hc::invalid_argument& e) {
+    CHECK(e.argument() == "bytes");
+  }
+}
