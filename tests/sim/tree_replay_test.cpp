@@ -406,3 +406,23 @@ TEST_CASE("modelled TTFT and FLOPs follow the cost model for one request") {
                    49152.0 * (40.0 * 960 + 40.0 * 41 / 2);
   CHECK(r.metrics.prefill_flops == doctest::Approx(f));
 }
+
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+TEST_CASE("the library's policy through its public API: tail snapshot, budget, namespaces") {
+  // B = 4. R1 = 1..16 (prompt 12, output 4): the policy snapshots the tail (j = n = 4). R2 extends
+  // R1's prompt and output: it resumes from R1's tail (usable ⌊23/4⌋ = 5 > 4).
+  sim::tree_trace_builder b("lib", 4);
+  b.add_tokens(iota_tokens(1, 16), 12, std::string("t1"));
+  b.add_tokens(cat(iota_tokens(1, 16), iota_tokens(40, 8)), 24, std::string("t1"));
+  b.add_tokens(cat(iota_tokens(1, 16), iota_tokens(40, 8)), 24, std::string("t2"));
+  sim::library_policy p;
+  const auto r = run(b.trace(), p, 2);
+  CHECK(r.resumes[0] == 0);
+  CHECK(r.held[0].back());
+  CHECK(r.resumes[1] == 4);
+  CHECK(r.resumes[2] == 0);  // another namespace
+  CHECK(r.metrics.states_peak <= 2);
+  sim::library_policy none;
+  CHECK(run(b.trace(), none, 0).metrics.resumed_tokens == 0.0);
+}
+#endif

@@ -18,6 +18,7 @@
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/sim/tree/library.hpp"
 #include "hybridcache/sim/tree/policies.hpp"
 #include "hybridcache/sim/tree/replay.hpp"
 #include "hybridcache/sim/tree/trace.hpp"
@@ -25,15 +26,20 @@
 HYBRIDCACHE_NAMESPACE_BEGIN
 namespace sim {
 
-/// The policies of the sweep, in report order.
-inline constexpr std::string_view tree_policy_names[] = {"vllm_align",
-                                                         "vllm_all",
-                                                         "sglang_no_buffer",
-                                                         "sglang_extra_buffer",
-                                                         "sglang_extra_buffer_cap",
-                                                         "marconi",
-                                                         "llamacpp",
-                                                         "oracle"};
+/// The policies of the sweep, in report order: the library's own (`hybridcache`, when
+/// include/hybridcache/tree/policy.hpp is present), the engines', the offline oracle.
+inline constexpr std::string_view tree_policy_names[] = {
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+    "hybridcache",
+#endif
+    "vllm_align",
+    "vllm_all",
+    "sglang_no_buffer",
+    "sglang_extra_buffer",
+    "sglang_extra_buffer_cap",
+    "marconi",
+    "llamacpp",
+    "oracle"};
 
 /// Sweep options.
 struct tree_options {
@@ -71,6 +77,9 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   if (name == "llamacpp")
     return std::make_unique<llamacpp_policy>(o.llamacpp_per_slot, o.llamacpp_ubatch);
   if (name == "oracle") return std::make_unique<oracle_policy>();
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+  if (name == "hybridcache") return std::make_unique<library_policy>();
+#endif
   hybridcache::detail::throw_invalid("policy", name, "unknown tree policy");
 }
 
