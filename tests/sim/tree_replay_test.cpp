@@ -283,7 +283,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("oracle: admits only future matches, evicts the furthest next use") {
+TEST_CASE("oracle: admits only states a later request can use, evicts the furthest next use") {
   // B = 4, budget 1. A (8 tokens) then B (8 tokens) then A' (A ++ 4) then B' (B ++ 4), then A'
   // again.
   sim::tree_trace_builder b("oracle", 4);
@@ -294,7 +294,8 @@ TEST_CASE("oracle: admits only future matches, evicts the furthest next use") {
   b.add_tokens(cat(Bt, iota_tokens(300, 4)), 12);
   sim::oracle_policy p;
   const auto r = run(b.trace(), p, 1);
-  // Request 0 snapshots A's block 2 (next use: request 2). Request 1's block 2 is next used at
+  // Request 0 snapshots A's block 2 (blocks 1 and 2 are next used by request 2: the deeper one
+  // is kept). Request 1's block 2 is next used at
   // request 3, later than 2 → not admitted. Request 2 resumes at 2; request 3 finds nothing.
   CHECK(r.resumes == std::vector<std::size_t>{0, 0, 2, 0});
   CHECK(r.held[0] == std::vector<bool>{false, true});

@@ -28,6 +28,8 @@
 /// `per_slot` (32) checkpoints | llama.cpp `tools/server/server.cpp` (context checkpoints) | |
 /// `oracle` | only nodes that are some later request's usable match | Belady: drop the state whose
 /// next use as a match is furthest | offline reference (future knowledge) |
+/// | `oracle_exact` | only nodes that are some later request's usable match node | Belady on those
+/// exact uses | offline reference (future knowledge) |
 ///
 /// These are re-implementations of the published behaviour on one shared model (block grid,
 /// KV always cached, one state pool); no engine code is copied.
@@ -299,14 +301,93 @@ class marconi_policy final : public engine_policy {
   double alpha_;
 };
 
-/// Offline reference with future knowledge: Belady on exact-match states (see the file table).
+/// Offline reference with future knowledge: Belady on states, counting a state as *used* by
+/// every later request whose usable match passes through its node (it could resume there).
+/// After request i it snapshots, on the path it computed, the deepest node for each distinct
+/// next user (the branch point with that request's path) and keeps the states whose next use
+/// is soonest, dropping the one used furthest in the future (never-used-again first); a state
+/// that would be used later than every held one is not admitted. Belady minimises misses for
+/// unit costs; here a miss costs a variable number of tokens and a shallower state can still
+/// serve, so this is a strong offline reference, not a certified lower bound (it can lose to an
+/// online policy, and docs/tree_simulation.md reports where it does).
+class oracle_policy final : public tree_policy {
+ public:
+  [[nodiscard]] std::string name() const override { return "oracle"; }
+  void reset(const tree_context& ctx) override {
+    ctx_ = ctx;
+    const auto& t = *ctx.trace;
+    const auto& u = *ctx.usable;
+    start_.assign(t.node_count() + 1, 0);
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      for (std::size_t j = 0; j < u[i]; ++j) ++start_[t.requests()[i].path[j] + 1];
+    }
+    for (std::size_t v = 0; v < t.node_count(); ++v) start_[v + 1] += start_[v];
+    uses_.assign(start_.back(), 0);
+    cursor_.assign(start_.begin(), start_.end() - 1);
+    auto fill = cursor_;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      for (std::size_t j = 0; j < u[i]; ++j) uses_[fill[t.requests()[i].path[j]]++] = i;
+    }
+    key_.assign(t.node_count(), never);
+    order_.clear();
+  }
+  std::size_t resume(const tree_step& s) override {
+    return deepest_held(*ctx_.pool, s.path(), s.usable);
+  }
+  void finish(const tree_step& s) override {
+    const auto path = s.path();
+    auto& pool = *ctx_.pool;
+    // States on the usable path were (potentially) used now: move on to their next use.
+    for (std::size_t j = 0; j < s.usable; ++j) {
+      if (pool.holds(path[j])) rekey(path[j], s.index);
+    }
+    if (pool.capacity() == 0) return;
+    std::size_t deeper = never;  // next use of the deeper candidate already considered
+    for (std::size_t j = path.size(); j > s.resumed; --j) {
+      const auto v = path[j - 1];
+      const std::size_t nu = next_use(v, s.index);
+      if (nu == never || nu == deeper) continue;  // not needed, or a deeper node serves it
+      deeper = nu;
+      if (pool.holds(v)) continue;
+      if (pool.full()) {
+        const auto far = *order_.rbegin();
+        if (far.first <= nu) continue;
+        order_.erase(far);
+        pool.remove(far.second);
+      }
+      pool.add(v);
+      key_[v] = nu;
+      order_.emplace(nu, v);
+    }
+  }
+
+ private:
+  static constexpr std::size_t never = std::numeric_limits<std::size_t>::max();
+  std::size_t next_use(std::uint32_t v, std::size_t now) {
+    auto& c = cursor_[v];
+    while (c < start_[v + 1] && uses_[c] <= now) ++c;
+    return c < start_[v + 1] ? uses_[c] : never;
+  }
+  void rekey(std::uint32_t v, std::size_t now) {
+    order_.erase({key_[v], v});
+    key_[v] = next_use(v, now);
+    order_.emplace(key_[v], v);
+  }
+
+  tree_context ctx_{};
+  std::vector<std::size_t> start_, uses_, cursor_, key_;
+  std::set<std::pair<std::size_t, std::uint32_t>> order_;
+};
+
+/// Offline reference with future knowledge, exact-match variant: Belady where a state is used
+/// only by a request whose usable match ends exactly at its node.
 /// It admits only states that some later request resumes from exactly, and drops the state
 /// whose next exact use is furthest in the future (never-used-again first). Minimising the
 /// number of requests that miss their exact match state is what Belady optimises; token
 /// recompute is a weighted objective, so this is a strong reference, not a certified bound.
-class oracle_policy final : public tree_policy {
+class oracle_exact_policy final : public tree_policy {
  public:
-  [[nodiscard]] std::string name() const override { return "oracle"; }
+  [[nodiscard]] std::string name() const override { return "oracle_exact"; }
   void reset(const tree_context& ctx) override {
     ctx_ = ctx;
     const auto& t = *ctx.trace;

@@ -27,7 +27,7 @@ HYBRIDCACHE_NAMESPACE_BEGIN
 namespace sim {
 
 /// The policies of the sweep, in report order: the library's own (`hybridcache`, when
-/// include/hybridcache/tree/policy.hpp is present), the engines', the offline oracle.
+/// include/hybridcache/tree/policy.hpp is present), the engines', the two offline references.
 inline constexpr std::string_view tree_policy_names[] = {
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
     "hybridcache",
@@ -39,7 +39,8 @@ inline constexpr std::string_view tree_policy_names[] = {
     "sglang_extra_buffer_cap",
     "marconi",
     "llamacpp",
-    "oracle"};
+    "oracle",
+    "oracle_exact"};
 
 /// Sweep options.
 struct tree_options {
@@ -77,6 +78,7 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   if (name == "llamacpp")
     return std::make_unique<llamacpp_policy>(o.llamacpp_per_slot, o.llamacpp_ubatch);
   if (name == "oracle") return std::make_unique<oracle_policy>();
+  if (name == "oracle_exact") return std::make_unique<oracle_exact_policy>();
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
   if (name == "hybridcache") return std::make_unique<library_policy>();
 #endif
