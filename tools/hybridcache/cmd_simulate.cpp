@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "hybridcache/command.hpp"
 #include "hybridcache/sim_output.hpp"
 #include "hybridcache/sim_readers.hpp"
+#include "hybridcache/sim_tree.hpp"
 
 namespace {
 
@@ -278,8 +280,19 @@ int run(std::span<const std::string_view> argv) {
   (void)a.get("quiet");
   progress prog;
   prog.enabled = !a.has("quiet") && isatty(2);
-  const auto traces = split_list(a.get_or("trace", "docqa,sysprompt,multimodal"));
-  const std::string seg_kind = a.get_or("segments", "rag");
+  auto traces = split_list(a.get_or("trace", "docqa,sysprompt,multimodal"));
+  std::string seg_kind = a.get_or("segments", "rag");
+  auto tree = hybridcache_cli::sim_tree::parse(a);
+  if (auto sc = a.get("scenario")) {  // the tree scenario's selector (docs/tree_simulation.md)
+    const auto on = split_list(*sc);
+    auto has = [&](const char* s) { return std::find(on.begin(), on.end(), s) != on.end(); };
+    for (const auto& s : on) {
+      if (s != "sparse" && s != "segments" && s != "tree") throw usage_error{"unknown scenario '" + s + "'"};
+    }
+    if (!has("sparse")) traces.clear();
+    if (!has("segments")) seg_kind = "none", res.fig14_segments = 0;
+    if (!has("tree")) tree.traces.clear();
+  }
   const auto nodes = a.get_size("nodes");
   const std::size_t node_pool = a.get_size("node-pool").value_or(65536);
   a.reject_unknown();
@@ -329,6 +342,9 @@ int run(std::span<const std::string_view> argv) {
     res.fig14 = sim::cold_dispatch(res.fig14_segments, res.fig14_tokens, res.segment_options);
     hybridcache_cli::sim_out::print_fig14(stdout, res);
   }
+  const hybridcache_cli::sim_tree::workload tw{w.data, w.requests, w.seed, w.zipf,
+                                               w.tok == hybridcache_cli::sim_io::tokenizer_kind::bytes, so.model};
+  const auto tree_res = hybridcache_cli::sim_tree::run(tree, tw, prog.enabled);
   auto files = hybridcache_cli::sim_out::write_data(out, res);
   if (!multi.empty()) {
     const fs::path csv = out / "multi_node.csv";
@@ -349,6 +365,9 @@ int run(std::span<const std::string_view> argv) {
   std::string note;
   std::vector<fs::path> plots;
   if (plot) plots = hybridcache_cli::sim_out::write_plots(out, res, note);
+  for (auto& f : hybridcache_cli::sim_tree::write(out, tree_res, plot, note)) {
+    (f.extension() == ".png" || f.extension() == ".svg" ? plots : files).push_back(std::move(f));
+  }
   fmt::print("\ndata:  ");
   for (std::size_t i = 0; i < files.size(); ++i) fmt::print("{}{}", i ? ", " : "", files[i].string());
   fmt::print("\n");
@@ -361,8 +380,9 @@ int run(std::span<const std::string_view> argv) {
   return 0;
 }
 
+const std::string full_usage = std::string(usage) + hybridcache_cli::sim_tree::usage;
 const hybridcache_cli::registrar reg{{"simulate",
                                       "replay traces: checkpoint strategies vs budget, segment reuse and TTFT (the main job)",
-                                      usage, run}};
+                                      full_usage, run}};
 
 }  // namespace

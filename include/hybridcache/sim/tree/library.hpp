@@ -1,0 +1,122 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// The library's own prefix-tree state policy (`tree::state_policy`, include/hybridcache/tree/,
+/// docs/tree.md) driven through its public API on the replay engine, exactly as an engine that
+/// already has block hashes would call it:
+///
+/// 1. `match_keys(ns, h_1..h_u)` with the request's chained keys truncated at the usable match
+///    u (SGLang's input − 1 cap) → resume from `resume_tokens / B`;
+/// 2. `insert_keys(ns, h_1..h_n)` → the policy's node of every block;
+/// 3. `prefill_plan(m, n·B, grid)` with every block-grid position in (k·B, n·B] as a chunk end
+///    the engine can schedule (the request's prompt and output blocks) → snapshot positions;
+/// 4. `admit(node, state_bytes)` per snapshot → victims, freed from the pool first;
+/// 5. `unpin(m.resume_node)`.
+///
+/// The trie node ids of the trace stand in for the engine's block hashes (one distinct 128-bit
+/// key per node; the policy verifies parent links itself), and the namespace is a tenant named
+/// after the trace's namespace index, so namespaces stay apart in the policy too.
+///
+/// The policy header lives in another component; when it is absent from the include path this
+/// header defines nothing and `HYBRIDCACHE_SIM_HAS_TREE_POLICY` is 0.
+
+#if __has_include("hybridcache/tree/policy.hpp")
+#define HYBRIDCACHE_SIM_HAS_TREE_POLICY 1
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hybridcache/config.hpp"
+#include "hybridcache/segment/digest.hpp"
+#include "hybridcache/segment/namespace_key.hpp"
+#include "hybridcache/sim/tree/replay.hpp"
+#include "hybridcache/tree/policy.hpp"
+
+HYBRIDCACHE_NAMESPACE_BEGIN
+namespace sim {
+
+/// Adapter of `tree::state_policy` to the replay engine (see the file comment).
+class library_policy final : public tree_policy {
+ public:
+  /// `base`: options passed through (gamma, replan_every, hysteresis, junction/tail switches);
+  /// block size, state bytes and capacity are set from the replay.
+  explicit library_policy(tree::policy_options base = {}) : base_(base) {}
+  [[nodiscard]] std::string name() const override { return "hybridcache"; }
+
+  void reset(const tree_context& ctx) override {
+    ctx_ = ctx;
+    pol_.reset();
+    lib_to_node_.clear();
+    state_bytes_ = static_cast<std::size_t>(ctx.state_bytes);
+    if (ctx.pool->capacity() == 0) return;  // no pool: nothing to decide
+    tree::policy_options o = base_;
+    o.block_size = ctx.trace->block();
+    o.state_bytes = state_bytes_;
+    o.capacity_bytes = ctx.pool->capacity() * state_bytes_;
+    pol_ = std::make_unique<tree::state_policy>(o);
+  }
+
+  std::size_t resume(const tree_step& s) override {
+    if (!pol_) return 0;
+    const auto path = s.path();
+    keys(path, s.usable);
+    m_ = pol_->match_keys(ns_of(s), keys_);
+    return m_.resume_tokens / ctx_.trace->block();
+  }
+
+  void finish(const tree_step& s) override {
+    if (!pol_) return;
+    const auto path = s.path();
+    const std::size_t B = ctx_.trace->block();
+    keys(path, path.size());
+    const auto lib = pol_->insert_keys(ns_of(s), keys_);
+    for (std::size_t i = 0; i < lib.size(); ++i) {
+      if (lib_to_node_.size() <= lib[i]) lib_to_node_.resize(lib[i] + 1, tree_trace::no_parent);
+      lib_to_node_[lib[i]] = path[i];
+    }
+    grid_.clear();
+    for (std::size_t j = s.resumed + 1; j <= path.size(); ++j) grid_.push_back(j * B);
+    for (auto p : pol_->prefill_plan(m_, path.size() * B, grid_)) {
+      const std::size_t j = p / B;
+      const auto r = pol_->admit(lib[j - 1], state_bytes_);
+      for (auto victim : r.victims) ctx_.pool->remove(lib_to_node_.at(victim));
+      if (r.admitted) ctx_.pool->add(path[j - 1]);
+    }
+    pol_->unpin(m_.resume_node);
+  }
+
+  /// The wrapped policy (null before `reset` or with a zero budget).
+  [[nodiscard]] const tree::state_policy* get() const noexcept { return pol_.get(); }
+
+ private:
+  void keys(std::span<const std::uint32_t> path, std::size_t n) {
+    keys_.clear();
+    for (std::size_t i = 0; i < n; ++i)
+      keys_.push_back(segment::digest{path[i] + 1ULL, 0x7EE5'5111'0000'0000ULL});
+  }
+  segment::namespace_key ns_of(const tree_step& s) const {
+    return segment::namespace_key{}.with_tenant(std::to_string(ctx_.trace->ns(s.request->root)));
+  }
+
+  tree::policy_options base_;
+  tree_context ctx_{};
+  std::unique_ptr<tree::state_policy> pol_;
+  tree::match_result m_;
+  std::vector<segment::digest> keys_;
+  std::vector<std::size_t> grid_;
+  std::vector<std::uint32_t> lib_to_node_;
+  std::size_t state_bytes_ = 1;
+};
+
+}  // namespace sim
+HYBRIDCACHE_NAMESPACE_END
+
+#else
+#define HYBRIDCACHE_SIM_HAS_TREE_POLICY 0
+#endif

@@ -1,0 +1,141 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// The tree scenario's sweep: every policy of sim/tree/policies.hpp at every state budget on one
+/// tree trace (sim/tree/trace.hpp), through the replay engine of sim/tree/replay.hpp.
+///
+/// Marconi's α is tuned as its paper does: replay a window (the first `marconi_window` of the
+/// requests) once per α of the grid and keep the α with the highest token hit rate (ties: the
+/// smallest α); the full trace is then replayed with it, per budget.
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hybridcache/config.hpp"
+#include "hybridcache/error.hpp"
+#include "hybridcache/sim/tree/library.hpp"
+#include "hybridcache/sim/tree/policies.hpp"
+#include "hybridcache/sim/tree/replay.hpp"
+#include "hybridcache/sim/tree/trace.hpp"
+
+HYBRIDCACHE_NAMESPACE_BEGIN
+namespace sim {
+
+/// The policies of the sweep, in report order: the library's own (`hybridcache`, when
+/// include/hybridcache/tree/policy.hpp is present), the engines', the two offline references.
+inline constexpr std::string_view tree_policy_names[] = {
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+    "hybridcache",
+#endif
+    "vllm_align",
+    "vllm_all",
+    "sglang_no_buffer",
+    "sglang_extra_buffer",
+    "sglang_extra_buffer_cap",
+    "marconi",
+    "llamacpp",
+    "oracle",
+    "oracle_exact"};
+
+/// Sweep options.
+struct tree_options {
+  std::vector<std::size_t> budgets{4, 16, 64, 256};  ///< M, states
+  std::vector<std::string> policies{std::begin(tree_policy_names), std::end(tree_policy_names)};
+  tree_cost_model cost{};
+  std::size_t sglang_chunk = 8192;     ///< chunked-prefill size C (tokens)
+  std::size_t sglang_path_cap = 4;     ///< states per root→leaf path of `sglang_extra_buffer_cap`
+  std::size_t llamacpp_per_slot = 32;  ///< checkpoints per slot
+  std::size_t llamacpp_ubatch = 512;   ///< n_ubatch
+  std::vector<double> marconi_alphas{0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0};
+  double marconi_window = 0.2;  ///< fraction of the trace replayed to tune α
+};
+
+/// One trace's sweep.
+struct tree_result {
+  std::string trace;
+  std::size_t block = 0, nodes = 0, requests = 0;
+  double prompt_tokens = 0.0;
+  double state_bytes = 0.0;        ///< bytes of one state
+  std::vector<tree_metrics> rows;  ///< policy-major, budgets in order
+};
+
+/// The policy called `name` (one of `tree_policy_names`), Marconi with weight `alpha`.
+/// @throws invalid_argument for an unknown name.
+inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, const tree_options& o,
+                                                     double alpha = 1.0) {
+  if (name == "vllm_align") return std::make_unique<vllm_align_policy>();
+  if (name == "vllm_all") return std::make_unique<vllm_all_policy>();
+  if (name == "sglang_no_buffer") return std::make_unique<sglang_no_buffer_policy>(o.sglang_chunk);
+  if (name == "sglang_extra_buffer") return std::make_unique<sglang_extra_buffer_policy>(0);
+  if (name == "sglang_extra_buffer_cap")
+    return std::make_unique<sglang_extra_buffer_policy>(o.sglang_path_cap);
+  if (name == "marconi") return std::make_unique<marconi_policy>(alpha);
+  if (name == "llamacpp")
+    return std::make_unique<llamacpp_policy>(o.llamacpp_per_slot, o.llamacpp_ubatch);
+  if (name == "oracle") return std::make_unique<oracle_policy>();
+  if (name == "oracle_exact") return std::make_unique<oracle_exact_policy>();
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+  if (name == "hybridcache") return std::make_unique<library_policy>();
+#endif
+  hybridcache::detail::throw_invalid("policy", name, "unknown tree policy");
+}
+
+/// Marconi's α for `budget`: the grid value with the best token hit rate on the tuning window.
+inline double tune_marconi_alpha(const tree_trace& t, std::size_t budget,
+                                 const std::vector<std::size_t>& usable, const tree_options& o) {
+  if (o.marconi_alphas.empty())
+    hybridcache::detail::throw_invalid("marconi_alphas", "{}", "must not be empty");
+  if (!(o.marconi_window > 0.0 && o.marconi_window <= 1.0))
+    hybridcache::detail::throw_invalid("marconi_window", o.marconi_window, "must be in (0, 1]");
+  const auto window = std::max<std::size_t>(
+      1, static_cast<std::size_t>(o.marconi_window * static_cast<double>(t.size())));
+  double best = o.marconi_alphas.front(), best_hit = -1.0;
+  for (double a : o.marconi_alphas) {
+    marconi_policy p(a);
+    const auto m = replay_tree(t, p, budget, usable, o.cost, 0, window);
+    if (m.hit_rate > best_hit) {
+      best_hit = m.hit_rate;
+      best = a;
+    }
+  }
+  return best;
+}
+
+/// Runs every policy at every budget (see the file comment).
+/// @throws invalid_argument for an empty trace, no budgets or an unknown policy.
+inline tree_result simulate_tree(const tree_trace& t, const tree_options& o,
+                                 const progress_fn& progress = {}) {
+  if (t.size() == 0) hybridcache::detail::throw_invalid("trace", t.name(), "has no requests");
+  if (o.budgets.empty()) hybridcache::detail::throw_invalid("budgets", "{}", "must not be empty");
+  for (const auto& p : o.policies) (void)make_tree_policy(p, o);
+  tree_result res;
+  res.trace = t.name();
+  res.block = t.block();
+  res.nodes = t.node_count();
+  res.requests = t.size();
+  res.prompt_tokens = static_cast<double>(t.prompt_tokens());
+  res.state_bytes = o.cost.model.checkpoint_bytes();
+  const auto usable = usable_matches(t);
+  const std::size_t total = o.policies.size() * o.budgets.size();
+  std::size_t done = 0;
+  for (const auto& name : o.policies) {
+    for (auto budget : o.budgets) {
+      double alpha = 1.0;
+      if (name == "marconi") alpha = tune_marconi_alpha(t, budget, usable, o);
+      auto p = make_tree_policy(name, o, alpha);
+      auto m = replay_tree(t, *p, budget, usable, o.cost);
+      if (name == "marconi") m.parameter = alpha;
+      res.rows.push_back(std::move(m));
+      if (progress) progress(++done, total);
+    }
+  }
+  return res;
+}
+
+}  // namespace sim
+HYBRIDCACHE_NAMESPACE_END

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "hybridcache/sim_tree.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <hybridcache/error.hpp>
+#include <hybridcache/sim/builders.hpp>
+#include <hybridcache/sim/tokenize.hpp>
+#include <hybridcache/sim/tree.hpp>
+#include <limits>
+#include <map>
+#include <string_view>
+
+#include "hybridcache/sim_output.hpp"
+#include "hybridcache/sim_readers.hpp"
+
+namespace hybridcache_cli::sim_tree {
+
+namespace sim = hybridcache::sim;
+
+const char* const usage =
+    R"(tree scenario (recurrent states in a prefix tree; docs/tree_simulation.md):
+  --tree LIST         tree traces, comma-separated (default multi-turn; none = skip):
+                        multi-turn                          embedded synthetic sessions
+                        mooncake                            DATA/mooncake hash_ids (512-token blocks)
+                        system-prompts                      DATA/system_prompts + ShareGPT queries
+                        quality | leval:NAME                L-Eval documents with their questions
+  --scenario LIST     which scenarios run: sparse,segments,tree (default all three)
+  --tree-budgets LIST state budgets M in states (default 4,16,64,256)
+  --tree-policies LIST subset of vllm_align vllm_all sglang_no_buffer sglang_extra_buffer
+                      sglang_extra_buffer_cap marconi llamacpp oracle oracle_exact
+                      (+ hybridcache when the library's tree policy is built in; default all)
+  --tree-block B      tokens per tree node (default 64; mooncake is always 512)
+  --tree-sessions N   synthetic multi-turn sessions (default 400)
+  --tree-chunk C      SGLang chunked-prefill size in tokens (default 8192)
+  --tree-path-cap N   states per path of sglang_extra_buffer_cap (default 4)
+)";
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    std::size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    if (end > pos) out.push_back(s.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
+std::vector<std::size_t> sizes(const std::string& opt, const std::string& s) {
+  std::vector<std::size_t> out;
+  for (const auto& item : split(s)) {
+    std::size_t pos = 0;
+    unsigned long long v = 0;
+    try {
+      if (!item.empty() && item[0] == '-') throw std::invalid_argument("negative");
+      v = std::stoull(item, &pos);
+    } catch (...) {
+      pos = 0;
+    }
+    if (pos != item.size() || item.empty())
+      throw usage_error{"option --" + opt + " expects non-negative integers, got '" + item + "'"};
+    out.push_back(static_cast<std::size_t>(v));
+  }
+  if (out.empty()) throw usage_error{"option --" + opt + " needs at least one value"};
+  return out;
+}
+
+fs::path need(const fs::path& p) {
+  if (!fs::exists(p)) {
+    throw hybridcache::invalid_argument(
+        "data path", p.string(),
+        "not found (pass --data DIR or set HYBRIDCACHE_DATA_DIR; see docs/simulate.md)");
+  }
+  return p;
+}
+
+sim::tree_trace build(const std::string& kind, const options& o, const workload& w) {
+  namespace io = hybridcache_cli::sim_io;
+  const std::size_t block = o.block.value_or(64);
+  const sim::arrival_options real{
+      .requests = w.requests.value_or(10000), .rate = 1.0, .zipf = w.zipf, .seed = w.seed};
+  auto text = [&](auto&& f) {
+    if (w.bytes_tokenizer) return sim::from_trace(f(sim::byte_tokenizer{}), block);
+    return sim::from_trace(f(sim::word_tokenizer{}), block);
+  };
+  if (kind == "multi-turn") {
+    sim::multi_turn_options m;
+    m.sessions = o.sessions.value_or(400);
+    m.block = block;
+    m.seed = w.seed;
+    return sim::synthetic_multi_turn(m);
+  }
+  if (kind == "mooncake") {
+    const auto recs =
+        io::read_block_hash_jsonl(need(w.data / "mooncake" / "conversation_trace.jsonl"));
+    sim::tree_trace_builder b("mooncake", 512);
+    const std::size_t n = std::min(recs.size(), w.requests.value_or(recs.size()));
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& r = recs[i];
+      const std::size_t len = r.input_length == 0 ? r.hash_ids.size() * 512 : r.input_length;
+      b.add_block_ids(r.hash_ids, len, std::nullopt, r.timestamp_ms / 1000.0);
+    }
+    return b.take();
+  }
+  if (kind == "system-prompts") {
+    const auto prompts = io::read_system_prompts(need(w.data / "system_prompts"));
+    const auto queries =
+        io::read_sharegpt_queries(need(w.data / "sharegpt" / "ShareGPT_V3_filtered_1000.json"));
+    return text([&](auto tok) {
+      return sim::build_system_prompts("system-prompts", prompts, queries, real, tok);
+    });
+  }
+  if (kind == "quality" || kind.rfind("leval:", 0) == 0) {
+    const std::string name = kind == "quality" ? "quality" : kind.substr(6);
+    const auto docs = io::read_leval(need(w.data / "leval" / (name + ".jsonl")));
+    return text([&](auto tok) { return sim::build_document_qa("leval-" + name, docs, real, tok); });
+  }
+  throw usage_error{"unknown tree trace '" + kind + "'"};
+}
+
+void print_table(std::FILE* out, const sim::tree_result& r) {
+  fmt::print(out,
+             "\ntree scenario — trace {}: {} requests, {} nodes of {} tokens, {:.2f} M prompt "
+             "tokens; one state = {:.1f} MiB\n",
+             r.trace, r.requests, r.nodes, r.block, r.prompt_tokens / 1e6,
+             r.state_bytes / (1024.0 * 1024.0));
+  fmt::print(out, "  {:<26} {:>5} {:>9} {:>10} {:>7} {:>7} {:>9} {:>8} {:>7} {:>8}\n", "policy",
+             "M", "mem GiB", "recomp Mt", "%usable", "hit", "PFLOP", "TTFT ms", "states", "us/req");
+  std::map<std::size_t, std::vector<const sim::tree_metrics*>> by_budget;
+  for (const auto& m : r.rows) by_budget[m.budget].push_back(&m);
+  for (const auto& [budget, rows] : by_budget) {
+    for (const auto* m : rows) {
+      const std::string name = std::isnan(m->parameter)
+                                   ? m->policy
+                                   : fmt::format("{} (a={:g})", m->policy, m->parameter);
+      fmt::print(out,
+                 "  {:<26} {:>5} {:>9.2f} {:>10.3f} {:>6.1f}% {:>6.1f}% {:>9.2f} {:>8.1f} {:>7.1f} "
+                 "{:>8.2f}\n",
+                 name, m->budget, m->state_memory / (1024.0 * 1024.0 * 1024.0),
+                 m->recomputed_tokens / 1e6,
+                 m->usable_tokens > 0 ? 100.0 * m->recomputed_tokens / m->usable_tokens : 0.0,
+                 100.0 * m->hit_rate, m->prefill_flops / 1e15, m->ttft_ms, m->states_mean,
+                 m->decision_ns / 1e3);
+    }
+    const sim::tree_metrics* best = nullptr;  // best engine policy
+    const sim::tree_metrics* lib = nullptr;
+    const sim::tree_metrics* oracle = nullptr;  // better of the two offline references
+    for (const auto* m : rows) {
+      if (m->policy.rfind("oracle", 0) == 0) {
+        if (!oracle || m->recomputed_tokens < oracle->recomputed_tokens) oracle = m;
+      } else if (m->policy == "hybridcache") {
+        lib = m;
+      } else if (!best || m->recomputed_tokens < best->recomputed_tokens) {
+        best = m;
+      }
+    }
+    if (best) {
+      fmt::print(out, "  M = {}: best engine policy {} recomputes {:.3f} Mt", budget, best->policy,
+                 best->recomputed_tokens / 1e6);
+      if (lib) fmt::print(out, ", hybridcache {:.3f} Mt", lib->recomputed_tokens / 1e6);
+      if (oracle)
+        fmt::print(out, ", offline reference ({}) {:.3f} Mt", oracle->policy,
+                   oracle->recomputed_tokens / 1e6);
+      fmt::print(out, "\n");
+    }
+  }
+}
+
+std::string file_id(const std::string& name) {
+  std::string s;
+  for (char c : name)
+    s += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
+  return s;
+}
+
+std::string gp_quote(const fs::path& p) {
+  std::string s = p.string(), out = "'";
+  for (char c : s) {
+    if (c == '\'')
+      out += "''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+options parse(const hybridcache_cli::args& a) {
+  options o;
+  if (auto t = a.get("tree")) {
+    o.traces.clear();
+    for (const auto& k : split(*t)) {
+      if (k != "none") o.traces.push_back(k);
+    }
+  }
+  if (auto b = a.get("tree-budgets")) o.sweep.budgets = sizes("tree-budgets", *b);
+  if (auto p = a.get("tree-policies")) {
+    o.sweep.policies = split(*p);
+    for (const auto& name : o.sweep.policies) {
+      if (std::find(std::begin(sim::tree_policy_names), std::end(sim::tree_policy_names), name) ==
+          std::end(sim::tree_policy_names))
+        throw usage_error{"unknown tree policy '" + name + "'"};
+    }
+    if (o.sweep.policies.empty())
+      throw usage_error{"option --tree-policies needs at least one policy"};
+  }
+  o.block = a.get_size("tree-block");
+  if (o.block && *o.block == 0) throw usage_error{"option --tree-block must be > 0"};
+  o.sessions = a.get_size("tree-sessions");
+  if (o.sessions && *o.sessions == 0) throw usage_error{"option --tree-sessions must be > 0"};
+  if (auto c = a.get_size("tree-chunk")) {
+    if (*c == 0) throw usage_error{"option --tree-chunk must be > 0"};
+    o.sweep.sglang_chunk = *c;
+  }
+  if (auto c = a.get_size("tree-path-cap")) {
+    if (*c == 0) throw usage_error{"option --tree-path-cap must be > 0"};
+    o.sweep.sglang_path_cap = *c;
+  }
+  return o;
+}
+
+std::vector<sim::tree_result> run(const options& o, const workload& w, bool progress) {
+  // Build every trace first: a missing file fails before any replay.
+  std::vector<sim::tree_trace> traces;
+  for (const auto& k : o.traces) traces.push_back(build(k, o, w));
+  sim::tree_options so = o.sweep;
+  so.cost.model = w.model;
+  std::vector<sim::tree_result> out;
+  for (const auto& t : traces) {
+    const std::string label = "tree " + t.name();
+    auto prog = [&](std::size_t done, std::size_t total) {
+      if (!progress) return;
+      std::fprintf(stderr, "\r  %-24s %3zu%% (%zu/%zu runs)", label.c_str(),
+                   total ? 100 * done / total : 100, done, total);
+      if (done == total) std::fprintf(stderr, "\r%*s\r", 72, "");
+      std::fflush(stderr);
+    };
+    out.push_back(sim::simulate_tree(t, so, prog));
+    print_table(stdout, out.back());
+    std::fflush(stdout);
+  }
+  return out;
+}
+
+std::vector<fs::path> write(const fs::path& dir, const std::vector<sim::tree_result>& res,
+                            bool plot, std::string& note) {
+  std::vector<fs::path> files;
+  if (res.empty()) return files;
+  std::string csv =
+      "trace,policy,budget_states,state_memory_bytes,requests,prompt_tokens,usable_tokens,resumed_"
+      "tokens,recomputed_tokens,"
+      "prefill_tokens,hit_rate,prefill_flops,ttft_ms_mean,states_mean,states_peak,decision_ns_per_"
+      "request,decision_ns_per_block,"
+      "parameter\n";
+  for (const auto& r : res) {
+    for (const auto& m : r.rows) {
+      csv += fmt::format(
+          "{},{},{},{:.10g},{},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:."
+          "10g},{},{:.6g},{:.6g},{}\n",
+          r.trace, m.policy, m.budget, m.state_memory, m.requests, m.prompt_tokens, m.usable_tokens,
+          m.resumed_tokens, m.recomputed_tokens, m.prefill_tokens, m.hit_rate, m.prefill_flops,
+          m.ttft_ms, m.states_mean, m.states_peak, m.decision_ns, m.decision_ns_per_block,
+          std::isnan(m.parameter) ? std::string() : fmt::format("{:g}", m.parameter));
+    }
+  }
+  hybridcache_cli::sim_out::write_atomic(dir / "tree.csv", csv);
+  files.push_back(dir / "tree.csv");
+
+  std::vector<std::pair<fs::path, fs::path>> scripts;  // (plot, script)
+  const fs::path abs = fs::absolute(dir);
+  for (const auto& r : res) {
+    const std::string id = "tree_" + file_id(r.trace);
+    std::vector<std::string> policies;
+    std::string dat;
+    for (const auto& m : r.rows) {
+      if (policies.empty() || policies.back() != m.policy) {
+        if (!policies.empty()) dat += "\n\n";
+        policies.push_back(m.policy);
+        dat += "# " + m.policy + ": state memory GiB, recomputed Mtokens, hit rate\n";
+      }
+      dat += fmt::format("{:.6g} {:.6g} {:.6g}\n", m.state_memory / (1024.0 * 1024.0 * 1024.0),
+                         m.recomputed_tokens / 1e6, m.hit_rate);
+    }
+    hybridcache_cli::sim_out::write_atomic(dir / (id + ".dat"), dat);
+    files.push_back(dir / (id + ".dat"));
+    for (bool png : {true, false}) {
+      std::string gp = png ? "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { set terminal "
+                             "pngcairo size 800,480 font ',10' } "
+                             "else { set terminal png size 800,480 }\n"
+                           : "set terminal svg size 800,480 dynamic font 'Helvetica,11'\n";
+      gp += "set termoption noenhanced\n";
+      gp += fmt::format("set output {}\n", gp_quote(abs / (id + (png ? ".png" : ".svg"))));
+      gp += fmt::format(
+          "set title \"{}: tokens recomputed vs state memory (B = {} tokens, {} requests)\"\nset "
+          "grid\nset logscale x 2\n"
+          "set key outside right\nset xlabel \"state memory (GiB)\"\nset ylabel \"tokens "
+          "recomputed (millions)\"\nset yrange [0:*]\n",
+          r.trace, r.block, r.requests);
+      gp += "plot ";
+      for (std::size_t i = 0; i < policies.size(); ++i) {
+        gp += fmt::format("{}{} index {} using 1:2 with linespoints lw {} title '{}'",
+                          i ? ", \\\n     " : "", gp_quote(abs / (id + ".dat")), i,
+                          policies[i].rfind("oracle", 0) == 0 ? 3 : 2, policies[i]);
+      }
+      gp += "\n";
+      const fs::path script = dir / (id + (png ? "_png.gp" : "_svg.gp"));
+      hybridcache_cli::sim_out::write_atomic(script, gp);
+      scripts.emplace_back(dir / (id + (png ? ".png" : ".svg")), script);
+    }
+  }
+  if (!plot) return files;
+  const char* env = std::getenv("HYBRIDCACHE_GNUPLOT");
+  const std::string prog = env && *env ? env : "gnuplot";
+  if (std::system(("command -v " + shell_quote(prog) + " >/dev/null 2>&1").c_str()) != 0) {
+    note = "gnuplot not found (install gnuplot-nox): wrote the tree data and .gp scripts, no plots";
+    return files;
+  }
+  for (const auto& [out, script] : scripts) {
+    if (std::system((shell_quote(prog) + " " + shell_quote(fs::absolute(script).string()) + " 2>&1")
+                        .c_str()) != 0) {
+      note = "gnuplot failed on " + script.string();
+      continue;
+    }
+    files.push_back(out);
+  }
+  return files;
+}
+
+}  // namespace hybridcache_cli::sim_tree

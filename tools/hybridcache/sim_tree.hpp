@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tree scenario of `hybridcache simulate` (docs/tree_simulation.md): option parsing, trace
+// building (synthetic multi-turn, Mooncake hash_ids, system prompts + ShareGPT, L-Eval), the
+// sweep of <hybridcache/sim/tree.hpp>, tables, tree.csv and one gnuplot plot per trace.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <hybridcache/sim/tree/simulate.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hybridcache/command.hpp"
+
+namespace hybridcache_cli::sim_tree {
+
+namespace fs = std::filesystem;
+
+/// Help text of the tree options (appended to `simulate`'s usage).
+extern const char* const usage;
+
+/// What the tree scenario runs.
+struct options {
+  std::vector<std::string> traces{"multi-turn"};  ///< empty = skip the scenario
+  hybridcache::sim::tree_options sweep{};
+  std::optional<std::size_t> block;     ///< tokens per node (default 64; Mooncake: 512)
+  std::optional<std::size_t> sessions;  ///< synthetic multi-turn sessions
+};
+
+/// Reads --tree, --tree-budgets, --tree-policies, --tree-block, --tree-sessions, --tree-chunk,
+/// --tree-path-cap. @throws usage_error for bad values.
+options parse(const hybridcache_cli::args& a);
+
+/// Shared workload knobs of `simulate` that the tree traces also follow.
+struct workload {
+  fs::path data;
+  std::optional<std::size_t> requests;
+  std::uint64_t seed = 1;
+  double zipf = 1.0;
+  bool bytes_tokenizer = false;
+  hybridcache::sim::model_shape model = hybridcache::sim::qwen3_5_0_8b;
+};
+
+/// Builds and replays every tree trace, prints the tables to stdout and returns the results.
+std::vector<hybridcache::sim::tree_result> run(const options& o, const workload& w, bool progress);
+
+/// tree.csv under `dir`, plus tree_<trace>.gp/.dat and, when gnuplot runs, tree_<trace>.png/.svg.
+/// @returns the files written; `note` says why plots are missing.
+std::vector<fs::path> write(const fs::path& dir,
+                            const std::vector<hybridcache::sim::tree_result>& r, bool plot,
+                            std::string& note);
+
+}  // namespace hybridcache_cli::sim_tree
