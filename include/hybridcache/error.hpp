@@ -93,6 +93,31 @@ template <class T>
   throw invalid_argument(argument, to_display(value), why);
 }
 
+/// Caller text for an error message, bounded and escaped: at most `max_chars` input bytes,
+/// quoted, printable ASCII kept, `"` and `\` backslash-escaped, every other byte (control
+/// characters, NUL, bytes ≥ 0x80) as `\xNN`, and `...` after the quote when the text was cut.
+/// Never echoes raw binary or an unbounded input into a message.
+inline std::string excerpt(std::string_view text, std::size_t max_chars = 32) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string s = "\"";
+  const std::size_t n = text.size() < max_chars ? text.size() : max_chars;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '"' || c == '\\') {
+      s.push_back('\\');
+      s.push_back(static_cast<char>(c));
+    } else if (c >= 0x20 && c < 0x7f) {
+      s.push_back(static_cast<char>(c));
+    } else {
+      s.append("\\x").push_back(hex[c >> 4]);
+      s.push_back(hex[c & 15]);
+    }
+  }
+  s.push_back('"');
+  if (n < text.size()) s.append("...");
+  return s;
+}
+
 /// `name[index]`, for messages about one element of a sequence.
 inline std::string indexed(std::string_view name, std::size_t index) {
   std::string s(name);

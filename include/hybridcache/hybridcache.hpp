@@ -5,6 +5,7 @@
 /// Umbrella header: every host component. Never pulls in CUDA. Components that need an optional
 /// third-party library (OpenSSL for the SHA-256 key policy) are included on their own.
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/dispatch.hpp"
 #include "hybridcache/error.hpp"

@@ -29,3 +29,21 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
 "$out/store_fuzz" -max_total_time="$seconds" -max_len=2048 -rss_limit_mb=2048 \
   -print_final_stats=1 "$out/corpus"
 echo "fuzz: no crash in ${seconds}s"
+
+# The overlap-weights parser (tests/fuzz/weights_fuzz.cpp): a short run, HC_FUZZ_WEIGHTS_SECONDS
+# (default 10) seconds.
+echo "fuzz: building $out/weights_fuzz with $cxx"
+"$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+  -DHYBRIDCACHE_ASSERTIONS=1 -Iinclude -Itests \
+  tests/fuzz/weights_fuzz.cpp -o "$out/weights_fuzz"
+mkdir -p "$out/corpus_weights"
+printf '# depth 1..5\n0 0.1 0 0.2\n0.7\n' > "$out/corpus_weights/seed_text"
+printf '4.9e-324 1e-320 2.5e-310\n' > "$out/corpus_weights/seed_subnormal"
+printf '1e400 +3 nan\x00 7' > "$out/corpus_weights/seed_bad"
+wseconds=${HC_FUZZ_WEIGHTS_SECONDS:-10}
+echo "fuzz: running weights_fuzz for ${wseconds}s"
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+"$out/weights_fuzz" -max_total_time="$wseconds" -max_len=4096 -rss_limit_mb=2048 \
+  -print_final_stats=1 "$out/corpus_weights"
+echo "fuzz: weights_fuzz no crash in ${wseconds}s"

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -138,4 +139,30 @@ TEST_CASE("histograms: empty state, bad depth, bad parameters") {
     CHECK(err.argument() == "depth");
     CHECK(err.value() == "100");
   }
+}
+
+TEST_CASE("gamma has a documented valid range [2^-1022, 1]; its ends give a finite pmf") {
+  CHECK(hc::ew_histogram::min_gamma == std::numeric_limits<double>::min());
+  CHECK_THROWS_AS(hc::ew_histogram(4, std::numeric_limits<double>::denorm_min()),
+                  hc::invalid_argument);
+  CHECK_THROWS_AS(hc::ew_histogram(4, std::nextafter(hc::ew_histogram::min_gamma, 0.0)),
+                  hc::invalid_argument);
+  // At γ = 2^-1022 every older observation weighs ≤ 2^-1022 of the newest: the pmf is (to
+  // double precision) the point mass at the last depth, finite, summing to 1.
+  hc::ew_histogram h(4, hc::ew_histogram::min_gamma);
+  for (std::size_t d : {1u, 2u, 4u, 3u}) h.observe(d);
+  const auto p = h.pmf();
+  double sum = 0.0;
+  for (double x : p) {
+    CHECK(std::isfinite(x));
+    sum += x;
+  }
+  CHECK(sum == doctest::Approx(1.0));
+  CHECK(p[2] == doctest::Approx(1.0));
+  const auto w = h.weights();
+  for (double x : w) CHECK(std::isfinite(x));
+  hc::ew_histogram one(4, 1.0);  // γ = 1: the empirical law
+  for (std::size_t d : {1u, 1u, 4u, 0u}) one.observe(d);
+  CHECK(one.pmf()[0] == doctest::Approx(2.0 / 3.0));
+  CHECK(one.weights()[0] == doctest::Approx(0.5));
 }

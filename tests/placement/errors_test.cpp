@@ -69,3 +69,29 @@ TEST_CASE("bad granularity and checkpoints are rejected by name") {
   CHECK(rejected_argument([&] { (void)hc::uniform_optimal_recompute(0, 1); }) == "n");
   CHECK(rejected_argument([&] { (void)hc::clip_to_granularity(zero_pos, 0); }) == "granularity");
 }
+
+TEST_CASE("all-subnormal weights give the same answers as their normal multiples (no NaN)") {
+  // Multiplying by a power of two changes no ratio, so every normalised quantity must be
+  // identical for w and 2^k·w. The all-subnormal case used to scale by 2^1074 = inf → NaN.
+  const std::vector<double> normal{1.0, 3.0, 0.0, 2.0, 5.0, 1.0, 4.0};
+  std::vector<double> tiny(normal.size());
+  for (std::size_t i = 0; i < normal.size(); ++i) tiny[i] = std::ldexp(normal[i], -1072);
+  for (double x : tiny) REQUIRE((x == 0.0 || std::fpclassify(x) == FP_SUBNORMAL));
+  const std::vector<std::size_t> c{2, 5};
+  CHECK(hc::expected_recompute(tiny, c) == hc::expected_recompute(normal, c));
+  CHECK(hc::no_cache_recompute(tiny) == hc::no_cache_recompute(normal));
+  CHECK(hc::savings(tiny, c) == hc::savings(normal, c));
+  CHECK(hc::reduction(tiny, c) == hc::reduction(normal, c));
+  for (std::size_t m = 0; m <= normal.size(); ++m) {
+    const auto a = hc::place_optimal(tiny, m);
+    const auto b = hc::place_optimal(normal, m);
+    CHECK(a.checkpoints == b.checkpoints);
+    CHECK(a.expected_recompute == b.expected_recompute);
+    CHECK(std::isfinite(a.expected_recompute));
+  }
+  CHECK(hc::optimal_frontier(tiny, 7) == hc::optimal_frontier(normal, 7));
+  // The smallest subnormal alone: the law is a point mass at depth 3.
+  const std::vector<double> point{0.0, 0.0, std::numeric_limits<double>::denorm_min()};
+  CHECK(hc::no_cache_recompute(point) == 3.0);
+  CHECK(hc::expected_recompute(point, std::vector<std::size_t>{3}) == 0.0);
+}

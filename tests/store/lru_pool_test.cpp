@@ -3,6 +3,7 @@
 
 #include <hybridcache/store/lru_pool.hpp>
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -158,4 +159,35 @@ TEST_CASE("a throwing release callback does not corrupt the pool") {
   CHECK(pool.insert(2, 2, 10).status == st::insert_status::inserted);
   CHECK(pool.used() == 10);
   CHECK(pool.contains(2));
+}
+
+TEST_CASE("budget arithmetic cannot wrap: two 2^63-byte inserts in a 2^64-1 pool") {
+  constexpr std::size_t huge = std::size_t{1} << 63;
+  st::lru_pool<int, int> pool(std::numeric_limits<std::size_t>::max());
+  auto a = pool.insert(1, 1, huge);
+  REQUIRE(a.status == st::insert_status::inserted);
+  // 2^63 + 2^63 = 2^64 > capacity: the pinned first entry cannot be evicted, so no space (the
+  // sum used to wrap to 0 and admit it, leaving used() == 0).
+  auto b = pool.insert(2, 2, huge);
+  CHECK(b.status == st::insert_status::no_space);
+  CHECK_FALSE(b.pin);
+  CHECK(pool.used() == huge);
+  CHECK(pool.free() == std::numeric_limits<std::size_t>::max() - huge);
+  // Unpinned, the first entry is evicted to make room: used() is exactly the second entry.
+  a.pin.reset();
+  auto c = pool.insert(2, 2, huge);
+  CHECK(c.status == st::insert_status::inserted);
+  CHECK(pool.used() == huge);
+  CHECK_FALSE(pool.contains(1));
+  // The same with reserved entries and a reserve of 2^63.
+  st::lru_pool<int, int> res(std::numeric_limits<std::size_t>::max(), huge);
+  auto r1 = res.insert(1, 1, huge, st::entry_class::reserved);
+  REQUIRE(r1.status == st::insert_status::inserted);
+  CHECK(res.insert(2, 2, huge, st::entry_class::reserved).status == st::insert_status::no_space);
+  CHECK(res.used() == huge);
+  CHECK(res.stats().used_reserved == huge);
+  // An ordinary entry of 2^63 − 1 fits beside it exactly (C − R = 2^63 − 1).
+  CHECK(res.insert(3, 3, huge - 1).status == st::insert_status::inserted);
+  CHECK(res.used() == std::numeric_limits<std::size_t>::max());
+  CHECK_THROWS_AS(res.insert(4, 4, huge), hybridcache::invalid_argument);  // > C − R
 }

@@ -36,3 +36,13 @@ set_tests_properties(cli/baselines PROPERTIES LABELS "cli;placement"
 add_test(NAME cli/demo COMMAND hybridcache_cli demo --n 1024 --granularity 16 --max-budget 8)
 set_tests_properties(cli/demo PROPERTIES LABELS "cli;placement"
   PASS_REGULAR_EXPRESSION "document-qa.*system-prompts.*multimodal.*DP checkpoints to match")
+# All-subnormal weights normalise like their normal multiples (issue #11: they printed -nan).
+set(_hc_ws "${CMAKE_CURRENT_LIST_DIR}/data/subnormal_weights.txt")
+add_test(NAME cli/plan/subnormal COMMAND hybridcache_cli plan --weights ${_hc_ws} --budget 2)
+set_tests_properties(cli/plan/subnormal PROPERTIES LABELS "cli;placement"
+  PASS_REGULAR_EXPRESSION "checkpoints \\(2\\): 4 5\nexpected recompute: 0\\.2 tokens"
+  FAIL_REGULAR_EXPRESSION "nan")
+add_test(NAME cli/baselines/subnormal COMMAND hybridcache_cli baselines --weights ${_hc_ws} --budget 2)
+set_tests_properties(cli/baselines/subnormal PROPERTIES LABELS "cli;placement"
+  PASS_REGULAR_EXPRESSION "none +0 +4\\.5 .*dense +5 +0 .*dp\\(2\\) +2 +0\\.2 "
+  FAIL_REGULAR_EXPRESSION "nan")

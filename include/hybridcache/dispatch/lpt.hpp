@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 
@@ -92,6 +93,7 @@ inline double max_load(const std::vector<double>& load) {
 /// ```
 inline assignment lpt_assign(std::span<const double> costs, std::size_t workers) {
   if (workers == 0) detail::throw_invalid("workers", workers, "need at least one worker");
+  (void)checked_count<std::pair<double, std::size_t>>(workers, "workers");  // heap of workers
   detail::check_costs(costs, "costs");
   assignment out;
   out.worker_of.assign(costs.size(), 0);

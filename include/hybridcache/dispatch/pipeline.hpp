@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/dispatch/affinity.hpp"
 #include "hybridcache/dispatch/lpt.hpp"
@@ -79,6 +80,7 @@ inline pipeline_plan pipeline_schedule(std::span<const std::size_t> worker_of, s
                                        std::span<const double> transfer,
                                        send_order rule = send_order::longest_first) {
   if (workers == 0) detail::throw_invalid("workers", workers, "need at least one worker");
+  (void)checked_count<std::vector<std::size_t>>(workers, "workers");  // one queue per worker
   const std::size_t n = worker_of.size();
   if (compute.size() != n)
     detail::throw_invalid("compute.size()", compute.size(), "must equal worker_of.size()");

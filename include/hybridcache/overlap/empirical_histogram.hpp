@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 
@@ -30,7 +31,7 @@ class empirical_histogram {
   /// @throws invalid_argument if max_depth == 0.
   explicit empirical_histogram(std::size_t max_depth) {
     if (max_depth == 0) detail::throw_invalid("max_depth", max_depth, "must be >= 1");
-    counts_.assign(max_depth, 0);
+    counts_.assign(checked_count<std::uint64_t>(max_depth, "max_depth"), 0);
   }
 
   /// Records one request that reused `depth` tokens (0: a miss). O(1).

@@ -32,7 +32,9 @@
 #include <string>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
+#include "hybridcache/detail/normalise.hpp"
 #include "hybridcache/error.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
@@ -40,14 +42,22 @@ HYBRIDCACHE_NAMESPACE_BEGIN
 /// Exponentially weighted histogram of overlap depths 0..max_depth (0 = miss).
 class ew_histogram {
  public:
+  /// Smallest accepted γ: 2⁻¹⁰²², the smallest normal double (see the constructor).
+  static constexpr double min_gamma = std::numeric_limits<double>::min();
+
   /// @param max_depth largest depth that can be observed (the cached prefix length N), ≥ 1.
-  /// @param gamma decay per observation, in (0, 1]; 1 gives equal weights (the empirical law).
-  /// @throws invalid_argument for max_depth == 0 or gamma outside (0, 1].
+  /// @param gamma decay per observation, in [`min_gamma`, 1] = [2⁻¹⁰²², 1]; 1 gives equal weights
+  ///        (the empirical law). Below 2⁻¹⁰²² (the smallest normal double) 1/γ overflows and the
+  ///        newest observation's weight γ·1 underflows, so every weight would read 0.
+  /// @throws invalid_argument for max_depth == 0 or gamma outside [min_gamma, 1] (NaN included).
   explicit ew_histogram(std::size_t max_depth, double gamma = 0.99) : gamma_(gamma) {
     if (max_depth == 0) detail::throw_invalid("max_depth", max_depth, "must be >= 1");
-    if (!(gamma > 0.0 && gamma <= 1.0)) {
-      detail::throw_invalid("gamma", gamma, "the decay must lie in (0, 1]");
+    if (!(gamma >= min_gamma && gamma <= 1.0)) {
+      detail::throw_invalid("gamma", gamma,
+                            "the decay must lie in [2^-1022, 1] (smaller gammas underflow every "
+                            "weight to 0)");
     }
+    (void)checked_count<bin>(max_depth, "max_depth");
     bins_.assign(max_depth, bin{});
     log_inv_gamma_ = -std::log(gamma);
     inv_gamma_ = 1.0 / gamma;
@@ -96,30 +106,20 @@ class ew_histogram {
   /// (all zero before the first hit). A snapshot, O(N).
   [[nodiscard]] std::vector<double> pmf() const {
     std::vector<double> p(bins_.size());
-    double sum = 0.0;
-    for (std::size_t i = 0; i < bins_.size(); ++i) {
-      p[i] = current(i);
-      sum += p[i];
-    }
-    if (sum > 0.0) {
-      const double inv = 1.0 / sum;
-      for (double& x : p) x *= inv;
-    }
+    for (std::size_t i = 0; i < bins_.size(); ++i) p[i] = current(i);
+    detail::normalise(p);  // subnormal-safe
     return p;
   }
 
   /// The weights themselves, p̂_t (t = 1..max_depth) as in the formula of the file comment: they
   /// sum to 1 − p̂_0 (all zero before the first hit). O(N).
   [[nodiscard]] std::vector<double> weights() const {
-    std::vector<double> p(bins_.size());
-    double sum = miss_;
-    for (std::size_t i = 0; i < bins_.size(); ++i) {
-      p[i] = current(i);
-      sum += p[i];
-    }
-    if (sum > 0.0) {
-      for (double& x : p) x /= sum;
-    }
+    // Normalise bins and the miss weight together (subnormal-safe), then drop the miss.
+    std::vector<double> p(bins_.size() + 1);
+    for (std::size_t i = 0; i < bins_.size(); ++i) p[i] = current(i);
+    p.back() = miss_;
+    detail::normalise(p);
+    p.pop_back();
     return p;
   }
 

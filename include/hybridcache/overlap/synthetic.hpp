@@ -17,7 +17,9 @@
 #include <string_view>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
+#include "hybridcache/detail/normalise.hpp"
 #include "hybridcache/error.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
@@ -44,7 +46,7 @@ constexpr std::string_view to_string(overlap_shape s) noexcept {
 /// @throws invalid_argument if n == 0.
 inline std::vector<double> synthetic_overlap(overlap_shape shape, std::size_t n) {
   if (n == 0) detail::throw_invalid("n", n, "the prefix length must be >= 1");
-  std::vector<double> w(n);
+  std::vector<double> w(checked_count<double>(n, "n"));
   const double nn = static_cast<double>(n);
   auto bump = [](double u, double mu, double sigma) {
     const double z = (u - mu) / sigma;
@@ -68,9 +70,7 @@ inline std::vector<double> synthetic_overlap(overlap_shape shape, std::size_t n)
         break;
     }
   }
-  double sum = 0.0;
-  for (double x : w) sum += x;
-  for (double& x : w) x /= sum;
+  detail::normalise(w);
   return w;
 }
 

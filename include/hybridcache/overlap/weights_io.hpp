@@ -31,6 +31,9 @@
 HYBRIDCACHE_NAMESPACE_BEGIN
 
 /// Parses the weights format of the file comment from `text`.
+/// A NUL or any other byte outside the format is part of a token and makes it "not a number"
+/// (nothing after it is silently ignored); error messages quote at most 32 bytes of the token,
+/// escaped (`detail::excerpt`).
 /// @throws invalid_argument naming `weights[i]` for a token that is not a finite number ≥ 0,
 ///         and `weights` when there is no number at all.
 inline std::vector<double> parse_weights(std::string_view text) {
@@ -57,8 +60,12 @@ inline std::vector<double> parse_weights(std::string_view text) {
     if (!token.empty() && token.front() == '+') ++first;  // from_chars rejects a leading '+'
     const auto [ptr, ec] = std::from_chars(first, token.data() + token.size(), x);
     const std::string name = detail::indexed("weights", w.size());
+    if (ec == std::errc::result_out_of_range && ptr == token.data() + token.size()) {
+      throw invalid_argument(name, detail::excerpt(token), "out of the range of a double");
+    }
     if (ec != std::errc() || ptr != token.data() + token.size()) {
-      detail::throw_invalid(name, std::string(token), "not a number");
+      // The token is caller bytes (possibly binary, possibly huge): bounded and escaped.
+      throw invalid_argument(name, detail::excerpt(token), "not a number");
     }
     if (!std::isfinite(x) || x < 0.0)
       detail::throw_invalid(name, x, "weights must be finite and >= 0");

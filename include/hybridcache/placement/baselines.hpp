@@ -29,6 +29,7 @@
 #include <span>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 
@@ -43,8 +44,8 @@ inline std::vector<std::size_t> place_none(std::size_t n) {
 /// A checkpoint at every token 1..N (E[r] = 0, the most memory).
 inline std::vector<std::size_t> place_dense(std::size_t n) {
   if (n == 0) detail::throw_invalid("n", n, "the prefix length must be >= 1");
-  std::vector<std::size_t> c(n);
-  for (std::size_t i = 0; i < n; ++i) c[i] = i + 1;
+  std::vector<std::size_t> c(checked_count<std::size_t>(n, "n"));
+  for (std::size_t i = 0; i < c.size(); ++i) c[i] = i + 1;
   return c;
 }
 
@@ -53,11 +54,12 @@ inline std::vector<std::size_t> place_dense(std::size_t n) {
 inline std::vector<std::size_t> place_balanced(std::size_t n, std::size_t budget) {
   if (n == 0) detail::throw_invalid("n", n, "the prefix length must be >= 1");
   const std::size_t m = budget < n ? budget : n;
-  std::vector<std::size_t> c(m);
-  // ⌊i(N+1)/(M+1)⌋ = i·q + ⌊i·ρ/(M+1)⌋ with N+1 = q(M+1) + ρ, so i(N+1) never overflows.
-  const std::size_t q = (n + 1) / (m + 1);
-  const std::size_t rho = (n + 1) % (m + 1);
-  for (std::size_t i = 1; i <= m; ++i) c[i - 1] = i * q + (i * rho) / (m + 1);
+  std::vector<std::size_t> c(checked_count<std::size_t>(m, "budget"));
+  // ⌊i(N+1)/(M+1)⌋ = i·q + ⌊i·ρ/(M+1)⌋ with N+1 = q(M+1) + ρ (`detail::divmod_succ`: no N+1,
+  // which wraps for N = SIZE_MAX); i·q ≤ N+1 and i·ρ < (M+1)² is taken in 128 bits.
+  const auto [q, rho] = detail::divmod_succ(n, m + 1);
+  for (std::size_t i = 1; i <= m; ++i)
+    c[i - 1] = i * q + static_cast<std::size_t>(detail::uint128(i) * rho / (m + 1));
   return c;
 }
 
@@ -66,9 +68,10 @@ inline std::vector<std::size_t> place_balanced(std::size_t n, std::size_t budget
 inline std::vector<std::size_t> place_block(std::size_t n, std::size_t block) {
   if (n == 0) detail::throw_invalid("n", n, "the prefix length must be >= 1");
   if (block == 0) detail::throw_invalid("block", block, "must be >= 1");
-  std::vector<std::size_t> c;
-  c.reserve(n / block);
-  for (std::size_t p = block; p <= n; p += block) c.push_back(p);
+  const std::size_t count = checked_count<std::size_t>(n / block, "n / block");
+  std::vector<std::size_t> c(count);
+  // i·B ≤ N for i ≤ ⌊N/B⌋: no running sum that could wrap past SIZE_MAX (`p += block` would).
+  for (std::size_t i = 0; i < count; ++i) c[i] = (i + 1) * block;
   return c;
 }
 
@@ -76,8 +79,9 @@ inline std::vector<std::size_t> place_block(std::size_t n, std::size_t block) {
 inline std::vector<std::size_t> place_sqrt(std::size_t n) {
   if (n == 0) detail::throw_invalid("n", n, "the prefix length must be >= 1");
   auto s = static_cast<std::size_t>(std::sqrt(static_cast<double>(n)));
-  while (s * s > n) --s;
-  while ((s + 1) * (s + 1) <= n) ++s;
+  // ⌊√N⌋ by integer correction, comparing s ≤ N/s instead of s·s ≤ N (which wraps near 2⁶⁴).
+  while (s > 1 && s > n / s) --s;
+  while (s + 1 <= n / (s + 1)) ++s;
   return place_block(n, s);
 }
 
@@ -86,7 +90,7 @@ inline std::vector<std::size_t> place_sqrt(std::size_t n) {
 inline std::vector<std::size_t> place_logarithmic(std::size_t n, std::size_t budget) {
   if (n == 0) detail::throw_invalid("n", n, "the prefix length must be >= 1");
   const std::size_t m = budget < n ? budget : n;
-  std::vector<std::size_t> c(m);
+  std::vector<std::size_t> c(checked_count<std::size_t>(m, "budget"));
   const double log_span = std::log(static_cast<double>(n) + 1.0);
   std::size_t prev = 0;
   for (std::size_t i = 1; i <= m; ++i) {

@@ -19,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/placement/detail/frontier_kernel.hpp"
 #include "hybridcache/placement/detail/problem.hpp"
@@ -35,6 +36,9 @@ HYBRIDCACHE_NAMESPACE_BEGIN
 inline std::vector<double> optimal_frontier(std::span<const double> weights, std::size_t max_budget,
                                             placement_options opts = {}) {
   const auto pb = detail::make_problem(weights, opts.granularity);
+  // The frontier has max_budget + 1 entries: checked before sizing it.
+  (void)checked_count<double>(checked_add(max_budget, std::size_t{1}, "max_budget", "1"),
+                              "max_budget + 1");
   std::vector<double> raw = detail::frontier_values(pb, max_budget);
   for (double& v : raw) v /= pb.total;
   return raw;

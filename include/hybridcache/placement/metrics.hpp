@@ -20,7 +20,9 @@
 #include <limits>
 #include <span>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
+#include "hybridcache/detail/normalise.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/placement/detail/problem.hpp"
 
@@ -57,13 +59,13 @@ inline recompute_sums evaluate(std::span<const double> weights,
                                std::span<const std::size_t> checkpoints) {
   const double max_w = validate_weights(weights);
   validate_checkpoints(checkpoints, weights.size());
-  const double scale = std::ldexp(1.0, -std::ilogb(max_w));
+  const unit_scale scale = scale_to_unit(max_w);  // exact, subnormal-safe
   recompute_sums s;
   std::size_t next = 0;
   std::size_t last = 0;
   for (std::size_t t = 1; t <= weights.size(); ++t) {
     while (next < checkpoints.size() && checkpoints[next] <= t) last = checkpoints[next++];
-    const double w = weights[t - 1] * scale;
+    const double w = scale(weights[t - 1]);
     s.recompute += w * static_cast<double>(t - last);
     s.no_cache += w * static_cast<double>(t);
     s.total += w;
@@ -111,9 +113,11 @@ inline double reduction(std::span<const double> weights, std::span<const std::si
 inline double uniform_optimal_recompute(std::size_t n, std::size_t budget) {
   if (n == 0) detail::throw_invalid("n", n, "the prefix length must be >= 1");
   const std::size_t m = budget < n ? budget : n;
+  if (m == n) return 0.0;  // a checkpoint at every depth (and M + 1 could wrap for N = SIZE_MAX)
+  // No checkpoint: E[r] = Σ t / N = (N + 1)/2 (q = N + 1 could wrap for N = SIZE_MAX).
+  if (m == 0) return (static_cast<double>(n) + 1.0) / 2.0;
   const std::size_t k = m + 1;
-  const std::size_t q = (n + 1) / k;
-  const std::size_t rho = (n + 1) % k;
+  const auto [q, rho] = detail::divmod_succ(n, k);  // N + 1 = qK + ρ without forming N + 1
   const double qd = static_cast<double>(q);
   const double sum = static_cast<double>(k - rho) * (qd * (qd - 1.0) / 2.0) +
                      static_cast<double>(rho) * (qd * (qd + 1.0) / 2.0);

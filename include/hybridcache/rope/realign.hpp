@@ -263,7 +263,8 @@ void realign_blocks(const rope_params& params, KSrc k_src, VSrc v_src, KDst k_ds
                           "must equal old_blocks.extent(0) = " + std::to_string(old_blocks.extent(0)));
   }
   if (bs == 0) detail::throw_invalid("k_src.extent(1)", bs, "block_size must be > 0");
-  const std::size_t nb = (num_tokens + bs - 1) / bs;
+  // ⌈num_tokens / bs⌉ without num_tokens + bs − 1, which wraps for absurd num_tokens.
+  const std::size_t nb = num_tokens / bs + (num_tokens % bs != 0 ? 1 : 0);
   if (nb > old_blocks.extent(0)) {
     detail::throw_invalid("num_tokens", num_tokens,
                           "needs " + std::to_string(nb) + " blocks but the tables hold " +

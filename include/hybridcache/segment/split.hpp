@@ -32,6 +32,7 @@
 #include <span>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/types.hpp"
@@ -82,7 +83,8 @@ struct segmentation {
 
 /// Splits `tokens` at `opts.separator` (file comment).
 /// @throws invalid_argument if `opts.block_size == 0`, or `opts.pad_token == opts.separator`
-/// (padding would read back as a separator).
+/// (padding would read back as a separator), or a padded length ⌈n/B⌉·B or the spliced total
+/// overflows `std::size_t` (`checked.hpp`).
 [[nodiscard]] inline segmentation split(std::span<const token_id> tokens,
                                         const split_options& opts) {
   if (opts.block_size == 0)
@@ -108,7 +110,7 @@ struct segmentation {
     if (role == segment_role::query) {
       s.padded_length = n;
     } else {
-      s.padded_length = (n + opts.block_size - 1) / opts.block_size * opts.block_size;
+      s.padded_length = checked_round_up(n, opts.block_size, "segment length", "opts.block_size");
     }
     if (role == segment_role::reusable) {
       const std::size_t warm = opts.conv_kernel > 1 ? opts.conv_kernel - 1 : 0;
@@ -117,7 +119,7 @@ struct segmentation {
       const std::size_t rest = n - s.head_seam;
       s.tail_seam = rest < opts.seam_width ? rest : opts.seam_width;
     }
-    pos += s.padded_length;
+    pos = checked_add(pos, s.padded_length, "spliced_length", "padded_length");
     out.segments.push_back(s);
   };
 
@@ -135,16 +137,24 @@ struct segmentation {
 
 /// The spliced sequence: each segment's tokens followed by its padding (`pad_token`),
 /// separators removed. `result.size() == seg.spliced_length`.
-/// @throws invalid_argument if `seg` does not describe `tokens` (a range out of bounds).
+/// @throws invalid_argument if `seg` does not describe `tokens` (a range out of bounds), or its
+///         padded total is not representable or allocatable.
 [[nodiscard]] inline std::vector<token_id> splice(std::span<const token_id> tokens,
                                                   const segmentation& seg, token_id pad_token) {
-  std::vector<token_id> out;
-  out.reserve(seg.spliced_length);
+  // `seg` is caller data: validate every range and the padded total before allocating.
+  std::size_t total = 0;
   for (std::size_t i = 0; i < seg.segments.size(); ++i) {
     const auto& s = seg.segments[i];
     if (s.begin > s.end || s.end > tokens.size() || s.padded_length < s.length())
       hybridcache::detail::throw_invalid(hybridcache::detail::indexed("seg.segments", i), s.end,
                                          "segment range does not fit the token sequence");
+    total = checked_add(total, s.padded_length, "spliced_length",
+                        hybridcache::detail::indexed("seg.segments", i) + ".padded_length");
+  }
+  std::vector<token_id> out;
+  out.reserve(checked_count<token_id>(total, "spliced_length"));
+  for (std::size_t i = 0; i < seg.segments.size(); ++i) {
+    const auto& s = seg.segments[i];
     out.insert(out.end(), tokens.begin() + static_cast<std::ptrdiff_t>(s.begin),
                tokens.begin() + static_cast<std::ptrdiff_t>(s.end));
     out.insert(out.end(), s.padding(), pad_token);

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/select/selection.hpp"
@@ -76,10 +77,18 @@ inline std::size_t threshold_for(std::size_t layers, double fraction) {
 }
 
 /// Builds the plan for `layers` layers with threshold ℓ* = `threshold` from a selection.
-/// @throws invalid_argument when `layers == 0` or `threshold > layers`.
+/// @throws invalid_argument when `layers == 0`, `threshold > layers`, `layers` is absurd (more
+///         than `max_allocation_bytes` of modes) or a `selection.non_reuse` index lies outside
+///         `selection.recompute_mask`.
 inline layer_plan make_layer_plan(std::size_t layers, std::size_t threshold,
                                   const token_selection& selection) {
   if (layers == 0) detail::throw_invalid("layers", layers, "must be > 0");
+  (void)checked_count<layer_mode>(layers, "layers");
+  for (std::size_t i = 0; i < selection.non_reuse.size(); ++i)
+    if (selection.non_reuse[i] >= selection.recompute_mask.size())  // indexes sparse_q below
+      detail::throw_invalid(detail::indexed("selection.non_reuse", i), selection.non_reuse[i],
+                            "must be < recompute_mask.size() = " +
+                                std::to_string(selection.recompute_mask.size()));
   if (threshold > layers)
     detail::throw_invalid("threshold", threshold, "must be <= layers = " + std::to_string(layers));
   layer_plan p;

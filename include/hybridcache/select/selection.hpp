@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/types.hpp"
@@ -75,6 +76,7 @@ inline void check_ranges(std::span<const token_range> reused, std::size_t t_len)
 inline std::vector<std::size_t> non_reuse_positions(std::span<const token_range> reused,
                                                     std::size_t t_len) {
   detail::check_ranges(reused, t_len);
+  (void)checked_count<std::size_t>(t_len, "t_len");  // up to t_len positions are stored
   std::vector<std::size_t> out;
   std::size_t next = 0;
   for (const auto& r : reused) {
@@ -133,7 +135,7 @@ inline token_selection select_tokens(std::span<const double> scores,
     while (e + 1 < out.non_reuse.size() && out.non_reuse[e + 1] == out.non_reuse[e] + 1) ++e;
     const std::size_t a = out.non_reuse[i], b = out.non_reuse[e] + 1;  // interval [a, b)
     add_overflow(a - std::min(a, opt.block_size), a);
-    add_overflow(b, std::min(t_len, b + opt.block_size));
+    add_overflow(b, b + std::min(opt.block_size, t_len - b));  // b ≤ t_len: no b + B to wrap
     i = e + 1;
   }
   std::sort(out.overflow.begin(), out.overflow.end());

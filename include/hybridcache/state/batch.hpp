@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/state/compose.hpp"
@@ -63,10 +64,11 @@ std::vector<Real> apply_heads(std::span<const std::vector<segment_summary<Real>>
   if (runs[0].empty())
     detail::throw_invalid("runs[0].size()", 0, "each head needs at least one summary");
   const std::size_t n = runs[0][0].dk() * runs[0][0].dv();
-  if (prefix_states.size() != H * n)
+  const std::size_t total = checked_mul(H, n, "heads", "dk * dv");
+  if (prefix_states.size() != total)
     detail::throw_invalid("prefix_states.size()", prefix_states.size(),
-                          "must equal heads*dk*dv = " + std::to_string(H * n));
-  std::vector<Real> out(H * n);
+                          "must equal heads*dk*dv = " + std::to_string(total));
+  std::vector<Real> out(total);
   detail::parallel_for(H, opts.threads, opts.executor, [&](std::size_t h) {
     const auto res = state::apply(std::span<const segment_summary<Real>>(runs[h]),
                                   prefix_states.subspan(h * n, n));

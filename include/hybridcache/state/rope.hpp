@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/rope/params.hpp"
@@ -49,9 +50,9 @@ template <class Real>
 void rerotate_state(std::span<Real> state, std::size_t dk, std::size_t dv, std::int64_t offset,
                     const rope_params& rope) {
   detail::check_rope(rope, dk);
-  if (state.size() != dk * dv)
-    detail::throw_invalid("state.size()", state.size(),
-                          "must equal dk*dv = " + std::to_string(dk * dv));
+  const std::size_t n = checked_mul(dk, dv, "dk", "dv");  // a wrapped product could match
+  if (state.size() != n)
+    detail::throw_invalid("state.size()", state.size(), "must equal dk*dv = " + std::to_string(n));
   detail::rope_rotate_rows(state.data(), dv, rope.frequency_params(), rope.rotary_dim,
                            rope.layout == rope_layout::interleaved, static_cast<double>(offset));
 }

@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/state/compose.hpp"
@@ -127,6 +128,8 @@ inline seam_plan plan_seams(std::span<const std::size_t> segment_lengths,
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t len = segment_lengths[i];
     if (len == 0) detail::throw_invalid(detail::indexed("segment_lengths", i), len, "must be >= 1");
+    // The running total must not wrap: every step below is an index range into the request.
+    (void)checked_add(pos, len, "total_tokens", detail::indexed("segment_lengths", i));
     p.segment_begin.push_back(pos);
     const token_range in = cached_interior(len, role_of(i, n), o);
     p.interiors.push_back(in);
@@ -189,6 +192,21 @@ std::vector<Real> splice(const seam_plan& plan, std::span<const segment_summary<
   if (cached.size() != plan.cached_steps())
     detail::throw_invalid("cached.size()", cached.size(),
                           "the plan has " + std::to_string(plan.cached_steps()) + " cached steps");
+  // The plan is caller data: its steps must tile [0, total_tokens) in order, or `advance` would
+  // read past the request's arrays.
+  std::size_t covered = 0;
+  for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+    const token_range t = plan.steps[i].tokens;
+    if (t.begin != covered || t.end < t.begin || t.end > plan.total_tokens)
+      detail::throw_invalid(detail::indexed("plan.steps", i),
+                            std::to_string(t.begin) + ".." + std::to_string(t.end),
+                            "steps must tile [0, " + std::to_string(plan.total_tokens) +
+                                ") in order");
+    covered = t.end;
+  }
+  if (covered != plan.total_tokens)
+    detail::throw_invalid("plan.steps", covered,
+                          "steps must cover total_tokens = " + std::to_string(plan.total_tokens));
   std::vector<Real> cur(prefix_state.begin(), prefix_state.end()), next(cur.size()),
       x(request.dv), f(request.dk);
   std::size_t c = 0;

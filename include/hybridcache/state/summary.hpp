@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/state/detail/elementwise.hpp"
@@ -196,9 +197,13 @@ class segment_summary {
         dense_(std::move(dense)),
         state_(std::move(st)) {}
 
+  // dk·dv (the state) and dk·dk (a dense transition, also materialised on demand for the other
+  // families) must be representable and allocatable: checked before any buffer is sized.
   static void check_dims(std::size_t dk, std::size_t dv) {
     if (dk == 0) hybridcache::detail::throw_invalid("dk", dk, "must be >= 1");
     if (dv == 0) hybridcache::detail::throw_invalid("dv", dv, "must be >= 1");
+    (void)checked_count<Real>(checked_mul(dk, dv, "dk", "dv"), "dk * dv");
+    (void)checked_count<Real>(checked_mul(dk, dk, "dk", "dk"), "dk * dk");
   }
   static void check_state(const std::vector<Real>& s, std::size_t dk, std::size_t dv) {
     if (s.size() != dk * dv)

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 
@@ -134,10 +135,17 @@ void validate(const token_inputs<Real>& in, rule r) {
   static_assert(std::is_floating_point_v<Real>, "token_inputs<Real>: Real must be float or double");
   if (in.dk == 0) throw_invalid("dk", in.dk, "must be >= 1");
   if (in.dv == 0) throw_invalid("dv", in.dv, "must be >= 1");
-  if (in.k.size() != in.length * in.dk)
-    throw_invalid("k.size()", in.k.size(), "must equal length*dk = " + std::to_string(in.length * in.dk));
-  if (in.v.size() != in.length * in.dv)
-    throw_invalid("v.size()", in.v.size(), "must equal length*dv = " + std::to_string(in.length * in.dv));
+  // The state (dk·dv) and a dense transition (dk·dk) are allocated by every algorithm that
+  // consumes these inputs, even for length 0: both must be representable and allocatable.
+  (void)checked_count<Real>(checked_mul(in.dk, in.dv, "dk", "dv"), "dk * dv");
+  (void)checked_count<Real>(checked_mul(in.dk, in.dk, "dk", "dk"), "dk * dk");
+  // length·dk and length·dv must not wrap: a wrapped product could equal a short span's size.
+  const std::size_t kn = checked_mul(in.length, in.dk, "length", "dk");
+  const std::size_t vn = checked_mul(in.length, in.dv, "length", "dv");
+  if (in.k.size() != kn)
+    throw_invalid("k.size()", in.k.size(), "must equal length*dk = " + std::to_string(kn));
+  if (in.v.size() != vn)
+    throw_invalid("v.size()", in.v.size(), "must equal length*dv = " + std::to_string(vn));
   if (r == rule::delta) {
     if (in.beta.size() != in.length)
       throw_invalid("beta.size()", in.beta.size(),
@@ -146,10 +154,10 @@ void validate(const token_inputs<Real>& in, rule r) {
     throw_invalid("beta.size()", in.beta.size(), "rule::additive takes no beta (must be empty)");
   }
   const std::size_t g = in.log_gate.size();
-  if (g != 0 && g != in.length && g != in.length * in.dk)
+  if (g != 0 && g != in.length && g != kn)
     throw_invalid("log_gate.size()", g,
                   "must be 0 (no gate), length = " + std::to_string(in.length) +
-                      " (scalar) or length*dk = " + std::to_string(in.length * in.dk) +
+                      " (scalar) or length*dk = " + std::to_string(kn) +
                       " (diagonal)");
   check_finite(in.k, "k");
   check_finite(in.v, "v");

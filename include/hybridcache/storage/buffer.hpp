@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/storage/concepts.hpp"
 #include "hybridcache/storage/host_heap.hpp"
@@ -32,7 +33,10 @@ class buffer {
 
   buffer() = default;
   /// Allocates `n` elements (zero-filled for host storage).
-  explicit buffer(std::size_t n, Storage storage = Storage{}) : storage_(std::move(storage)), size_(n) {
+  /// @throws invalid_argument if n·sizeof(T) exceeds `max_allocation_bytes` (checked before the
+  ///         byte count is formed, so it cannot wrap).
+  explicit buffer(std::size_t n, Storage storage = Storage{})
+      : storage_(std::move(storage)), size_(checked_count<T>(n, "n")) {
     data_ = static_cast<T*>(storage_.allocate(n * sizeof(T), alignment));
     if constexpr (std::is_same_v<memory_space, host_space>) {
       if (n != 0) std::memset(static_cast<void*>(data_), 0, n * sizeof(T));

@@ -11,6 +11,7 @@
 #include <span>
 #include <type_traits>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/storage/concepts.hpp"
@@ -148,9 +149,9 @@ constexpr vector_view<T> make_view(std::span<T> s) noexcept {
 /// @throws invalid_argument when `s.size() != rows * cols`.
 template <class T>
 matrix_view<T> make_view(std::span<T> s, std::size_t rows, std::size_t cols) {
-  if (s.size() != rows * cols) {
-    detail::throw_invalid("span.size()", s.size(),
-                          "expected rows*cols = " + std::to_string(rows * cols));
+  const std::size_t n = checked_mul(rows, cols, "rows", "cols");  // a wrapped product could match
+  if (s.size() != n) {
+    detail::throw_invalid("span.size()", s.size(), "expected rows*cols = " + std::to_string(n));
   }
   return matrix_view<T>(s.data(), {rows, cols});
 }

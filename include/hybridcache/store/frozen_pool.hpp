@@ -16,8 +16,15 @@
 /// `unfreeze`, `remove`), as SparseX's online APIs allow. `insert` = pool insert + freeze +
 /// resize, the usual way to load knowledge-base blocks.
 ///
-/// Thread safety: all members may be called concurrently. Lock order: this pool's mutex, then
-/// the underlying pool's. The underlying pool's release callback must not call this object.
+/// Identity: a frozen block is a pool *entry* (held by its pin), never just a key. If the entry
+/// is erased from the pool directly and a fresh entry is inserted under the same key, the fresh
+/// entry is not frozen (`is_frozen` says false, `freeze` pins it, `resize` never erases it); the
+/// stale pin is dropped at the next mutating call, returning its bytes.
+///
+/// Thread safety: all members may be called concurrently; each runs entirely under this pool's
+/// mutex (freeze, resize and is_frozen are atomic with respect to each other). Lock order: this
+/// pool's mutex, then the underlying pool's (pins may be dropped while holding ours, so the
+/// underlying pool's release callback must not call this object).
 
 #include <cstddef>
 #include <cstdint>
@@ -51,26 +58,31 @@ class frozen_pool {
   frozen_pool(const frozen_pool&) = delete;
   frozen_pool& operator=(const frozen_pool&) = delete;
 
-  /// Inserts a knowledge-base block into the pool, freezes it and runs `resize`.
+  /// Inserts a knowledge-base block into the pool, freezes it and runs `resize`, all under this
+  /// pool's lock (no other frozen-pool call interleaves).
   /// @returns the pool's insert status (a frozen block that already existed stays frozen).
   insert_status insert(Key key, Value value, std::size_t bytes) {
+    std::vector<handle> dropped;  // unpinned after the lock is released (declared before it)
+    std::lock_guard lock(mutex_);
+    purge_locked();
     auto r = pool_.insert(std::move(key), std::move(value), bytes);
-    if (r.pin) {
-      std::lock_guard lock(mutex_);
-      freeze_locked(std::move(r.pin));
-    }
-    resize();
+    if (r.pin) freeze_locked(std::move(r.pin), dropped);
+    resize_locked(dropped);
     return r.status;
   }
 
-  /// Freezes the pool entry for `key` (pins it for as long as it stays frozen).
+  /// Freezes the pool entry now indexed under `key` (pins it for as long as it stays frozen). A
+  /// frozen entry that was erased from the pool and replaced by a fresh entry under the same key
+  /// does not count: the fresh entry is frozen.
   /// @returns false if the pool has no such entry.
   template <class K>
   bool freeze(const K& key) {
-    handle h = pool_.find(key);
-    if (!h) return false;
+    std::vector<handle> dropped;
     std::lock_guard lock(mutex_);
-    freeze_locked(std::move(h));
+    purge_locked();
+    handle h = pool_.find(key);  // under our lock: nothing between the lookup and the pin
+    if (!h) return false;
+    freeze_locked(std::move(h), dropped);
     return true;
   }
 
@@ -78,83 +90,68 @@ class frozen_pool {
   /// @returns whether it was frozen.
   template <class K>
   bool unfreeze(const K& key) {
-    handle dropped;
+    std::vector<handle> dropped;
     std::lock_guard lock(mutex_);
+    purge_locked();
     auto it = find_frozen(key);
     if (it == frozen_.end()) return false;
-    dropped = std::move(it->pin);
+    dropped.push_back(std::move(it->pin));
     frozen_.erase(it);
-    return true;  // `dropped` unpins after the lock is released (declared before the guard)
+    return true;
   }
 
   /// Deletes `key` from the frozen pool and erases it from the underlying pool.
+  /// @returns whether `key` was frozen or indexed.
   template <class K>
   bool remove(const K& key) {
-    handle dropped;
-    bool was = false;
-    {
-      std::lock_guard lock(mutex_);
-      auto it = find_frozen(key);
-      if (it != frozen_.end()) {
-        dropped = std::move(it->pin);
-        frozen_.erase(it);
-        was = true;
-      }
+    std::vector<handle> dropped;
+    std::lock_guard lock(mutex_);
+    purge_locked();
+    auto it = find_frozen(key);
+    if (it != frozen_.end()) {
+      pool_.erase(it->pin);  // this entry, by identity
+      dropped.push_back(std::move(it->pin));
+      frozen_.erase(it);
+      return true;
     }
-    dropped.reset();
-    return pool_.erase(key) || was;
+    return pool_.erase(key);
   }
 
-  /// Looks `key` up in the underlying pool (pinning it for the caller) and, if it is frozen,
-  /// counts one reference.
+  /// Looks `key` up in the underlying pool (pinning it for the caller) and, if that entry is the
+  /// frozen one, counts one reference.
   template <class K>
   [[nodiscard]] handle hit(const K& key) {
+    std::lock_guard lock(mutex_);
     handle h = pool_.find(key);
     if (h) {
-      std::lock_guard lock(mutex_);
-      auto it = find_frozen(key);
-      if (it != frozen_.end()) ++it->references;
+      for (auto& f : frozen_)
+        if (f.pin.same_entry(h)) {
+          ++f.references;
+          break;
+        }
     }
     return h;
   }
 
   /// While the pool's utilisation exceeds the threshold, deletes the least-referenced frozen
-  /// block (ties: earliest frozen) and erases it from the pool. Memory still pinned by requests
-  /// counts as freed for this loop (it is released when they finish). @returns blocks deleted.
+  /// block (ties: earliest frozen) and erases that entry (by identity) from the pool. Memory
+  /// still pinned by requests counts as freed for this loop (it is released when they finish).
+  /// Runs entirely under this pool's lock. @returns blocks deleted.
   std::size_t resize() {
     std::vector<handle> dropped;
-    std::vector<Key> victims;
-    {
-      std::lock_guard lock(mutex_);
-      const pool_stats s = pool_.stats();
-      const double cap = static_cast<double>(s.capacity);
-      std::size_t used = s.used;
-      while (!frozen_.empty() && static_cast<double>(used) > threshold_ * cap) {
-        std::size_t best = 0;
-        for (std::size_t i = 1; i < frozen_.size(); ++i) {
-          const auto& a = frozen_[i];
-          const auto& b = frozen_[best];
-          if (a.references < b.references ||
-              (a.references == b.references && a.sequence < b.sequence))
-            best = i;
-        }
-        used -= frozen_[best].pin.bytes();
-        victims.push_back(frozen_[best].pin.key());
-        dropped.push_back(std::move(frozen_[best].pin));
-        frozen_.erase(frozen_.begin() + static_cast<std::ptrdiff_t>(best));
-      }
-    }
-    dropped.clear();
-    for (const Key& k : victims) pool_.erase(k);
-    return victims.size();
+    std::lock_guard lock(mutex_);
+    purge_locked();
+    return resize_locked(dropped);
   }
 
-  /// Number of frozen blocks.
+  /// Number of frozen blocks (entries still indexed in the pool).
   [[nodiscard]] std::size_t size() const {
     std::lock_guard lock(mutex_);
-    return frozen_.size();
+    std::size_t n = 0;
+    for (const auto& f : frozen_) n += f.pin.attached() ? 1 : 0;
+    return n;
   }
-  /// Whether `key` is frozen.
+  /// Whether the entry now indexed under `key` is frozen.
   template <class K>
   [[nodiscard]] bool is_frozen(const K& key) const {
     std::lock_guard lock(mutex_);
@@ -167,11 +164,12 @@ class frozen_pool {
     auto it = find_frozen(key);
     return it == frozen_.end() ? 0 : it->references;
   }
-  /// Bytes held by frozen blocks.
+  /// Bytes held by frozen blocks (entries still indexed in the pool).
   [[nodiscard]] std::size_t frozen_bytes() const {
     std::lock_guard lock(mutex_);
     std::size_t b = 0;
-    for (const auto& f : frozen_) b += f.pin.bytes();
+    for (const auto& f : frozen_)
+      if (f.pin.attached()) b += f.pin.bytes();
     return b;
   }
   [[nodiscard]] double threshold() const noexcept { return threshold_; }
@@ -184,27 +182,64 @@ class frozen_pool {
   };
 
   // A linear scan: frozen pools hold knowledge-base blocks of one deployment (hundreds to a
-  // few thousand), and resize needs the minimum over all of them anyway.
+  // few thousand), and resize needs the minimum over all of them anyway. Only entries still
+  // indexed in the pool match: indexed keys are unique, so a key match among them is the entry
+  // itself. A stale pin (its entry erased from the pool behind our back) never matches a key.
   template <class K>
   typename std::vector<frozen_entry>::iterator find_frozen(const K& key) {
     KeyEqual eq;
     for (auto it = frozen_.begin(); it != frozen_.end(); ++it)
-      if (eq(it->pin.key(), key)) return it;
+      if (eq(it->pin.key(), key) && it->pin.attached()) return it;
     return frozen_.end();
   }
   template <class K>
   typename std::vector<frozen_entry>::const_iterator find_frozen(const K& key) const {
     KeyEqual eq;
     for (auto it = frozen_.begin(); it != frozen_.end(); ++it)
-      if (eq(it->pin.key(), key)) return it;
+      if (eq(it->pin.key(), key) && it->pin.attached()) return it;
     return frozen_.end();
   }
 
-  void freeze_locked(handle h) {
-    auto it = find_frozen(h.key());
-    if (it != frozen_.end()) return;  // already frozen; `h` unpins on return (lock held: the
-                                      // pool's mutex is taken after ours, the documented order)
+  // Drops pins on entries that were erased from the pool directly (pool.erase/clear): they are
+  // no longer frozen blocks, and keeping their pins would keep their bytes charged. Runs first in
+  // every mutating call; the pins are released at once (allowed under our lock: the pool's mutex
+  // comes second in the lock order).
+  void purge_locked() {
+    std::erase_if(frozen_, [](const frozen_entry& f) { return !f.pin.attached(); });
+  }
+
+  // `h` pins the pool's current entry for its key. Identity decides "already frozen".
+  void freeze_locked(handle h, std::vector<handle>& dropped) {
+    for (const auto& f : frozen_)
+      if (f.pin.same_entry(h)) {
+        dropped.push_back(std::move(h));  // already frozen: the extra pin goes
+        return;
+      }
     frozen_.push_back(frozen_entry{std::move(h), 0, ++sequence_});
+  }
+
+  std::size_t resize_locked(std::vector<handle>& dropped) {
+    const pool_stats s = pool_.stats();
+    const double cap = static_cast<double>(s.capacity);
+    std::size_t used = s.used;
+    std::size_t deleted = 0;
+    while (!frozen_.empty() && static_cast<double>(used) > threshold_ * cap) {
+      std::size_t best = 0;
+      for (std::size_t i = 1; i < frozen_.size(); ++i) {
+        const auto& a = frozen_[i];
+        const auto& b = frozen_[best];
+        if (a.references < b.references ||
+            (a.references == b.references && a.sequence < b.sequence))
+          best = i;
+      }
+      const std::size_t bytes = frozen_[best].pin.bytes();
+      used = bytes < used ? used - bytes : 0;
+      pool_.erase(frozen_[best].pin);  // this entry by identity, never a newer one with its key
+      dropped.push_back(std::move(frozen_[best].pin));
+      frozen_.erase(frozen_.begin() + static_cast<std::ptrdiff_t>(best));
+      ++deleted;
+    }
+    return deleted;
   }
 
   pool_type& pool_;

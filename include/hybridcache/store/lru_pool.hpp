@@ -151,6 +151,9 @@ class lru_pool {
       std::lock_guard lock(st_->mutex);
       return n_->attached;
     }
+    /// True if both handles pin the same entry (identity, not key equality: an entry erased and
+    /// re-inserted under the same key is a different entry). Two empty handles compare equal.
+    [[nodiscard]] bool same_entry(const handle& o) const noexcept { return n_ == o.n_; }
 
    private:
     friend class lru_pool;
@@ -260,6 +263,23 @@ class lru_pool {
       std::lock_guard lock(st_->mutex);
       auto it = st_->map.find(key);
       if (it == st_->map.end()) return false;
+      st_->detach_locked(it, release_reason::erased, released);
+    }
+    st_->run_callbacks(released);
+    return true;
+  }
+
+  /// Removes the entry `h` pins from the index, if it is still indexed; a different entry that
+  /// now holds the same key is left alone (identity, not key). Memory is released as for
+  /// `erase(key)`. @returns whether `h`'s entry was indexed.
+  bool erase(const handle& h) {
+    if (!h || h.st_ != st_) return false;
+    std::vector<std::shared_ptr<node>> released;
+    {
+      std::lock_guard lock(st_->mutex);
+      if (!h.n_->attached) return false;
+      auto it = st_->map.find(h.n_->key);
+      HYBRIDCACHE_ASSERT(it != st_->map.end() && it->second == h.n_, "attached entry not indexed");
       st_->detach_locked(it, release_reason::erased, released);
     }
     st_->run_callbacks(released);
@@ -442,10 +462,13 @@ class lru_pool {
       const std::size_t shared_cap = capacity - reserved;
       std::size_t free_ord = 0;  // ordinary bytes to evict
       std::size_t n_ord = 0;     // number of ordinary victims (LRU prefix from the back)
+      // Invariants used_ord ≤ C − R and used ≤ C make `cap − used` exact; comparing `bytes`
+      // against the free space (never `used + bytes`, which wraps for bytes near 2⁶⁴) keeps the
+      // budget arithmetic exact for every size.
       if (cls == entry_class::ordinary) {
         const std::size_t used_ord = used - used_reserved;
-        if (used_ord + bytes > shared_cap) {
-          const std::size_t need = used_ord + bytes - shared_cap;
+        if (bytes > shared_cap - used_ord) {
+          const std::size_t need = bytes - (shared_cap - used_ord);
           for (node* it = lru[0].tail; it != nullptr && free_ord < need; it = it->lru_prev) {
             free_ord += it->bytes;
             ++n_ord;
@@ -456,8 +479,8 @@ class lru_pool {
       std::size_t free_res = 0;
       std::size_t n_res = 0;
       const std::size_t used_after = used - free_ord;
-      if (used_after + bytes > capacity) {
-        const std::size_t need = used_after + bytes - capacity;
+      if (bytes > capacity - used_after) {
+        const std::size_t need = bytes - (capacity - used_after);
         for (node* it = lru[1].tail; it != nullptr && free_res < need; it = it->lru_prev) {
           free_res += it->bytes;
           ++n_res;

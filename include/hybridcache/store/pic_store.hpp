@@ -137,10 +137,11 @@ class pic_store {
     }
     for (std::size_t i = 0; i < seg.segments.size(); ++i) {
       const auto& s = seg.segments[i];
-      if (!s.cacheable() || s.end <= out.prefix_depth) continue;
-      if (s.end > tokens.size())
-        hybridcache::detail::throw_invalid(hybridcache::detail::indexed("seg.segments", i), s.end,
+      if (s.begin > s.end || s.end > tokens.size())  // as `splice` checks: seg is caller data
+        hybridcache::detail::throw_invalid(hybridcache::detail::indexed("seg.segments", i),
+                                           std::to_string(s.begin) + ".." + std::to_string(s.end),
                                            "segment range does not fit the token sequence");
+      if (!s.cacheable() || s.end <= out.prefix_depth) continue;
       segment_hit hit{i, {}};
       if (s.begin >= out.prefix_depth) {
         const auto kind = s.role == segment::segment_role::leading

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "hybridcache/config.hpp"
+#include "hybridcache/detail/normalise.hpp"
 #include "hybridcache/error.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
@@ -87,14 +88,14 @@ inline placement_problem make_problem(std::span<const double> weights, std::size
   placement_problem pb;
   pb.n = n;
   pb.block = granularity;
-  const double scale = std::ldexp(1.0, -std::ilogb(max_w));
+  const unit_scale scale = scale_to_unit(max_w);  // exact, subnormal-safe
   pb.where.push_back(0);
   pb.mass.push_back(0.0);
   pb.moment.push_back(0.0);
   double p = 0.0;
   double t = 0.0;
   for (std::size_t depth = 1; depth <= n; ++depth) {
-    const double w = weights[depth - 1] * scale;
+    const double w = scale(weights[depth - 1]);
     if (w > 0.0 && depth >= granularity) {
       const std::size_t c = depth / granularity * granularity;  // this depth's block start
       if (c != pb.where.back()) {
