@@ -25,6 +25,7 @@ vcpkg_check_features(OUT_FEATURE_OPTIONS FEATURE_OPTIONS
   INVERTED_FEATURES
     cuda    CMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit
     openssl CMAKE_DISABLE_FIND_PACKAGE_OpenSSL
+    redis   CMAKE_DISABLE_FIND_PACKAGE_hiredis
 )
 
 vcpkg_cmake_configure(
