@@ -81,6 +81,32 @@ TEST_CASE("match walks full blocks; partial blocks and other namespaces never ma
   pol.unpin(m3.resume_node);
 }
 
+TEST_CASE("key-based calls reach the same nodes as token-based ones") {
+  hc::tree::state_policy pol({.block_size = 4, .capacity_bytes = 8});
+  const auto ns = ns_of(2);
+  const auto a = seq({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  const auto path = pol.insert(ns, a);
+  const auto keys = hc::segment::block_keys(pol.hash(), ns, a, 4);
+  REQUIRE(keys.size() == 3);
+  CHECK(pol.insert_keys(ns, keys) == path);
+  auto m = pol.match_keys(ns, std::span<const hc::segment::digest>(keys).first(2));
+  CHECK(m.matched_tokens == 8);
+  CHECK(m.node == path[1]);
+  pol.unpin(m.resume_node);
+  // Keys computed under another namespace never reach these nodes.
+  const auto other = hc::segment::block_keys(pol.hash(), ns_of(1), a, 4);
+  auto m2 = pol.match_keys(ns, other);
+  CHECK(m2.matched_tokens == 0);
+  pol.unpin(m2.resume_node);
+  // An engine's own chained keys (e.g. vLLM block hashes) work as long as they are consistent.
+  const std::vector<hc::segment::digest> engine{{1, 1}, {2, 2}};
+  const auto p2 = pol.insert_keys(ns, engine);
+  auto m3 = pol.match_keys(ns, engine);
+  CHECK(m3.node == p2[1]);
+  CHECK(m3.matched_tokens == 8);
+  pol.unpin(m3.resume_node);
+}
+
 TEST_CASE("resume from the deepest state; pins keep a state from eviction") {
   hc::tree::state_policy pol({.block_size = 2, .state_bytes = 5, .capacity_bytes = 10});
   const auto a = seq({1, 2, 3, 4, 5, 6, 7, 8});

@@ -416,6 +416,9 @@ class basic_state_policy {
   [[nodiscard]] std::size_t namespace_count() const noexcept { return roots_.size(); }
   [[nodiscard]] std::uint64_t observations() const noexcept { return observations_; }
   [[nodiscard]] const policy_options& options() const noexcept { return opts_; }
+  /// The hash policy of the block keys: `segment::block_keys(pol.hash(), ns, tokens, B)` gives
+  /// the keys `match_keys` / `insert_keys` expect for `tokens`.
+  [[nodiscard]] const Hash& hash() const noexcept { return hash_; }
   /// Bytes of bookkeeping: node records and index slots (per node), state records (per state),
   /// the free list; the per-namespace map and the re-plan scratch are not counted.
   [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
