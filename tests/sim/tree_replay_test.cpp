@@ -350,7 +350,9 @@ TEST_CASE("every policy stays within budget on the synthetic workload; namespace
   so.budgets = {0, 1, 3, 17};
   so.marconi_alphas = {0.0, 1.0};
   const auto res = sim::simulate_tree(t, so);
-  REQUIRE(res.rows.size() == so.policies.size() * so.budgets.size());
+  // + the static optimum per budget when the tree placement is built in
+  REQUIRE(res.rows.size() ==
+          (so.policies.size() + (HYBRIDCACHE_SIM_HAS_TREE_POLICY ? 1 : 0)) * so.budgets.size());
   for (const auto& m : res.rows) {
     CAPTURE(m.policy);
     CAPTURE(m.budget);
@@ -425,5 +427,18 @@ TEST_CASE("the library's policy through its public API: tail snapshot, budget, n
   CHECK(r.metrics.states_peak <= 2);
   sim::library_policy none;
   CHECK(run(b.trace(), none, 0).metrics.resumed_tokens == 0.0);
+}
+
+TEST_CASE("static optimum: the best fixed set for the realised matches") {
+  // B = 4, document D = 1..12 under three questions of 4 tokens: requests 1 and 2 match D's three
+  // blocks (usable ⌊15/4⌋ = 3). One state at D's end serves both: 0 recomputed; none: 2 · 12.
+  sim::tree_trace_builder b("static", 4);
+  for (sim::token_id q : {100, 200, 300})
+    b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(q, 4)), 16);
+  const auto usable = sim::usable_matches(b.trace());
+  const auto one = sim::static_optimum(b.trace(), 1, usable);
+  CHECK(one.recomputed_tokens == 0.0);
+  CHECK(one.resumed_tokens == 24.0);
+  CHECK(sim::static_optimum(b.trace(), 0, usable).recomputed_tokens == 24.0);
 }
 #endif

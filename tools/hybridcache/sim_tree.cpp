@@ -155,7 +155,7 @@ void print_table(std::FILE* out, const sim::tree_result& r) {
     const sim::tree_metrics* lib = nullptr;
     const sim::tree_metrics* oracle = nullptr;  // better of the two offline references
     for (const auto* m : rows) {
-      if (m->policy.rfind("oracle", 0) == 0) {
+      if (m->policy.rfind("oracle", 0) == 0 || m->policy == "static_optimum") {
         if (!oracle || m->recomputed_tokens < oracle->recomputed_tokens) oracle = m;
       } else if (m->policy == "hybridcache") {
         lib = m;
@@ -319,9 +319,11 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<sim::tree_res
           r.trace, r.block, r.requests);
       gp += "plot ";
       for (std::size_t i = 0; i < policies.size(); ++i) {
-        gp += fmt::format("{}{} index {} using 1:2 with linespoints lw {} title '{}'",
-                          i ? ", \\\n     " : "", gp_quote(abs / (id + ".dat")), i,
-                          policies[i].rfind("oracle", 0) == 0 ? 3 : 2, policies[i]);
+        gp += fmt::format(
+            "{}{} index {} using 1:2 with linespoints lw {} title '{}'", i ? ", \\\n     " : "",
+            gp_quote(abs / (id + ".dat")), i,
+            policies[i].rfind("oracle", 0) == 0 || policies[i] == "static_optimum" ? 3 : 2,
+            policies[i]);
       }
       gp += "\n";
       const fs::path script = dir / (id + (png ? "_png.gp" : "_svg.gp"));

@@ -18,12 +18,19 @@
 /// key per node; the policy verifies parent links itself), and the namespace is a tenant named
 /// after the trace's namespace index, so namespaces stay apart in the policy too.
 ///
+/// `static_optimum` is the offline static reference: the exact tree placement
+/// (`place_optimal_tree`, placement/tree.hpp) of M states on the whole trie, weighted by the
+/// realised usable-match ends of the trace, held from the first request on. It is the least
+/// recompute of any policy that keeps one fixed set of M states for the whole trace (with the
+/// future known); a dynamic policy can beat it, since it may move its states as the trace moves.
+///
 /// The policy header lives in another component; when it is absent from the include path this
 /// header defines nothing and `HYBRIDCACHE_SIM_HAS_TREE_POLICY` is 0.
 
 #if __has_include("hybridcache/tree/policy.hpp")
 #define HYBRIDCACHE_SIM_HAS_TREE_POLICY 1
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -33,6 +40,7 @@
 #include <vector>
 
 #include "hybridcache/config.hpp"
+#include "hybridcache/placement/tree.hpp"
 #include "hybridcache/segment/digest.hpp"
 #include "hybridcache/segment/namespace_key.hpp"
 #include "hybridcache/sim/tree/replay.hpp"
@@ -113,6 +121,58 @@ class library_policy final : public tree_policy {
   std::vector<std::uint32_t> lib_to_node_;
   std::size_t state_bytes_ = 1;
 };
+
+/// The offline static reference (see the file comment): metrics of the optimal fixed set of
+/// `budget` states for the realised usable matches `usable` of `t`.
+inline tree_metrics static_optimum(const tree_trace& t, std::size_t budget,
+                                   const std::vector<std::size_t>& usable,
+                                   const tree_cost_model& cost = {}) {
+  if (usable.size() != t.size())
+    hybridcache::detail::throw_invalid("usable.size()", usable.size(), "must equal the trace size");
+  const std::size_t B = t.block();
+  // View: every namespace root is the view's root 0 (each namespace's empty state is free);
+  // trie order is topological (a parent is created before its children).
+  std::vector<std::size_t> vid(t.node_count(), 0), parent{0};
+  std::vector<double> depth{0.0}, weight{0.0};
+  for (std::uint32_t v = 0; v < t.node_count(); ++v) {
+    if (t.parent(v) == tree_trace::no_parent) continue;
+    vid[v] = parent.size();
+    parent.push_back(vid[t.parent(v)]);
+    depth.push_back(static_cast<double>(t.depth(v) * B));
+    weight.push_back(0.0);
+  }
+  for (std::size_t i = 0; i < t.size(); ++i)
+    weight[usable[i] == 0 ? 0 : vid[t.requests()[i].path[usable[i] - 1]]] += 1.0;
+  std::vector<std::uint8_t> in(parent.size(), 0);
+  if (budget > 0) {
+    for (auto c : place_optimal_tree(tree_view{parent, depth, weight}, budget).checkpoints)
+      in[c] = 1;
+  }
+  tree_metrics m;
+  m.policy = "static_optimum";
+  m.budget = budget;
+  m.state_memory = static_cast<double>(budget) * cost.model.checkpoint_bytes();
+  double ttft = 0.0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const auto& r = t.requests()[i];
+    std::size_t k = usable[i];
+    while (k > 0 && !in[vid[r.path[k - 1]]]) --k;
+    const double P = static_cast<double>(r.prompt_tokens), kb = static_cast<double>(k * B);
+    m.prompt_tokens += P;
+    m.usable_tokens += static_cast<double>(usable[i] * B);
+    m.resumed_tokens += kb;
+    m.recomputed_tokens += static_cast<double>((usable[i] - k) * B);
+    m.prefill_tokens += P - kb;
+    m.prefill_flops += cost.flops(P - kb, kb);
+    ttft += cost.time.cost(r.prompt_tokens - k * B, k * B);
+    ++m.requests;
+  }
+  m.hit_rate = m.prompt_tokens > 0 ? m.resumed_tokens / m.prompt_tokens : 0.0;
+  m.ttft_ms = m.requests ? ttft / static_cast<double>(m.requests) : 0.0;
+  m.states_mean = static_cast<double>(std::count(in.begin(), in.end(), std::uint8_t{1}));
+  m.states_peak = static_cast<std::size_t>(m.states_mean);
+  return m;
+}
 
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

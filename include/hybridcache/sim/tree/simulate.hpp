@@ -32,15 +32,8 @@ inline constexpr std::string_view tree_policy_names[] = {
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
     "hybridcache",
 #endif
-    "vllm_align",
-    "vllm_all",
-    "sglang_no_buffer",
-    "sglang_extra_buffer",
-    "sglang_extra_buffer_cap",
-    "marconi",
-    "llamacpp",
-    "oracle",
-    "oracle_exact"};
+    "vllm_align",  "vllm_all", "sglang_no_buffer", "sglang_extra_buffer", "sglang_extra_buffer_cap",
+    "marconi",     "llamacpp", "oracle",           "oracle_exact"};
 
 /// Sweep options.
 struct tree_options {
@@ -53,6 +46,7 @@ struct tree_options {
   std::size_t llamacpp_ubatch = 512;   ///< n_ubatch
   std::vector<double> marconi_alphas{0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0};
   double marconi_window = 0.2;  ///< fraction of the trace replayed to tune α
+  bool static_optimum = true;   ///< add the offline static reference (needs placement/tree.hpp)
 };
 
 /// One trace's sweep.
@@ -134,6 +128,11 @@ inline tree_result simulate_tree(const tree_trace& t, const tree_options& o,
       if (progress) progress(++done, total);
     }
   }
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+  if (o.static_optimum) {
+    for (auto budget : o.budgets) res.rows.push_back(static_optimum(t, budget, usable, o.cost));
+  }
+#endif
   return res;
 }
 
