@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// `hybridcache verify --vectors DIR --candidate DIR`: checks an engine's arrays against the
+// golden vectors with the derived tolerances of state/tolerance.hpp; see docs/verification.md.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <fmt/format.h>
+#include <hybridcache/state/npy.hpp>
+#include <hybridcache/state/tolerance.hpp>
+#include <nlohmann/json.hpp>
+
+#include "hybridcache/command.hpp"
+#include "hybridcache/vectors_common.hpp"
+
+namespace {
+
+namespace hs = hybridcache::state;
+namespace hv = hybridcache_cli::vectors;
+
+hs::precision precision_option(const hybridcache_cli::args& a, std::string_view name,
+                               hs::precision fallback) {
+  const auto v = a.get(name);
+  if (!v) return fallback;
+  const auto p = hs::parse_precision(*v);
+  if (!p)
+    throw hybridcache_cli::usage_error{"--" + std::string(name) +
+                                       " must be fp64, fp32, fp16 or bf16 (got " + *v + ")"};
+  return *p;
+}
+
+hs::precision precision_of_descr(const std::string& d) {
+  if (d == "<f8") return hs::precision::fp64;
+  if (d == "<f2") return hs::precision::fp16;
+  return hs::precision::fp32;
+}
+
+int run(std::span<const std::string_view> argv) {
+  const hybridcache_cli::args a(argv, {"require-all", "quiet"});
+  const auto vec = a.get("vectors");
+  const auto cand = a.get("candidate");
+  if (!vec || !cand)
+    throw hybridcache_cli::usage_error{"--vectors DIR and --candidate DIR are required"};
+  const std::filesystem::path vdir(*vec), cdir(*cand);
+  std::ifstream mf(vdir / "manifest.json");
+  if (!mf) throw hybridcache_cli::usage_error{"no manifest.json in " + vdir.string()};
+  const auto manifest = nlohmann::json::parse(mf);
+  if (manifest.at("format_version").get<int>() != hv::format_version)
+    throw hybridcache_cli::usage_error{"manifest format_version " +
+                                       manifest.at("format_version").dump() + " is not " +
+                                       std::to_string(hv::format_version)};
+  hs::error_model model;
+  model.accumulate = precision_option(a, "accumulate", hs::precision::fp32);
+  model.state_storage = precision_option(a, "state-storage", model.accumulate);
+  const auto forced_output = a.get("output");
+  if (forced_output) model.output = precision_option(a, "output", hs::precision::fp32);
+  const std::string filter = a.get_or("filter", "");
+  const bool require_all = a.has("require-all"), quiet = a.has("quiet");
+
+  std::size_t checked = 0, failed = 0, missing = 0;
+  std::uintmax_t bytes = 0;
+  fmt::print("error model: accumulate {}, state storage {}, output {}\n",
+             hs::to_string(model.accumulate), hs::to_string(model.state_storage),
+             forced_output ? std::string(hs::to_string(model.output)) : "from candidate dtype");
+  for (const auto& c : manifest.at("cases")) {
+    const auto name = c.at("name").get<std::string>();
+    if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+    for (const auto& [key, e] : c.at("expected").items()) {
+      const auto cpath = cdir / name / (key + ".npy");
+      if (!std::filesystem::exists(cpath)) {
+        ++missing;
+        if (require_all) fmt::print("MISSING {} {}\n", name, key);
+        continue;
+      }
+      const auto ref = hs::npy::load((vdir / e.at("reference").get<std::string>()).string());
+      const auto wt = hs::npy::load((vdir / e.at("bound_weight").get<std::string>()).string());
+      const auto cv = hs::npy::load(cpath.string());
+      bytes += std::filesystem::file_size(cpath);
+      ++checked;
+      if (cv.size() != ref.size()) {
+        ++failed;
+        fmt::print("FAIL {} {}: {} elements, expected {}\n", name, key, cv.size(), ref.size());
+        continue;
+      }
+      hs::error_model m = model;
+      if (!forced_output) m.output = precision_of_descr(cv.descr);
+      const auto tol = hv::tolerances(e, ref.values, wt.values, m);
+      const auto r = hs::check_close(cv.values, ref.values, tol);
+      if (!r.passed()) ++failed;
+      if (!quiet || !r.passed())
+        fmt::print("{} {} {}: n={} max|err|={:.3g} max err/tol={:.3g} (tol {:.3g} at [{}]){}\n",
+                   r.passed() ? "PASS" : "FAIL", name, key, r.count, r.max_abs_error, r.max_ratio,
+                   tol[r.worst], r.worst, r.passed() ? "" : fmt::format(", {} over", r.failures));
+    }
+  }
+  fmt::print("{} arrays checked ({:.1f} MB of candidates), {} failed, {} missing\n", checked,
+             static_cast<double>(bytes) / 1e6, failed, missing);
+  if (checked == 0) {
+    fmt::print("nothing checked: the candidate directory holds no <case>/<array>.npy files\n");
+    return 1;
+  }
+  return failed != 0 || (require_all && missing != 0) ? 1 : 0;
+}
+
+const hybridcache_cli::registrar reg{
+    {"verify", "check an engine's arrays against golden vectors with derived tolerances",
+     "usage: hybridcache verify --vectors DIR --candidate DIR [--accumulate P]\n"
+     "                          [--state-storage P] [--output P] [--filter TEXT]\n"
+     "                          [--require-all] [--quiet]\n"
+     "  The candidate holds <case name>/<expected key>.npy (e.g. "
+     "state/gla/outputs/T64/fp32/o.npy).\n"
+     "  P is fp64, fp32, fp16 or bf16: the kernel's accumulator (default fp32), the format its\n"
+     "  state is kept in between tokens (default: the accumulator's), and its output format\n"
+     "  (default: the candidate file's dtype). Exits 1 if any array fails its bound, if nothing\n"
+     "  was checked, or (with --require-all) if an expected array is missing.",
+     run}};
+
+}  // namespace

@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: Apache-2.0
+# cmake -DA=dir -DB=dir -P compare_dirs.cmake: fails unless both trees hold the same files with
+# byte-identical contents (the golden vectors must regenerate bit for bit).
+file(GLOB_RECURSE _a RELATIVE "${A}" "${A}/*")
+file(GLOB_RECURSE _b RELATIVE "${B}" "${B}/*")
+list(SORT _a)
+list(SORT _b)
+if(NOT _a STREQUAL _b)
+  message(FATAL_ERROR "file lists differ between ${A} and ${B}")
+endif()
+list(LENGTH _a _n)
+if(_n EQUAL 0)
+  message(FATAL_ERROR "${A} is empty")
+endif()
+foreach(f IN LISTS _a)
+  file(SHA256 "${A}/${f}" _ha)
+  file(SHA256 "${B}/${f}" _hb)
+  if(NOT _ha STREQUAL _hb)
+    message(FATAL_ERROR "${f} differs")
+  endif()
+endforeach()
+message(STATUS "${_n} files identical")
