@@ -51,10 +51,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <queue>
+#include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "hybridcache/config.hpp"
