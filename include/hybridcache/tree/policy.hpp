@@ -50,8 +50,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
