@@ -405,3 +405,50 @@ TEST_CASE("typed errors for bad options and bad calls") {
     CHECK(e.argument() == "bytes");
   }
 }
+
+TEST_CASE("the worked example of docs/tree.md") {
+  hc::tree::state_policy pol(
+      {.block_size = 16, .state_bytes = 1, .capacity_bytes = 2, .replan_every = 0});
+  const auto ns = hc::segment::namespace_key{}.with_tenant("acme");
+  std::vector<token_id> sys(64);
+  for (std::size_t i = 0; i < 64; ++i) sys[i] = static_cast<token_id>(1000 + i);
+  auto t1 = sys;
+  for (token_id i = 0; i < 40; ++i) t1.push_back(2000 + i);  // 104 tokens
+  auto m = pol.match(ns, t1);
+  CHECK(m.matched_tokens == 0);
+  CHECK(pol.prefill_plan(m, t1.size(), std::vector<std::size_t>{64, 96, 104}) ==
+        std::vector<std::size_t>{96});
+  auto path = pol.insert(ns, t1);
+  const node_id n96 = path[5];
+  CHECK(pol.admit(n96, 1).victims.empty());
+  pol.unpin(m.resume_node);
+  auto t2 = t1;
+  for (token_id i = 0; i < 56; ++i) t2.push_back(3000 + i);  // 160 tokens
+  m = pol.match(ns, t2);
+  CHECK(m.matched_tokens == 96);
+  CHECK(m.resume_tokens == 96);
+  CHECK(m.replay_tokens == 0);
+  CHECK(pol.prefill_plan(m, t2.size(), std::vector<std::size_t>{160}) ==
+        std::vector<std::size_t>{160});
+  path = pol.insert(ns, t2);
+  const node_id n160 = path[9];
+  CHECK(pol.admit(n160, 1).victims.empty());
+  pol.unpin(m.resume_node);
+  auto u1 = sys;
+  for (token_id i = 0; i < 30; ++i) u1.push_back(4000 + i);  // 94 tokens
+  m = pol.match(ns, u1);
+  CHECK(m.matched_tokens == 64);
+  CHECK(m.resume_tokens == 0);
+  CHECK(m.replay_tokens == 64);
+  CHECK(pol.prefill_plan(m, u1.size(), std::vector<std::size_t>{64, 80, 94}) ==
+        std::vector<std::size_t>{64, 80});
+  path = pol.insert(ns, u1);
+  CHECK(pol.admit(path[3], 1).victims == std::vector<node_id>{n160});
+  CHECK(pol.admit(path[4], 1).victims == std::vector<node_id>{n96});
+  pol.unpin(m.resume_node);
+  const auto r = pol.replan();
+  CHECK(r.adopted);
+  CHECK(r.expected_after == 0.0);
+  CHECK(pol.planned(path[3]));
+  CHECK(pol.planned(n96));
+}
