@@ -68,7 +68,7 @@ st::segment_location loc_of(std::uint32_t node, std::uint64_t offset, std::uint3
 
 }  // namespace
 
-TEST_CASE("redis keys: independent HMAC reference; no tokens or tenant names in the key") {
+TEST_CASE("redis keys: independent HMAC reference, no tokens or tenant names in the key") {
   st::redis_options o;
   o.key_prefix = "hc:";
   const st::redis_segment_index idx(o, secret_bytes());
@@ -105,7 +105,7 @@ TEST_CASE("redis keys: independent HMAC reference; no tokens or tenant names in 
   }
 }
 
-TEST_CASE("redis records: byte layout equals the reference; every corruption is rejected") {
+TEST_CASE("redis records: byte layout equals the reference, every corruption is rejected") {
   const st::redis_segment_index idx(st::redis_options{}, secret_bytes());
   const auto ns = sg::namespace_key{}.with_tenant("t1");
   const std::vector<token_id> toks{5, 6, 7};
@@ -188,7 +188,7 @@ TEST_CASE("redis: bad options and bad input throw invalid_argument naming the ar
   CHECK(idx.stats().errors == 0);  // nothing was sent
 }
 
-TEST_CASE("redis: insert is first-writer-wins with a TTL; find, refresh, erase") {
+TEST_CASE("redis: insert is first-writer-wins with a TTL, find, refresh, erase") {
   HC_REQUIRE_REDIS();
   hc_test::redis_server srv;
   auto o = options_for(srv);
@@ -299,7 +299,7 @@ TEST_CASE("redis: a block chain in one pipelined call matches a brute-force pref
   CHECK(idx.stats().errors == 0);
 }
 
-TEST_CASE("redis: 8 client threads race on the same keys; exactly one writer wins each") {
+TEST_CASE("redis: 8 client threads race on the same keys, exactly one writer wins each") {
   HC_REQUIRE_REDIS();
   hc_test::redis_server srv;
   auto o = options_for(srv);

@@ -54,8 +54,21 @@ class redis_server {
     char tmpl[] = "/tmp/hc-redis-XXXXXX";
     if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
     dir_ = tmpl;
-    port_ = free_port();
-    start();
+    // The free port may be taken between probing and the server's bind (tests run in
+    // parallel): try a few ports before giving up.
+    for (int attempt = 0;; ++attempt) {
+      port_ = free_port();
+      try {
+        start();
+        return;
+      } catch (const std::exception&) {
+        if (attempt == 4) {
+          std::error_code ec;
+          std::filesystem::remove_all(dir_, ec);
+          throw;
+        }
+      }
+    }
   }
   redis_server(const redis_server&) = delete;
   redis_server& operator=(const redis_server&) = delete;
