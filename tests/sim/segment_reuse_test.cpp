@@ -93,8 +93,12 @@ TEST_CASE("segment index: hits and misses per namespace, hand-computed") {
   t.add_request({.pieces = {s1, s2, q1}, .ns = "a", .ends_with_query = true});
   const auto r = sim::simulate_segment_reuse(t);
   REQUIRE(r.namespaces.size() == 3);
+  // Reported in order: the shared namespace (requests without a tenant), then tenants by name.
+  CHECK(r.namespaces[0].ns.is_shared());
+  CHECK(r.namespaces[1].ns == hybridcache::segment::namespace_key{}.with_tenant("a"));
+  CHECK(r.namespaces[2].ns == hybridcache::segment::namespace_key{}.with_tenant("b"));
   for (const auto& n : r.namespaces) {
-    if (n.ns == "a") {
+    if (n.ns.tenant() == std::optional<std::string>("a")) {
       CHECK(n.lookups == 6);
       CHECK(n.hits == 4);
       CHECK(n.misses == 2);
@@ -116,6 +120,31 @@ TEST_CASE("segment index: hits and misses per namespace, hand-computed") {
   CHECK(r.ttft[1].method == "prefix");
   const double prefix = (3 * m.cost(115) + 2 * m.cost(117) - m.cost(115) + m.cost(1, 114)) / 5.0;
   CHECK(r.ttft[1].mean == doctest::Approx(prefix));
+}
+
+TEST_CASE("prefix and segment caches compare tokens, not piece ids or hashes") {
+  sim::trace t("exact");
+  // Two piece ids holding the same tokens are the same segment; a piece differing only in its
+  // first token is not.
+  const auto a1 = t.add_piece(run_of(0, 40));
+  const auto a2 = t.add_piece(run_of(0, 40));
+  auto other = run_of(0, 40);
+  other[0] = 7777;
+  const auto b = t.add_piece(other);
+  const auto q = t.add_piece(run_of(500, 3));
+  t.add_request({.pieces = {a1, q}, .ends_with_query = true});
+  t.add_request({.pieces = {a2, q}, .ends_with_query = true});  // equal tokens: full prompt hit, p = 43
+  t.add_request({.pieces = {b, q}, .ends_with_query = true});   // token 0 differs: p = 0, a miss
+  t.add_request({.pieces = {a2, q}, .ns = "x", .ends_with_query = true});  // other namespace: p = 0
+  const auto r = sim::simulate_segment_reuse(t);
+  CHECK(r.prefix_hit_tokens == 43.0);
+  REQUIRE(r.namespaces.size() == 2);
+  CHECK(r.namespaces[0].ns.is_shared());
+  CHECK(r.namespaces[0].lookups == 3);
+  CHECK(r.namespaces[0].hits == 1);    // only request 2's segment
+  CHECK(r.namespaces[0].misses == 2);  // requests 1 and 3
+  CHECK(r.namespaces[1].hits == 0);
+  CHECK(r.cold_requests == 3);
 }
 
 TEST_CASE("segment-reuse simulation is deterministic and rejects bad input") {

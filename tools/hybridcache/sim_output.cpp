@@ -60,6 +60,13 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+// A namespace in tables and files: the tenant's name for a tenant-only namespace (the traces'
+// form), else the key's text form (`ns{}` for the shared namespace).
+std::string ns_label(const hybridcache::segment::namespace_key& ns) {
+  if (ns.tenant() && !ns.knowledge_base() && !ns.adapter() && !ns.model() && ns.extras().empty()) return *ns.tenant();
+  return ns.to_string();
+}
+
 }  // namespace
 
 void print_sparse_table(std::FILE* out, const hybridcache::sim::sparse_prefix_result& r) {
@@ -113,7 +120,7 @@ void print_segment_table(std::FILE* out, const hybridcache::sim::segment_reuse_r
              r.prompt_tokens > 0 ? 100.0 * r.prefix_hit_tokens / r.prompt_tokens : 0.0);
   fmt::print(out, "  {:<14} {:>8} {:>8} {:>8} {:>9} {:>12}\n", "namespace", "lookups", "hits", "misses", "hit rate", "hit tokens");
   for (const auto& n : r.namespaces) {
-    fmt::print(out, "  {:<14} {:>8} {:>8} {:>8} {:>8.1f}% {:>12.0f}\n", n.ns, n.lookups, n.hits, n.misses,
+    fmt::print(out, "  {:<14} {:>8} {:>8} {:>8} {:>8.1f}% {:>12.0f}\n", ns_label(n.ns), n.lookups, n.hits, n.misses,
                n.lookups ? 100.0 * static_cast<double>(n.hits) / static_cast<double>(n.lookups) : 0.0, n.hit_tokens);
   }
   fmt::print(out, "  {:<22} {:>10} {:>10} {:>10} {:>14}\n", "TTFT (model, ms)", "mean", "p50", "p90", "mean (cold)");
@@ -196,7 +203,7 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     std::string tt = "trace,method,workers,mean_ms,p50_ms,p90_ms,mean_cold_ms\n";
     for (const auto& s : r.segments) {
       for (const auto& n : s.namespaces) {
-        ns += fmt::format("{},{},{},{},{},{},{}\n", s.trace_name, n.ns, n.lookups, n.hits, n.misses, csv_num(n.hit_tokens),
+        ns += fmt::format("{},{},{},{},{},{},{}\n", s.trace_name, ns_label(n.ns), n.lookups, n.hits, n.misses, csv_num(n.hit_tokens),
                           csv_num(n.miss_tokens));
       }
       for (const auto& t : s.ttft) {
@@ -265,7 +272,7 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     t["prefix_hit_tokens"] = s.prefix_hit_tokens;
     t["namespaces"] = json::array();
     for (const auto& n : s.namespaces) {
-      t["namespaces"].push_back({{"namespace", n.ns}, {"lookups", n.lookups}, {"hits", n.hits}, {"misses", n.misses},
+      t["namespaces"].push_back({{"namespace", ns_label(n.ns)}, {"lookups", n.lookups}, {"hits", n.hits}, {"misses", n.misses},
                                  {"hit_tokens", n.hit_tokens}, {"miss_tokens", n.miss_tokens}});
     }
     t["ttft_ms"] = json::array();

@@ -26,8 +26,15 @@
 /// every earlier request (a hybrid engine needs a stored recurrent state exactly there).
 ///
 /// Hits and misses are counted per namespace; a segment is looked up in its request's namespace
+/// (`segment::namespace_key`: the request's tenant, or the shared namespace when it names none)
 /// only, so two tenants never share an entry. After a request is served, its missed segments are
 /// inserted (the index is unbounded: the simulation measures reuse, not eviction).
+///
+/// Both caches are exact. The segment cache is a verified `segment::segment_index` (a hit means
+/// equal namespace and equal token ids). The prefix cache is a trie over canonical segment ids:
+/// every distinct (namespace, tokens) piece gets one id from a second verified index, and a
+/// cached prefix is a path of ids from the root, so two prompts share a prefix exactly when they
+/// share its pieces token for token — no unverified hash decides a hit.
 ///
 /// `cold_dispatch` evaluates one all-cold request on m workers — HYPIC Fig. 14 (11 segments ×
 /// 2.4k tokens, m = 2/4/8; paper: 2.0× / 3.6× / 6.1× over full recompute).
@@ -42,8 +49,7 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -81,7 +87,7 @@ struct ttft_breakdown {
 
 /// Per-namespace index statistics.
 struct namespace_stats {
-  std::string ns;  ///< "(default)" for requests without a namespace
+  segment::namespace_key ns{};  ///< the request's tenant, or the shared namespace
   std::size_t lookups = 0, hits = 0, misses = 0;
   double hit_tokens = 0.0, miss_tokens = 0.0;
 };
@@ -187,13 +193,46 @@ inline double percentile(std::vector<double> v, double q) {
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
-inline std::uint64_t hash_tokens(std::span<const token_id> t, std::uint64_t seed) noexcept {
-  std::uint64_t h = seed ^ (0x9E3779B97F4A7C15ULL * (t.size() + 1));
-  for (auto x : t) h = (h ^ x) * 0x100000001B3ULL;
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  return h ^ (h >> 32);
-}
+/// Orders namespaces for reports: the shared namespace first, then tenants by name (bytes), then
+/// by encoding.
+struct namespace_order {
+  bool operator()(const segment::namespace_key& a, const segment::namespace_key& b) const {
+    if (a.is_shared() != b.is_shared()) return a.is_shared();
+    const std::string_view ta = a.tenant() ? std::string_view(*a.tenant()) : std::string_view();
+    const std::string_view tb = b.tenant() ? std::string_view(*b.tenant()) : std::string_view();
+    if (ta != tb) return ta < tb;
+    return a.bytes() < b.bytes();
+  }
+};
+
+/// The exact prefix cache: a trie whose edges are canonical segment ids (see the file comment).
+class prefix_trie {
+ public:
+  /// The canonical id of (ns, tokens), assigned on first sight.
+  std::uint32_t id_of(const segment::namespace_key& ns, std::span<const token_id> tokens) {
+    if (auto id = ids_.find(ns, tokens)) return *id;
+    const auto id = static_cast<std::uint32_t>(next_id_++);
+    ids_.insert(ns, tokens, id);
+    return id;
+  }
+  /// The child of `node` along segment `id`, if cached (node 0 is the root).
+  [[nodiscard]] std::optional<std::uint32_t> child(std::uint32_t node, std::uint32_t id) const {
+    auto it = edges_.find({node, id});
+    if (it == edges_.end()) return std::nullopt;
+    return it->second;
+  }
+  /// The child of `node` along `id`, created if absent.
+  std::uint32_t insert(std::uint32_t node, std::uint32_t id) {
+    auto [it, fresh] = edges_.try_emplace({node, id}, 0u);
+    if (fresh) it->second = static_cast<std::uint32_t>(++nodes_);
+    return it->second;
+  }
+
+ private:
+  segment::segment_index<std::uint32_t> ids_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> edges_;
+  std::size_t next_id_ = 0, nodes_ = 0;
+};
 
 /// The namespace of a trace request: a tenant namespace, or the shared one when absent.
 inline segment::namespace_key namespace_of(const request& q) {
@@ -214,20 +253,20 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
   segment_reuse_result r;
   r.trace_name = t.name();
   segment::segment_index<std::uint32_t> index;  // verified (namespace, tokens) -> first request
-  std::unordered_set<std::uint64_t> prefixes;  // chained (ns, segment...) keys
-  std::map<std::string, namespace_stats> per_ns;
+  detail::prefix_trie prefixes;                  // exact segment-aligned prefix cache
+  std::map<segment::namespace_key, namespace_stats, detail::namespace_order> per_ns;
   std::vector<double> full, prefix, naive, cold_mask;
   std::vector<std::vector<double>> comp(o.workers.size());
   std::vector<std::size_t> lengths;
+  std::vector<std::uint32_t> ids;
   std::unique_ptr<bool[]> hit;
   const std::size_t n_req = t.size();
   const std::size_t every = std::max<std::size_t>(n_req / 100, 1);
   for (std::size_t i = 0; i < n_req; ++i) {
     const request& q = t.requests()[i];
-    const std::string ns = q.ns ? "ns:" + *q.ns : std::string("default");
     const segment::namespace_key key_ns = detail::namespace_of(q);
-    auto& st = per_ns[ns];
-    if (st.ns.empty()) st.ns = q.ns ? *q.ns : "(default)";
+    auto& st = per_ns.try_emplace(key_ns).first->second;
+    st.ns = key_ns;
     const std::size_t k = q.pieces.size() - (q.ends_with_query && !q.pieces.empty() ? 1 : 0);
     const std::size_t query = k < q.pieces.size() ? t.piece(q.pieces.back()).size() : 0;
     lengths.assign(k, 0);
@@ -251,15 +290,16 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
     }
     // Longest cached segment-aligned prefix (query included: a repeated prompt hits it all).
     std::size_t p = 0, run = 0, covered = 0;  // covered: leading pieces inside the prefix hit
-    std::uint64_t key = std::hash<std::string>{}(ns);
-    std::vector<std::uint64_t> keys;
+    std::uint32_t node = 0;
+    ids.clear();
     bool matching = true;
     for (std::size_t s = 0; s < q.pieces.size(); ++s) {
       const auto tok = t.piece(q.pieces[s]);
-      key = detail::hash_tokens(tok, key);
-      keys.push_back(key);
+      ids.push_back(prefixes.id_of(key_ns, tok));
       run += tok.size();
-      if (matching && prefixes.count(key)) {
+      const auto next = matching ? prefixes.child(node, ids.back()) : std::nullopt;
+      if (next) {
+        node = *next;
         p = run;
         covered = s + 1;
       } else {
@@ -268,7 +308,8 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
     }
     const std::size_t prefix_segments = std::min(covered, k);
     const bool whole_prompt = covered == q.pieces.size() && !q.pieces.empty();
-    for (auto kk : keys) prefixes.insert(kk);
+    node = 0;
+    for (auto id : ids) node = prefixes.insert(node, id);
     r.prefix_hit_tokens += static_cast<double>(p);
     r.prompt_tokens += static_cast<double>(n);
     if (any_miss) ++r.cold_requests;
