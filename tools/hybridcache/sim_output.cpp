@@ -290,10 +290,13 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
                                           {"speedup_vs_serial", b.speedup_vs_serial()}});
   }
   const auto& c = r.segment_options.cost;
-  j["prefill_cost_model"] = {{"attention_layers", c.attention_layers}, {"linear_layers", c.linear_layers},
-                             {"attention_per_token_ms", c.attention_per_token}, {"attention_per_pair_ms", c.attention_per_pair},
-                             {"linear_per_token_ms", c.linear_per_token}, {"compose_per_segment_ms", c.compose_per_segment},
-                             {"combine_fixed_ms", c.combine_fixed}, {"transfer_fixed_ms", c.transfer_fixed},
+  const auto& k = r.segment_options.compose;
+  j["prefill_cost_model"] = {{"per_token_ms", c.per_token},
+                             {"per_token_sq_ms", c.per_token_sq},
+                             {"overhead_ms", c.overhead},
+                             {"compose_per_segment_ms", k.compose_per_segment},
+                             {"combine_fixed_ms", k.combine_fixed},
+                             {"transfer_fixed_ms", k.transfer_fixed},
                              {"seam", r.segment_options.seam}};
   put("simulate.json", j.dump(2) + "\n");
   return written;

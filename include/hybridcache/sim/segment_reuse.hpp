@@ -5,7 +5,7 @@
 /// Segment-reuse simulation (HYPIC / SparseX / COMB): replay requests built from segments
 /// (retrieved passages, system prompts, documents) through a position-independent segment index
 /// keyed by (namespace, tokens) and estimate time-to-first-token under four serving methods with
-/// the prefill cost model of model.hpp.
+/// the library's prefill cost model (`hybridcache::prefill_cost_model`, calibrated in model.hpp).
 ///
 /// For a request of segments s_1 … s_k (lengths |s_i|, n = Σ|s_i| + q tokens, q the user query,
 /// never cached) where the index already holds some segments ("hits") and a strict prefix cache
@@ -66,7 +66,8 @@ namespace sim {
 
 /// Options of the segment-reuse simulation.
 struct segment_reuse_options {
-  prefill_cost_model cost = prefill_cost_model::hypic_fig14();
+  prefill_cost_model cost = hypic_fig14_prefill();        ///< the library's prefill model
+  composition_costs compose = hypic_fig14_composition;  ///< composition's non-prefill costs
   std::size_t seam = 8;                         ///< seam window w per side of a boundary
   std::vector<std::size_t> workers{1, 2, 4, 8}; ///< prefill worker pool sizes to evaluate
 };
@@ -145,7 +146,7 @@ inline ttft_breakdown composition_ttft(std::span<const std::size_t> lengths, std
     return s;
   }();
   b.dispatch = cold.empty() ? 0.0 : lpt_assign(cold, workers).makespan;
-  b.transfer = (workers > 1 && !cold.empty()) ? o.cost.transfer_fixed : 0.0;
+  b.transfer = (workers > 1 && !cold.empty()) ? o.compose.transfer_fixed : 0.0;
   // The router only fans out when it pays: otherwise the request stays on one worker (HYPIC §4.4,
   // "the router degenerates to placing the entire request on one worker").
   if (b.dispatch + b.transfer >= serial_dispatch) {
@@ -155,8 +156,8 @@ inline ttft_breakdown composition_ttft(std::span<const std::size_t> lengths, std
   } else {
     b.workers_used = workers;
   }
-  double combine = o.cost.combine_fixed +
-                   o.cost.compose_per_segment * static_cast<double>(lengths.size() - prefix_segments);
+  double combine = o.compose.combine_fixed +
+                   o.compose.compose_per_segment * static_cast<double>(lengths.size() - prefix_segments);
   std::size_t offset = 0;
   for (std::size_t i = 0; i + 1 < lengths.size(); ++i) {
     offset += lengths[i];
@@ -320,7 +321,7 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
     if (whole_prompt) {
       naive.push_back(prefix.back());
     } else {
-      double nv = o.cost.compose_per_segment * static_cast<double>(k - prefix_segments) + o.cost.combine_fixed +
+      double nv = o.compose.compose_per_segment * static_cast<double>(k - prefix_segments) + o.compose.combine_fixed +
                   (query > 0 ? o.cost.cost(query, n - query) : 0.0);
       for (std::size_t s = prefix_segments; s < k; ++s) {
         if (!hit[s]) nv += o.cost.cost(lengths[s], 0);
