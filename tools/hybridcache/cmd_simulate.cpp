@@ -24,6 +24,7 @@
 
 #include "hybridcache/command.hpp"
 #include "hybridcache/sim_output.hpp"
+#include "hybridcache/sim_plot.hpp"
 #include "hybridcache/sim_readers.hpp"
 
 namespace {
