@@ -22,9 +22,13 @@ TEST_CASE("prefill cost model: closed form and the HYPIC Fig. 14 calibration") {
   // The calibration as stated (HYPIC §6.5, sim/model.hpp): α·n + β·(n·p + n(n+1)/2) with
   // α = 0.072241 ms/token and β = 1.1875e-6 ms/pair, written out independently of the model's form.
   const double alpha = 0.072241, beta = 1.1875e-6;
-  const auto pairs_form = [&](double n, double p) { return alpha * n + beta * (n * p + n * (n + 1) / 2); };
-  for (const auto& [n, p] : {std::pair{300.0, 1000.0}, {1.0, 0.0}, {2400.0, 0.0}, {16.0, 26000.0}, {7.0, 3.0}}) {
-    CHECK(m.cost(static_cast<std::size_t>(n), static_cast<std::size_t>(p)) == doctest::Approx(pairs_form(n, p)));
+  const auto pairs_form = [&](double n, double p) {
+    return alpha * n + beta * (n * p + n * (n + 1) / 2);
+  };
+  for (const auto& [n, p] :
+       {std::pair{300.0, 1000.0}, {1.0, 0.0}, {2400.0, 0.0}, {16.0, 26000.0}, {7.0, 3.0}}) {
+    CHECK(m.cost(static_cast<std::size_t>(n), static_cast<std::size_t>(p)) ==
+          doctest::Approx(pairs_form(n, p)));
   }
   CHECK(m.cost(0, 5000) == 0.0);
   CHECK(m.cost(2400, 0) == m.cost(2400));  // the dispatch form cost(L) is the empty-prefix case
@@ -70,20 +74,23 @@ TEST_CASE("composition TTFT: hits cost nothing to prefill, seams and query are r
   CHECK(b.dispatch == 0.0);
   CHECK(b.transfer == 0.0);
   const double seams = o.cost.cost(16, 100 - 8) + o.cost.cost(16, 300 - 8);
-  CHECK(b.combine == doctest::Approx(o.compose.combine_fixed + 3 * o.compose.compose_per_segment + seams + o.cost.cost(20, 600)));
+  CHECK(b.combine == doctest::Approx(o.compose.combine_fixed + 3 * o.compose.compose_per_segment +
+                                     seams + o.cost.cost(20, 600)));
   // One small cold segment: fanning out would only add transfer, so it stays local.
   const bool one_cold[] = {true, false, true};
   const auto c = sim::composition_ttft(len, one_cold, 20, 4, o);
   CHECK(c.workers_used == 1);
   CHECK(c.dispatch == doctest::Approx(o.cost.cost(200)));
-  CHECK_THROWS_AS(sim::composition_ttft(len, std::span<const bool>(all_hit, 2), 0, 1, o), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(sim::composition_ttft(len, std::span<const bool>(all_hit, 2), 0, 1, o),
+                  hybridcache::invalid_argument);
   // Prefix first (HYPIC's lookup order): with the first segment restored from the prefix cache,
   // its seam and its composition disappear; with all three, only the query is left.
   const auto p1 = sim::composition_ttft(len, all_hit, 20, 4, o, 1);
-  CHECK(p1.combine == doctest::Approx(o.compose.combine_fixed + 2 * o.compose.compose_per_segment + seams + o.cost.cost(20, 600)));
+  CHECK(p1.combine == doctest::Approx(o.compose.combine_fixed + 2 * o.compose.compose_per_segment +
+                                      seams + o.cost.cost(20, 600)));
   const auto p2 = sim::composition_ttft(len, all_hit, 20, 4, o, 2);
-  CHECK(p2.combine == doctest::Approx(o.compose.combine_fixed + 1 * o.compose.compose_per_segment + o.cost.cost(16, 300 - 8) +
-                                      o.cost.cost(20, 600)));
+  CHECK(p2.combine == doctest::Approx(o.compose.combine_fixed + 1 * o.compose.compose_per_segment +
+                                      o.cost.cost(16, 300 - 8) + o.cost.cost(20, 600)));
   const auto p3 = sim::composition_ttft(len, one_cold, 20, 4, o, 3);
   CHECK(p3.total == doctest::Approx(o.cost.cost(20, 600)));
   CHECK_THROWS_AS(sim::composition_ttft(len, all_hit, 20, 4, o, 4), hybridcache::invalid_argument);
@@ -144,8 +151,9 @@ TEST_CASE("prefix and segment caches compare tokens, not piece ids or hashes") {
   const auto b = t.add_piece(other);
   const auto q = t.add_piece(run_of(500, 3));
   t.add_request({.pieces = {a1, q}, .ends_with_query = true});
-  t.add_request({.pieces = {a2, q}, .ends_with_query = true});  // equal tokens: full prompt hit, p = 43
-  t.add_request({.pieces = {b, q}, .ends_with_query = true});   // token 0 differs: p = 0, a miss
+  t.add_request(
+      {.pieces = {a2, q}, .ends_with_query = true});  // equal tokens: full prompt hit, p = 43
+  t.add_request({.pieces = {b, q}, .ends_with_query = true});  // token 0 differs: p = 0, a miss
   t.add_request({.pieces = {a2, q}, .ns = "x", .ends_with_query = true});  // other namespace: p = 0
   const auto r = sim::simulate_segment_reuse(t);
   CHECK(r.prefix_hit_tokens == 43.0);
@@ -168,6 +176,7 @@ TEST_CASE("segment-reuse simulation is deterministic and rejects bad input") {
   CHECK(a.namespaces.size() == 2);
   sim::segment_reuse_options bad;
   bad.workers = {2, 0};
-  CHECK_THROWS_AS(sim::simulate_segment_reuse(sim::synthetic_rag(o), bad), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(sim::simulate_segment_reuse(sim::synthetic_rag(o), bad),
+                  hybridcache::invalid_argument);
   CHECK_THROWS_AS(sim::simulate_segment_reuse(sim::trace{}), hybridcache::invalid_argument);
 }

@@ -29,7 +29,9 @@ std::string human_bytes(double b) {
   return fmt::format("{:.1f} {}", b, units[u]);
 }
 
-std::string fmt_reduction(double x) { return std::isinf(x) ? std::string("inf") : fmt::format("{:.2f}x", x); }
+std::string fmt_reduction(double x) {
+  return std::isinf(x) ? std::string("inf") : fmt::format("{:.2f}x", x);
+}
 
 std::string budget_text(const hybridcache::sim::strategy_result& r) {
   return hybridcache::sim::uses_budget(r.kind) ? std::to_string(r.budget) : std::string("-");
@@ -37,14 +39,15 @@ std::string budget_text(const hybridcache::sim::strategy_result& r) {
 
 json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
-std::string csv_num(double x) { return std::isfinite(x) ? fmt::format("{:.10g}", x) : std::string("inf"); }
-
-
+std::string csv_num(double x) {
+  return std::isfinite(x) ? fmt::format("{:.10g}", x) : std::string("inf");
+}
 
 // A namespace in tables and files: the tenant's name for a tenant-only namespace (the traces'
 // form), else the key's text form (`ns{}` for the shared namespace).
 std::string ns_label(const hybridcache::segment::namespace_key& ns) {
-  if (ns.tenant() && !ns.knowledge_base() && !ns.adapter() && !ns.model() && ns.extras().empty()) return *ns.tenant();
+  if (ns.tenant() && !ns.knowledge_base() && !ns.adapter() && !ns.model() && ns.extras().empty())
+    return *ns.tenant();
   return ns.to_string();
 }
 
@@ -52,25 +55,37 @@ std::string ns_label(const hybridcache::segment::namespace_key& ns) {
 
 void print_sparse_table(std::FILE* out, const hybridcache::sim::sparse_prefix_result& r) {
   const auto& o = r.options;
-  fmt::print(out, "\nsparse prefix caching — trace {}: {} requests, {} hits ({:.1f}%), mean depth of a hit {:.0f} tokens\n",
-             r.trace_name, r.requests, r.hits, r.requests ? 100.0 * static_cast<double>(r.hits) / static_cast<double>(r.requests) : 0.0,
-             r.hits ? r.depth_tokens / static_cast<double>(r.hits) : 0.0);
-  fmt::print(out, "  last-K cache K = {}, block B = {}, {}, model {} ({} / checkpoint, {} KV / token)\n",
-             o.cache_entries, o.granularity,
-             o.oracle ? std::string("DP on the trace's own depth law (oracle)")
-                      : fmt::format("re-solve every {} requests, gamma = {}{}{}", o.resolve_every, o.gamma,
-                                    o.smoothing > 0 ? fmt::format(", smoothing {}", o.smoothing) : std::string(),
-                                    o.law == hybridcache::sim::sparse_prefix_options::depth_law::tail ? ", tail law" : ""),
-             o.model.name, human_bytes(o.model.checkpoint_bytes()), human_bytes(o.model.kv_bytes_per_token()));
-  fmt::print(out, "  {:<12} {:>6} {:>10} {:>14} {:>9} {:>10} {:>12} {:>12}\n", "strategy", "budget", "ckpt/entry",
-             "recomputed", "savings", "reduction", "state/entry", "cache (K)");
+  fmt::print(
+      out,
+      "\nsparse prefix caching — trace {}: {} requests, {} hits ({:.1f}%), mean depth of a hit "
+      "{:.0f} tokens\n",
+      r.trace_name, r.requests, r.hits,
+      r.requests ? 100.0 * static_cast<double>(r.hits) / static_cast<double>(r.requests) : 0.0,
+      r.hits ? r.depth_tokens / static_cast<double>(r.hits) : 0.0);
+  fmt::print(
+      out, "  last-K cache K = {}, block B = {}, {}, model {} ({} / checkpoint, {} KV / token)\n",
+      o.cache_entries, o.granularity,
+      o.oracle
+          ? std::string("DP on the trace's own depth law (oracle)")
+          : fmt::format(
+                "re-solve every {} requests, gamma = {}{}{}", o.resolve_every, o.gamma,
+                o.smoothing > 0 ? fmt::format(", smoothing {}", o.smoothing) : std::string(),
+                o.law == hybridcache::sim::sparse_prefix_options::depth_law::tail ? ", tail law"
+                                                                                  : ""),
+      o.model.name, human_bytes(o.model.checkpoint_bytes()),
+      human_bytes(o.model.kv_bytes_per_token()));
+  fmt::print(out, "  {:<12} {:>6} {:>10} {:>14} {:>9} {:>10} {:>12} {:>12}\n", "strategy", "budget",
+             "ckpt/entry", "recomputed", "savings", "reduction", "state/entry", "cache (K)");
   for (const auto& row : r.rows) {
-    fmt::print(out, "  {:<12} {:>6} {:>10.1f} {:>14.0f} {:>8.1f}% {:>10} {:>12} {:>12}\n", to_string(row.kind),
-               budget_text(row), row.mean_checkpoints, row.recomputed_tokens, 100.0 * row.savings,
-               fmt_reduction(row.reduction), human_bytes(row.checkpoint_bytes + row.kv_bytes), human_bytes(row.cache_bytes));
+    fmt::print(out, "  {:<12} {:>6} {:>10.1f} {:>14.0f} {:>8.1f}% {:>10} {:>12} {:>12}\n",
+               to_string(row.kind), budget_text(row), row.mean_checkpoints, row.recomputed_tokens,
+               100.0 * row.savings, fmt_reduction(row.reduction),
+               human_bytes(row.checkpoint_bytes + row.kv_bytes), human_bytes(row.cache_bytes));
   }
   if (r.dp_fallbacks > 0) {
-    fmt::print(out, "  ({} DP placements had no histogram mass yet and used the balanced fallback)\n", r.dp_fallbacks);
+    fmt::print(out,
+               "  ({} DP placements had no histogram mass yet and used the balanced fallback)\n",
+               r.dp_fallbacks);
   }
 }
 
@@ -80,7 +95,8 @@ void print_dominance(std::FILE* out, const hybridcache::sim::sparse_prefix_resul
     if (checks.empty()) continue;
     std::size_t held = 0;
     for (const auto& c : checks) held += c.holds() ? 1 : 0;
-    fmt::print(out, "  {} >= every fixed baseline: {}/{} comparisons hold", to_string(kind), held, checks.size());
+    fmt::print(out, "  {} >= every fixed baseline: {}/{} comparisons hold", to_string(kind), held,
+               checks.size());
     if (held == checks.size()) {
       fmt::print(out, "\n");
       continue;
@@ -88,40 +104,54 @@ void print_dominance(std::FILE* out, const hybridcache::sim::sparse_prefix_resul
     fmt::print(out, "; exceptions:\n");
     for (const auto& c : checks) {
       if (c.holds()) continue;
-      fmt::print(out, "    M={:<4} {} {} < {} {} ({:.1f} ckpt/entry, max {})\n", c.budget, to_string(kind),
-                 fmt_reduction(c.dp_reduction), to_string(c.baseline), fmt_reduction(c.baseline_reduction),
-                 c.baseline_checkpoints, c.baseline_max_checkpoints);
+      fmt::print(out, "    M={:<4} {} {} < {} {} ({:.1f} ckpt/entry, max {})\n", c.budget,
+                 to_string(kind), fmt_reduction(c.dp_reduction), to_string(c.baseline),
+                 fmt_reduction(c.baseline_reduction), c.baseline_checkpoints,
+                 c.baseline_max_checkpoints);
     }
   }
 }
 
 void print_segment_table(std::FILE* out, const hybridcache::sim::segment_reuse_result& r) {
-  fmt::print(out, "\nsegment reuse — trace {}: {} requests ({} with a cold segment), {:.0f} prompt tokens, prefix-cache hits {:.1f}% of tokens\n",
+  fmt::print(out,
+             "\nsegment reuse — trace {}: {} requests ({} with a cold segment), {:.0f} prompt "
+             "tokens, prefix-cache hits {:.1f}% of tokens\n",
              r.trace_name, r.requests, r.cold_requests, r.prompt_tokens,
              r.prompt_tokens > 0 ? 100.0 * r.prefix_hit_tokens / r.prompt_tokens : 0.0);
-  fmt::print(out, "  {:<14} {:>8} {:>8} {:>8} {:>9} {:>12}\n", "namespace", "lookups", "hits", "misses", "hit rate", "hit tokens");
+  fmt::print(out, "  {:<14} {:>8} {:>8} {:>8} {:>9} {:>12}\n", "namespace", "lookups", "hits",
+             "misses", "hit rate", "hit tokens");
   for (const auto& n : r.namespaces) {
-    fmt::print(out, "  {:<14} {:>8} {:>8} {:>8} {:>8.1f}% {:>12.0f}\n", ns_label(n.ns), n.lookups, n.hits, n.misses,
-               n.lookups ? 100.0 * static_cast<double>(n.hits) / static_cast<double>(n.lookups) : 0.0, n.hit_tokens);
+    fmt::print(
+        out, "  {:<14} {:>8} {:>8} {:>8} {:>8.1f}% {:>12.0f}\n", ns_label(n.ns), n.lookups, n.hits,
+        n.misses,
+        n.lookups ? 100.0 * static_cast<double>(n.hits) / static_cast<double>(n.lookups) : 0.0,
+        n.hit_tokens);
   }
-  fmt::print(out, "  {:<22} {:>10} {:>10} {:>10} {:>14}\n", "TTFT (model, ms)", "mean", "p50", "p90", "mean (cold)");
+  fmt::print(out, "  {:<22} {:>10} {:>10} {:>10} {:>14}\n", "TTFT (model, ms)", "mean", "p50",
+             "p90", "mean (cold)");
   for (const auto& s : r.ttft) {
-    const std::string name = s.method == "composition" ? fmt::format("composition m={}", s.workers) : s.method;
-    fmt::print(out, "  {:<22} {:>10.1f} {:>10.1f} {:>10.1f} {:>14.1f}\n", name, s.mean, s.p50, s.p90, s.mean_cold);
+    const std::string name =
+        s.method == "composition" ? fmt::format("composition m={}", s.workers) : s.method;
+    fmt::print(out, "  {:<22} {:>10.1f} {:>10.1f} {:>10.1f} {:>14.1f}\n", name, s.mean, s.p50,
+               s.p90, s.mean_cold);
   }
 }
 
 void print_fig14(std::FILE* out, const run_results& r) {
   if (r.fig14.empty()) return;
-  fmt::print(out, "\ncold-segment dispatch (HYPIC Fig. 14 shape): {} cold segments x {} tokens, LPT over m workers\n",
+  fmt::print(out,
+             "\ncold-segment dispatch (HYPIC Fig. 14 shape): {} cold segments x {} tokens, LPT "
+             "over m workers\n",
              r.fig14_segments, r.fig14_tokens);
-  fmt::print(out, "  {:>3} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}\n", "m", "dispatch", "transfer", "combine", "TTFT",
-             "vs full", "vs serial");
+  fmt::print(out, "  {:>3} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}\n", "m", "dispatch",
+             "transfer", "combine", "TTFT", "vs full", "vs serial");
   for (const auto& b : r.fig14) {
-    fmt::print(out, "  {:>3} {:>8.0f}ms {:>8.0f}ms {:>8.0f}ms {:>8.0f}ms {:>11.2f}x {:>11.2f}x\n", b.workers, b.dispatch,
-               b.transfer, b.combine, b.total, b.speedup_vs_full(), b.speedup_vs_serial());
+    fmt::print(out, "  {:>3} {:>8.0f}ms {:>8.0f}ms {:>8.0f}ms {:>8.0f}ms {:>11.2f}x {:>11.2f}x\n",
+               b.workers, b.dispatch, b.transfer, b.combine, b.total, b.speedup_vs_full(),
+               b.speedup_vs_serial());
   }
-  fmt::print(out, "  full recompute {:.0f} ms; HYPIC measured 2.0x / 3.6x / 6.1x at m = 2 / 4 / 8\n",
+  fmt::print(out,
+             "  full recompute {:.0f} ms; HYPIC measured 2.0x / 3.6x / 6.1x at m = 2 / 4 / 8\n",
              r.fig14.front().full);
 }
 
@@ -155,23 +185,28 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
   };
   if (!r.sparse.empty()) {
     std::string csv =
-        "trace,strategy,budget,mean_checkpoints,max_checkpoints,depth_tokens,recomputed_tokens,savings,reduction,checkpoint_bytes,kv_bytes,"
+        "trace,strategy,budget,mean_checkpoints,max_checkpoints,depth_tokens,recomputed_tokens,"
+        "savings,reduction,checkpoint_bytes,kv_bytes,"
         "cache_bytes,cache_entries,granularity,resolve_every,gamma,model\n";
-    std::string dom = "trace,dp_strategy,budget,baseline,dp_reduction,baseline_reduction,baseline_checkpoints,holds\n";
+    std::string dom =
+        "trace,dp_strategy,budget,baseline,dp_reduction,baseline_reduction,baseline_checkpoints,"
+        "holds\n";
     for (const auto& s : r.sparse) {
       for (const auto& row : s.rows) {
-        csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", s.trace_name, to_string(row.kind),
-                           hybridcache::sim::uses_budget(row.kind) ? row.budget : 0, csv_num(row.mean_checkpoints),
-                           row.max_checkpoints,
-                           csv_num(row.depth_tokens), csv_num(row.recomputed_tokens), csv_num(row.savings),
-                           csv_num(row.reduction), csv_num(row.checkpoint_bytes), csv_num(row.kv_bytes),
-                           csv_num(row.cache_bytes), s.options.cache_entries, s.options.granularity,
-                           s.options.resolve_every, s.options.gamma, s.options.model.name);
+        csv += fmt::format(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", s.trace_name,
+            to_string(row.kind), hybridcache::sim::uses_budget(row.kind) ? row.budget : 0,
+            csv_num(row.mean_checkpoints), row.max_checkpoints, csv_num(row.depth_tokens),
+            csv_num(row.recomputed_tokens), csv_num(row.savings), csv_num(row.reduction),
+            csv_num(row.checkpoint_bytes), csv_num(row.kv_bytes), csv_num(row.cache_bytes),
+            s.options.cache_entries, s.options.granularity, s.options.resolve_every,
+            s.options.gamma, s.options.model.name);
       }
       for (auto kind : {strategy::dp, strategy::dp_frontier}) {
         for (const auto& c : hybridcache::sim::check_dominance(s, kind)) {
-          dom += fmt::format("{},{},{},{},{},{},{},{}\n", s.trace_name, to_string(kind), c.budget, to_string(c.baseline),
-                             csv_num(c.dp_reduction), csv_num(c.baseline_reduction), csv_num(c.baseline_checkpoints),
+          dom += fmt::format("{},{},{},{},{},{},{},{}\n", s.trace_name, to_string(kind), c.budget,
+                             to_string(c.baseline), csv_num(c.dp_reduction),
+                             csv_num(c.baseline_reduction), csv_num(c.baseline_checkpoints),
                              c.holds() ? 1 : 0);
         }
       }
@@ -184,22 +219,25 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     std::string tt = "trace,method,workers,mean_ms,p50_ms,p90_ms,mean_cold_ms\n";
     for (const auto& s : r.segments) {
       for (const auto& n : s.namespaces) {
-        ns += fmt::format("{},{},{},{},{},{},{}\n", s.trace_name, ns_label(n.ns), n.lookups, n.hits, n.misses, csv_num(n.hit_tokens),
-                          csv_num(n.miss_tokens));
+        ns += fmt::format("{},{},{},{},{},{},{}\n", s.trace_name, ns_label(n.ns), n.lookups, n.hits,
+                          n.misses, csv_num(n.hit_tokens), csv_num(n.miss_tokens));
       }
       for (const auto& t : s.ttft) {
-        tt += fmt::format("{},{},{},{},{},{},{}\n", s.trace_name, t.method, t.workers, csv_num(t.mean), csv_num(t.p50),
-                          csv_num(t.p90), csv_num(t.mean_cold));
+        tt += fmt::format("{},{},{},{},{},{},{}\n", s.trace_name, t.method, t.workers,
+                          csv_num(t.mean), csv_num(t.p50), csv_num(t.p90), csv_num(t.mean_cold));
       }
     }
     put("segment_namespaces.csv", ns);
     put("segment_ttft.csv", tt);
   }
   if (!r.fig14.empty()) {
-    std::string f = "workers,dispatch_ms,transfer_ms,combine_ms,ttft_ms,full_ms,serial_ms,speedup_vs_full,speedup_vs_serial\n";
+    std::string f =
+        "workers,dispatch_ms,transfer_ms,combine_ms,ttft_ms,full_ms,serial_ms,speedup_vs_full,"
+        "speedup_vs_serial\n";
     for (const auto& b : r.fig14) {
-      f += fmt::format("{},{},{},{},{},{},{},{},{}\n", b.workers, csv_num(b.dispatch), csv_num(b.transfer), csv_num(b.combine),
-                       csv_num(b.total), csv_num(b.full), csv_num(b.serial), csv_num(b.speedup_vs_full()),
+      f += fmt::format("{},{},{},{},{},{},{},{},{}\n", b.workers, csv_num(b.dispatch),
+                       csv_num(b.transfer), csv_num(b.combine), csv_num(b.total), csv_num(b.full),
+                       csv_num(b.serial), csv_num(b.speedup_vs_full()),
                        csv_num(b.speedup_vs_serial()));
     }
     put("fig14.csv", f);
@@ -216,28 +254,43 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     t["depth_tokens"] = s.depth_tokens;
     t["resolves"] = s.resolves;
     t["dp_fallbacks"] = s.dp_fallbacks;
-    t["options"] = {{"cache_entries", s.options.cache_entries}, {"granularity", s.options.granularity},
-                    {"smoothing", s.options.smoothing}, {"oracle", s.options.oracle},
-                    {"law", s.options.law == hybridcache::sim::sparse_prefix_options::depth_law::tail ? "tail" : "pooled"},
-                    {"resolve_every", s.options.resolve_every}, {"gamma", s.options.gamma},
-                    {"frontier_tolerance", s.options.frontier_tolerance}, {"model", s.options.model.name},
-                    {"checkpoint_bytes", s.options.model.checkpoint_bytes()},
-                    {"kv_bytes_per_token", s.options.model.kv_bytes_per_token()}};
+    t["options"] = {
+        {"cache_entries", s.options.cache_entries},
+        {"granularity", s.options.granularity},
+        {"smoothing", s.options.smoothing},
+        {"oracle", s.options.oracle},
+        {"law", s.options.law == hybridcache::sim::sparse_prefix_options::depth_law::tail
+                    ? "tail"
+                    : "pooled"},
+        {"resolve_every", s.options.resolve_every},
+        {"gamma", s.options.gamma},
+        {"frontier_tolerance", s.options.frontier_tolerance},
+        {"model", s.options.model.name},
+        {"checkpoint_bytes", s.options.model.checkpoint_bytes()},
+        {"kv_bytes_per_token", s.options.model.kv_bytes_per_token()}};
     t["rows"] = json::array();
     for (const auto& row : s.rows) {
-      t["rows"].push_back({{"strategy", to_string(row.kind)},
-                           {"budget", hybridcache::sim::uses_budget(row.kind) ? json(row.budget) : json(nullptr)},
-                           {"mean_checkpoints", num(row.mean_checkpoints)}, {"max_checkpoints", row.max_checkpoints},
-                           {"depth_tokens", num(row.depth_tokens)},
-                           {"recomputed_tokens", num(row.recomputed_tokens)}, {"savings", num(row.savings)},
-                           {"reduction", num(row.reduction)}, {"checkpoint_bytes", num(row.checkpoint_bytes)},
-                           {"kv_bytes", num(row.kv_bytes)}, {"cache_bytes", num(row.cache_bytes)}});
+      t["rows"].push_back(
+          {{"strategy", to_string(row.kind)},
+           {"budget", hybridcache::sim::uses_budget(row.kind) ? json(row.budget) : json(nullptr)},
+           {"mean_checkpoints", num(row.mean_checkpoints)},
+           {"max_checkpoints", row.max_checkpoints},
+           {"depth_tokens", num(row.depth_tokens)},
+           {"recomputed_tokens", num(row.recomputed_tokens)},
+           {"savings", num(row.savings)},
+           {"reduction", num(row.reduction)},
+           {"checkpoint_bytes", num(row.checkpoint_bytes)},
+           {"kv_bytes", num(row.kv_bytes)},
+           {"cache_bytes", num(row.cache_bytes)}});
     }
     t["dominance"] = json::array();
     for (auto kind : {strategy::dp, strategy::dp_frontier}) {
       for (const auto& c : hybridcache::sim::check_dominance(s, kind)) {
-        t["dominance"].push_back({{"dp", to_string(kind)}, {"budget", c.budget}, {"baseline", to_string(c.baseline)},
-                                  {"dp_reduction", num(c.dp_reduction)}, {"baseline_reduction", num(c.baseline_reduction)},
+        t["dominance"].push_back({{"dp", to_string(kind)},
+                                  {"budget", c.budget},
+                                  {"baseline", to_string(c.baseline)},
+                                  {"dp_reduction", num(c.dp_reduction)},
+                                  {"baseline_reduction", num(c.baseline_reduction)},
                                   {"holds", c.holds()}});
       }
     }
@@ -253,32 +306,43 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     t["prefix_hit_tokens"] = s.prefix_hit_tokens;
     t["namespaces"] = json::array();
     for (const auto& n : s.namespaces) {
-      t["namespaces"].push_back({{"namespace", ns_label(n.ns)}, {"lookups", n.lookups}, {"hits", n.hits}, {"misses", n.misses},
-                                 {"hit_tokens", n.hit_tokens}, {"miss_tokens", n.miss_tokens}});
+      t["namespaces"].push_back({{"namespace", ns_label(n.ns)},
+                                 {"lookups", n.lookups},
+                                 {"hits", n.hits},
+                                 {"misses", n.misses},
+                                 {"hit_tokens", n.hit_tokens},
+                                 {"miss_tokens", n.miss_tokens}});
     }
     t["ttft_ms"] = json::array();
     for (const auto& x : s.ttft) {
-      t["ttft_ms"].push_back({{"method", x.method}, {"workers", x.workers}, {"mean", num(x.mean)}, {"p50", num(x.p50)},
-                              {"p90", num(x.p90)}, {"mean_cold", num(x.mean_cold)}});
+      t["ttft_ms"].push_back({{"method", x.method},
+                              {"workers", x.workers},
+                              {"mean", num(x.mean)},
+                              {"p50", num(x.p50)},
+                              {"p90", num(x.p90)},
+                              {"mean_cold", num(x.mean_cold)}});
     }
     j["segment_reuse"].push_back(t);
   }
-  j["cold_dispatch"] = {{"segments", r.fig14_segments}, {"tokens", r.fig14_tokens}, {"rows", json::array()}};
+  j["cold_dispatch"] = {
+      {"segments", r.fig14_segments}, {"tokens", r.fig14_tokens}, {"rows", json::array()}};
   for (const auto& b : r.fig14) {
-    j["cold_dispatch"]["rows"].push_back({{"workers", b.workers}, {"dispatch_ms", b.dispatch}, {"transfer_ms", b.transfer},
-                                          {"combine_ms", b.combine}, {"ttft_ms", b.total}, {"full_ms", b.full},
+    j["cold_dispatch"]["rows"].push_back({{"workers", b.workers},
+                                          {"dispatch_ms", b.dispatch},
+                                          {"transfer_ms", b.transfer},
+                                          {"combine_ms", b.combine},
+                                          {"ttft_ms", b.total},
+                                          {"full_ms", b.full},
                                           {"speedup_vs_full", b.speedup_vs_full()},
                                           {"speedup_vs_serial", b.speedup_vs_serial()}});
   }
   const auto& c = r.segment_options.cost;
   const auto& k = r.segment_options.compose;
-  j["prefill_cost_model"] = {{"per_token_ms", c.per_token},
-                             {"per_token_sq_ms", c.per_token_sq},
-                             {"overhead_ms", c.overhead},
-                             {"compose_per_segment_ms", k.compose_per_segment},
-                             {"combine_fixed_ms", k.combine_fixed},
-                             {"transfer_fixed_ms", k.transfer_fixed},
-                             {"seam", r.segment_options.seam}};
+  j["prefill_cost_model"] = {
+      {"per_token_ms", c.per_token},         {"per_token_sq_ms", c.per_token_sq},
+      {"overhead_ms", c.overhead},           {"compose_per_segment_ms", k.compose_per_segment},
+      {"combine_fixed_ms", k.combine_fixed}, {"transfer_fixed_ms", k.transfer_fixed},
+      {"seam", r.segment_options.seam}};
   put("simulate.json", j.dump(2) + "\n");
   return written;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Output of `hybridcache simulate`: terminal tables (fmt), CSV and JSON (nlohmann); the gnuplot
-// data, scripts and plots are in sim_plot.hpp. Files are written atomically (temporary file, then rename), so an interrupted or
-// failed run never leaves a half-written file behind.
+// data, scripts and plots are in sim_plot.hpp. Files are written atomically (temporary file, then
+// rename), so an interrupted or failed run never leaves a half-written file behind.
 #pragma once
 
 #include <cstdio>

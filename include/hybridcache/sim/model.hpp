@@ -17,8 +17,9 @@
 ///
 /// | preset | layers (linear + attention) | linear heads × dk × dv | KV heads × head dim | dtype |
 /// |---|---|---|---|---|
-/// | `qwen3_5_0_8b` (≈ Qwen3.5-0.8B) | 18 Gated DeltaNet + 6 attention | 16 × 128 × 128 | 2 × 256 | bf16 |
-/// | `qwen3_next_80b_a3b` (≈ Qwen3-Next-80B-A3B) | 36 Gated DeltaNet + 12 attention | 32 × 128 × 128 | 2 × 256 | bf16 |
+/// | `qwen3_5_0_8b` (≈ Qwen3.5-0.8B) | 18 Gated DeltaNet + 6 attention | 16 × 128 × 128 | 2 × 256 |
+/// bf16 | | `qwen3_next_80b_a3b` (≈ Qwen3-Next-80B-A3B) | 36 Gated DeltaNet + 12 attention | 32 ×
+/// 128 × 128 | 2 × 256 | bf16 |
 ///
 /// giving 9 MiB and 36 MiB per recurrent checkpoint and 12 KiB and 24 KiB of KV per token.
 ///
@@ -80,7 +81,8 @@ struct model_shape {
 /// ≈ Qwen3.5-0.8B (assumed shape, see the file comment).
 inline constexpr model_shape qwen3_5_0_8b{"qwen3.5-0.8b", 18, 6, 16, 128, 128, 2, 256, 2};
 /// ≈ Qwen3-Next-80B-A3B (assumed shape, see the file comment).
-inline constexpr model_shape qwen3_next_80b_a3b{"qwen3-next-80b-a3b", 36, 12, 32, 128, 128, 2, 256, 2};
+inline constexpr model_shape qwen3_next_80b_a3b{
+    "qwen3-next-80b-a3b", 36, 12, 32, 128, 128, 2, 256, 2};
 
 /// The presets, for lookup by name.
 inline constexpr std::array<model_shape, 2> model_presets{qwen3_5_0_8b, qwen3_next_80b_a3b};

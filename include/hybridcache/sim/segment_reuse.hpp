@@ -14,9 +14,11 @@
 /// | method | estimated TTFT |
 /// |---|---|
 /// | full recompute | cost(n, 0) |
-/// | prefix caching | cost(max(n − p, 1), p) — reuse only the longest cached segment-aligned prefix |
-/// | naive addition | Σ_miss cost(|s_i|, 0) + k'·compose + combine_fixed + cost(q, n − q): states added without T_C, no seam repair (HYPIC's strawman; fast, inexact) |
-/// | composition (HYPIC) on m workers | min(serial, LPT makespan of {cost(|s_i|, 0) : miss} over m workers (`lpt_assign`) + transfer) + k·compose + combine_fixed + Σ_boundaries cost(2w, pos) + cost(q, n − q) |
+/// | prefix caching | cost(max(n − p, 1), p) — reuse only the longest cached segment-aligned prefix
+/// | | naive addition | Σ_miss cost(|s_i|, 0) + k'·compose + combine_fixed + cost(q, n − q): states
+/// added without T_C, no seam repair (HYPIC's strawman; fast, inexact) | | composition (HYPIC) on m
+/// workers | min(serial, LPT makespan of {cost(|s_i|, 0) : miss} over m workers (`lpt_assign`) +
+/// transfer) + k·compose + combine_fixed + Σ_boundaries cost(2w, pos) + cost(q, n − q) |
 ///
 /// As in HYPIC's lookup order, a request first restores the longest cached prefix and composes
 /// only the k' segments after it (a fully cached prompt costs what prefix caching costs); the
@@ -66,24 +68,26 @@ namespace sim {
 
 /// Options of the segment-reuse simulation.
 struct segment_reuse_options {
-  prefill_cost_model cost = hypic_fig14_prefill();        ///< the library's prefill model
+  prefill_cost_model cost = hypic_fig14_prefill();      ///< the library's prefill model
   composition_costs compose = hypic_fig14_composition;  ///< composition's non-prefill costs
-  std::size_t seam = 8;                         ///< seam window w per side of a boundary
-  std::vector<std::size_t> workers{1, 2, 4, 8}; ///< prefill worker pool sizes to evaluate
+  std::size_t seam = 8;                                 ///< seam window w per side of a boundary
+  std::vector<std::size_t> workers{1, 2, 4, 8};         ///< prefill worker pool sizes to evaluate
 };
 
 /// TTFT of one request under composition on m workers, broken down as in HYPIC Fig. 14.
 struct ttft_breakdown {
   std::size_t workers = 1;       ///< pool size m
   std::size_t workers_used = 1;  ///< 1 when fanning out would not pay (transfer > gain)
-  double dispatch = 0.0;  ///< LPT makespan of the cold segments' prefill, ms
-  double transfer = 0.0;  ///< cross-node transfer, ms
-  double combine = 0.0;   ///< composition + seam windows + query + fixed assembly, ms
-  double total = 0.0;     ///< dispatch + transfer + combine
-  double full = 0.0;      ///< full-recompute TTFT of the same request, ms
-  double serial = 0.0;    ///< composition TTFT on one worker, ms
+  double dispatch = 0.0;         ///< LPT makespan of the cold segments' prefill, ms
+  double transfer = 0.0;         ///< cross-node transfer, ms
+  double combine = 0.0;          ///< composition + seam windows + query + fixed assembly, ms
+  double total = 0.0;            ///< dispatch + transfer + combine
+  double full = 0.0;             ///< full-recompute TTFT of the same request, ms
+  double serial = 0.0;           ///< composition TTFT on one worker, ms
   [[nodiscard]] double speedup_vs_full() const noexcept { return total > 0.0 ? full / total : 0.0; }
-  [[nodiscard]] double speedup_vs_serial() const noexcept { return total > 0.0 ? serial / total : 0.0; }
+  [[nodiscard]] double speedup_vs_serial() const noexcept {
+    return total > 0.0 ? serial / total : 0.0;
+  }
 };
 
 /// Per-namespace index statistics.
@@ -95,10 +99,10 @@ struct namespace_stats {
 
 /// Distribution summary of per-request TTFTs (ms).
 struct ttft_summary {
-  std::string method;        ///< "full", "prefix", "naive", "composition"
-  std::size_t workers = 1;   ///< m (composition; 1 for the others)
+  std::string method;       ///< "full", "prefix", "naive", "composition"
+  std::size_t workers = 1;  ///< m (composition; 1 for the others)
   double mean = 0.0, p50 = 0.0, p90 = 0.0;
-  double mean_cold = 0.0;    ///< mean over requests with at least one missed segment
+  double mean_cold = 0.0;  ///< mean over requests with at least one missed segment
 };
 
 /// The outcome of a segment-reuse simulation.
@@ -116,14 +120,16 @@ struct segment_reuse_result {
 /// @param lengths segment lengths (query excluded), in order
 /// @param hit whether each segment is cached
 /// @param query query tokens (recomputed after the segments)
-inline ttft_breakdown composition_ttft(std::span<const std::size_t> lengths, std::span<const bool> hit,
-                                       std::size_t query, std::size_t workers, const segment_reuse_options& o,
+inline ttft_breakdown composition_ttft(std::span<const std::size_t> lengths,
+                                       std::span<const bool> hit, std::size_t query,
+                                       std::size_t workers, const segment_reuse_options& o,
                                        std::size_t prefix_segments = 0) {
   if (lengths.size() != hit.size()) {
     hybridcache::detail::throw_invalid("hit.size()", hit.size(), "must equal lengths.size()");
   }
   if (prefix_segments > lengths.size()) {
-    hybridcache::detail::throw_invalid("prefix_segments", prefix_segments, "exceeds the number of segments");
+    hybridcache::detail::throw_invalid("prefix_segments", prefix_segments,
+                                       "exceeds the number of segments");
   }
   ttft_breakdown b;
   b.workers = workers;
@@ -156,8 +162,9 @@ inline ttft_breakdown composition_ttft(std::span<const std::size_t> lengths, std
   } else {
     b.workers_used = workers;
   }
-  double combine = o.compose.combine_fixed +
-                   o.compose.compose_per_segment * static_cast<double>(lengths.size() - prefix_segments);
+  double combine =
+      o.compose.combine_fixed +
+      o.compose.compose_per_segment * static_cast<double>(lengths.size() - prefix_segments);
   std::size_t offset = 0;
   for (std::size_t i = 0; i + 1 < lengths.size(); ++i) {
     offset += lengths[i];
@@ -179,7 +186,8 @@ inline std::vector<ttft_breakdown> cold_dispatch(std::size_t segments, std::size
   std::vector<std::size_t> lengths(segments, tokens);
   std::vector<ttft_breakdown> out;
   const std::unique_ptr<bool[]> h(new bool[segments + 1]());  // all cold
-  for (auto m : o.workers) out.push_back(composition_ttft(lengths, std::span<const bool>(h.get(), segments), 0, m, o));
+  for (auto m : o.workers)
+    out.push_back(composition_ttft(lengths, std::span<const bool>(h.get(), segments), 0, m, o));
   return out;
 }
 
@@ -244,17 +252,23 @@ inline segment::namespace_key namespace_of(const request& q) {
 
 /// Replays `t` through the segment index and estimates TTFTs (see the file comment).
 /// @throws invalid_argument for an empty trace, no worker counts or a worker count of 0.
-inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment_reuse_options& o = {},
+inline segment_reuse_result simulate_segment_reuse(const trace& t,
+                                                   const segment_reuse_options& o = {},
                                                    const progress_fn& progress = {}) {
-  if (t.empty()) hybridcache::detail::throw_invalid("trace.size()", std::size_t{0}, "the trace has no requests");
-  if (o.workers.empty()) hybridcache::detail::throw_invalid("workers.size()", std::size_t{0}, "need at least one worker count");
+  if (t.empty())
+    hybridcache::detail::throw_invalid("trace.size()", std::size_t{0}, "the trace has no requests");
+  if (o.workers.empty())
+    hybridcache::detail::throw_invalid("workers.size()", std::size_t{0},
+                                       "need at least one worker count");
   for (std::size_t i = 0; i < o.workers.size(); ++i) {
-    if (o.workers[i] == 0) hybridcache::detail::throw_invalid(hybridcache::detail::indexed("workers", i), 0, "must be >= 1");
+    if (o.workers[i] == 0)
+      hybridcache::detail::throw_invalid(hybridcache::detail::indexed("workers", i), 0,
+                                         "must be >= 1");
   }
   segment_reuse_result r;
   r.trace_name = t.name();
   segment::segment_index<std::uint32_t> index;  // verified (namespace, tokens) -> first request
-  detail::prefix_trie prefixes;                  // exact segment-aligned prefix cache
+  detail::prefix_trie prefixes;                 // exact segment-aligned prefix cache
   std::map<segment::namespace_key, namespace_stats, detail::namespace_order> per_ns;
   std::vector<double> full, prefix, naive, cold_mask;
   std::vector<std::vector<double>> comp(o.workers.size());
@@ -321,17 +335,19 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
     if (whole_prompt) {
       naive.push_back(prefix.back());
     } else {
-      double nv = o.compose.compose_per_segment * static_cast<double>(k - prefix_segments) + o.compose.combine_fixed +
-                  (query > 0 ? o.cost.cost(query, n - query) : 0.0);
+      double nv = o.compose.compose_per_segment * static_cast<double>(k - prefix_segments) +
+                  o.compose.combine_fixed + (query > 0 ? o.cost.cost(query, n - query) : 0.0);
       for (std::size_t s = prefix_segments; s < k; ++s) {
         if (!hit[s]) nv += o.cost.cost(lengths[s], 0);
       }
       naive.push_back(nv);
     }
     for (std::size_t w = 0; w < o.workers.size(); ++w) {
-      comp[w].push_back(whole_prompt ? prefix.back()
-                                     : composition_ttft(lengths, std::span<const bool>(hit.get(), k), query,
-                                                        o.workers[w], o, prefix_segments).total);
+      comp[w].push_back(whole_prompt
+                            ? prefix.back()
+                            : composition_ttft(lengths, std::span<const bool>(hit.get(), k), query,
+                                               o.workers[w], o, prefix_segments)
+                                  .total);
     }
     for (std::size_t s = 0; s < k; ++s) {
       if (!hit[s]) index.insert(key_ns, t.piece(q.pieces[s]), static_cast<std::uint32_t>(i));
@@ -359,7 +375,8 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
   summarize("full", 1, full);
   summarize("prefix", 1, prefix);
   summarize("naive", 1, naive);
-  for (std::size_t w = 0; w < o.workers.size(); ++w) summarize("composition", o.workers[w], comp[w]);
+  for (std::size_t w = 0; w < o.workers.size(); ++w)
+    summarize("composition", o.workers[w], comp[w]);
   return r;
 }
 
