@@ -152,3 +152,17 @@ TEST_CASE("trace rejects unknown pieces and non-finite arrivals") {
       hybridcache::invalid_argument);
   CHECK(t.empty());
 }
+
+TEST_CASE("block-hash traces: blocks*block_size that would wrap is rejected, not expanded") {
+  // 3 blocks of 2^63 tokens: 3*2^63 wraps to 2^63 and 2*2^63 to 0, so the old check
+  // (n-1)*B < 5 <= n*B passed and the expansion asked for 2^63 tokens.
+  const std::size_t huge = std::size_t{1} << 63;
+  const std::vector<sim::block_hash_record> recs{
+      {.timestamp_ms = 0, .input_length = 5, .hash_ids = {1, 2, 3}}};
+  CHECK_THROWS_WITH_AS(sim::build_block_hash_trace("w", recs, huge), doctest::Contains("overflows"),
+                       hybridcache::invalid_argument);
+  // Two such blocks overflow too (2*2^63 wraps to 0).
+  const std::vector<sim::block_hash_record> two{
+      {.timestamp_ms = 0, .input_length = 0, .hash_ids = {1, 2}}};
+  CHECK_THROWS_AS(sim::build_block_hash_trace("w", two, huge), hybridcache::invalid_argument);
+}

@@ -255,6 +255,22 @@ std::string label(std::string_view format, const fs::path& p) {
   return std::string(format) + "-" + fs::path(name).stem().string();
 }
 
+// Runs `build` (a core builder over material read from `file`) and names the file in what it
+// rejects: the builders know records and documents, not where they came from. Reader errors
+// already name file:line and pass through.
+template <class F>
+auto from_file(const fs::path& file, F&& build) {
+  try {
+    return build();
+  } catch (const hybridcache::invalid_argument& e) {
+    if (e.argument() == "trace file" || e.argument() == "path" || e.argument() == "data path")
+      throw;
+    throw hybridcache::invalid_argument("trace file",
+                                        hybridcache_cli::sim_io::escape(file.string()),
+                                        hybridcache_cli::sim_io::escape(e.what()));
+  }
+}
+
 // Builds a sparse-prefix trace and returns it with its default K.
 std::pair<sim::trace, std::size_t> build_sparse(const std::string& kind, const workload_options& w) {
   namespace io = hybridcache_cli::sim_io;
@@ -272,9 +288,11 @@ std::pair<sim::trace, std::size_t> build_sparse(const std::string& kind, const w
     const fs::path file = is_path ? fs::path(arg) : w.data / "leval" / (arg + ".jsonl");
     const auto docs = io::read_leval(need(file));
     const std::string name = is_path ? label("leval", file) : "leval-" + arg;
-    return {
-        with_tokenizer(w, [&](auto tok) { return sim::build_document_qa(name, docs, real, tok); }),
-        35};
+    auto t = from_file(file, [&] {
+      return with_tokenizer(
+          w, [&](auto tok) { return sim::build_document_qa(name, docs, real, tok); });
+    });
+    return {std::move(t), 35};
   }
   if (has_format(kind, "system-prompts")) {
     const auto dir = path_arg(kind, "system-prompts");

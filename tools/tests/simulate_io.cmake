@@ -25,6 +25,8 @@ _hc_simulate_io(jsonl_directory "'path' = adir: is a directory \\(expected a fil
 _hc_simulate_io(mooncake_path "trace mooncake-my_trace.*rc=0")
 _hc_simulate_io(mooncake_input_length "mc.jsonl:2: \"input_length\" = 5000 needs 10 blocks of 512 tokens.*rc=1")
 _hc_simulate_io(leval_path "trace leval-held_out.*rc=0")
+# A builder's rejection names the file it came from.
+_hc_simulate_io(leval_no_questions "'trace file' = noq.jsonl: .*no document has a question.*rc=1")
 _hc_simulate_io(system_prompts_path "trace system-prompts-prompts.*rc=0")
 _hc_simulate_io(musique_path "musique-mini_musique.*rc=0")
 _hc_simulate_io(multi_news_path "multi_news-news.*rc=0")

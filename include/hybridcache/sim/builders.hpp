@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -231,7 +232,14 @@ inline trace build_block_hash_trace(std::string name, std::span<const block_hash
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& rec = records[i];
     const std::size_t n = rec.hash_ids.size();
-    std::size_t len = rec.input_length == 0 ? n * block_size : rec.input_length;
+    // n·block_size without wrapping (a local check until the library's checked arithmetic lands):
+    // a trace larger than the address space is rejected before anything is expanded.
+    if (n > std::numeric_limits<std::size_t>::max() / block_size) {
+      hybridcache::detail::throw_invalid(
+          hybridcache::detail::indexed("records", i) + ".hash_ids.size()", n,
+          "blocks*block_size overflows size_t");
+    }
+    const std::size_t len = rec.input_length == 0 ? n * block_size : rec.input_length;
     if (n == 0 || len > n * block_size || len <= (n - 1) * block_size) {
       hybridcache::detail::throw_invalid(
           hybridcache::detail::indexed("records", i) + ".input_length", rec.input_length,

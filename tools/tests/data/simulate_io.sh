@@ -50,6 +50,7 @@ case $case_name in
     run --trace mooncake:mc.jsonl $common ;;
   leval_path) { leval_row a 300 3; leval_row b 200 2; } > held_out.jsonl
     run --trace leval:held_out.jsonl --requests 60 --budgets 1,2 $common ;;
+  leval_no_questions) leval_row a 30 0 > noq.jsonl; run --trace leval:noq.jsonl $common ;;
   system_prompts_path) mkdir prompts; leval_row p 100 0 > prompts/one.md; leval_row q 120 0 > prompts/two.md
     printf '[{"conversations": [{"from": "human", "value": "hello there"}]}, {"conversations": [{"from": "human", "value": "bye"}]}]' > q.json
     run --trace system-prompts:prompts --queries q.json --requests 40 --budgets 1 $common ;;
