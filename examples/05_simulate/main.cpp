@@ -34,7 +34,7 @@ int main() {
   rag.requests = 500;
   const auto s = sim::simulate_segment_reuse(sim::synthetic_rag(rag));
   for (const auto& n : s.namespaces) {
-    std::printf("  namespace %-9s %4zu/%-4zu segment hits\n", n.ns.c_str(), n.hits, n.lookups);
+    std::printf("  namespace %-24s %4zu/%-4zu segment hits\n", n.ns.to_string().c_str(), n.hits, n.lookups);
   }
   for (const auto& t : s.ttft) {
     std::printf("  %-12s m=%zu mean TTFT %6.1f ms\n", t.method.c_str(), t.workers, t.mean);

@@ -2,8 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// Umbrella header: every host component. Never pulls in CUDA. Components that need an optional
-/// third-party library (OpenSSL for the SHA-256 key policy) are included on their own.
+/// Umbrella header: every host library component. Never pulls in CUDA. Components that need an
+/// optional third-party library (OpenSSL for the SHA-256 key policy) are included on their own,
+/// and so is the trace simulator, <hybridcache/sim.hpp>: it is a client of the library (the
+/// `hybridcache simulate` engine), not part of it, and would cost every includer its compile time.
 
 #include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
@@ -15,7 +17,6 @@
 #include "hybridcache/rope.hpp"
 #include "hybridcache/segment.hpp"
 #include "hybridcache/select.hpp"
-#include "hybridcache/sim.hpp"
 #include "hybridcache/state.hpp"
 #include "hybridcache/storage.hpp"
 #include "hybridcache/store.hpp"

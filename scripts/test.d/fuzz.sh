@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Builds the libFuzzer target tests/fuzz/store_fuzz.cpp with clang++ (fuzzer + ASan + UBSan)
-# and runs it for HC_FUZZ_SECONDS (default 45) seconds. Exits non-zero on a crash, a leak, a
-# sanitizer report or a disagreement with the reference model (the target aborts).
+# Builds the libFuzzer targets with clang++ (fuzzer + ASan + UBSan) and runs each briefly:
+#   tests/fuzz/store_fuzz.cpp    HC_FUZZ_SECONDS (default 30) seconds
+#   tests/fuzz/readers_fuzz.cpp  HC_FUZZ_READERS_SECONDS (default 25) seconds: every trace reader
+#                                of `hybridcache simulate` (tools/hybridcache/sim_readers.cpp, which
+#                                needs nlohmann-json's headers)
+# Exits non-zero on a crash, a leak, a sanitizer report, an untyped exception or a disagreement
+# with the reference model (the targets abort).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -23,7 +27,7 @@ echo "fuzz: building $out/store_fuzz with $cxx"
 printf '\x00\x04\x00\x00\x00\x08\x03\x00\x00\x00\x01\x08\x03\x00\x00\x00\x02\x08' > "$out/corpus/seed_pool"
 printf '\x01HCNS\x01\x01\x03\x00\x00\x00org\x00' > "$out/corpus/seed_ns"
 
-seconds=${HC_FUZZ_SECONDS:-45}
+seconds=${HC_FUZZ_SECONDS:-30}
 echo "fuzz: running for ${seconds}s"
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
 "$out/store_fuzz" -max_total_time="$seconds" -max_len=2048 -rss_limit_mb=2048 \
@@ -47,3 +51,25 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
 "$out/weights_fuzz" -max_total_time="$wseconds" -max_len=4096 -rss_limit_mb=2048 \
   -print_final_stats=1 "$out/corpus_weights"
 echo "fuzz: weights_fuzz no crash in ${wseconds}s"
+
+# The trace readers: the first byte picks the reader (see the target's file comment).
+echo "fuzz: building $out/readers_fuzz with $cxx"
+"$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+  -DHYBRIDCACHE_ASSERTIONS=1 -Iinclude -Itests -Itools \
+  tests/fuzz/readers_fuzz.cpp tools/hybridcache/sim_readers.cpp -o "$out/readers_fuzz"
+rc="$out/readers_corpus"
+mkdir -p "$rc"
+printf '\000[1, 2, 3]\n{"tokens": [4], "namespace": "t", "arrival": 0.5}\n{"segments": [[1], [2]], "query_last": true}\n' > "$rc/seed_tokens"
+printf '\001hello world\nhello there\n' > "$rc/seed_text"
+printf '\003{"input": "a doc here", "instructions": ["q1", "q2"]}\n' > "$rc/seed_leval"
+printf '\004[{"conversations": [{"from": "human", "value": "hi"}]}]' > "$rc/seed_sharegpt"
+printf '\005{"timestamp": 0, "input_length": 6, "hash_ids": [1, 18446744073709551615]}\n{"timestamp": 3, "hash_ids": [1]}\n' > "$rc/seed_mooncake"
+printf '\006[{"ctxs": [{"title": "A", "text": "x y"}], "question": "q?"}]' > "$rc/seed_musique"
+printf '\007{"context": "Passage 1:\\nabc\\nPassage 2:\\ndef\\n"}\n' > "$rc/seed_multi_news"
+rseconds=${HC_FUZZ_READERS_SECONDS:-25}
+echo "fuzz: running readers_fuzz for ${rseconds}s"
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+"$out/readers_fuzz" -max_total_time="$rseconds" -max_len=4096 -rss_limit_mb=2048 \
+  -print_final_stats=1 "$rc"
+echo "fuzz: readers_fuzz: no crash in ${rseconds}s"

@@ -85,7 +85,8 @@ TEST_CASE("document QA and system-prompt builders share the long prefix") {
   const std::vector<std::string> queries{"hi", "what now"};
   const auto s = sim::build_system_prompts("sp", prompts, queries, {.requests = 30});
   CHECK(s.size() == 30);
-  CHECK_THROWS_AS(sim::build_document_qa("qa", std::vector<sim::text_document>{{"x", {}}}, {}), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(sim::build_document_qa("qa", std::vector<sim::text_document>{{"x", {}}}, {}),
+                  hybridcache::invalid_argument);
 }
 
 TEST_CASE("block-hash traces: shared leading hash ids are exactly shared tokens") {
@@ -118,7 +119,9 @@ TEST_CASE("synthetic generators are pure functions of their options") {
   for (int kind = 0; kind < 3; ++kind) {
     auto make = [&](std::uint64_t seed) {
       const sim::synthetic_options o{.requests = 200, .length = 256, .seed = seed};
-      return kind == 0 ? sim::synthetic_document_qa(o) : kind == 1 ? sim::synthetic_system_prompt(o) : sim::synthetic_multimodal(o);
+      return kind == 0   ? sim::synthetic_document_qa(o)
+             : kind == 1 ? sim::synthetic_system_prompt(o)
+                         : sim::synthetic_multimodal(o);
     };
     const auto a = make(4), b = make(4), c = make(5);
     REQUIRE(a.size() == b.size());
@@ -144,7 +147,22 @@ TEST_CASE("trace rejects unknown pieces and non-finite arrivals") {
   sim::trace t("x");
   CHECK_THROWS_AS(t.add_request({.pieces = {0}}), hybridcache::invalid_argument);
   const auto p = t.add_piece(std::vector<std::uint32_t>{1});
-  CHECK_THROWS_AS(t.add_request({.pieces = {p}, .arrival = std::numeric_limits<double>::quiet_NaN()}),
-                  hybridcache::invalid_argument);
+  CHECK_THROWS_AS(
+      t.add_request({.pieces = {p}, .arrival = std::numeric_limits<double>::quiet_NaN()}),
+      hybridcache::invalid_argument);
   CHECK(t.empty());
+}
+
+TEST_CASE("block-hash traces: blocks*block_size that would wrap is rejected, not expanded") {
+  // 3 blocks of 2^63 tokens: 3*2^63 wraps to 2^63 and 2*2^63 to 0, so the old check
+  // (n-1)*B < 5 <= n*B passed and the expansion asked for 2^63 tokens.
+  const std::size_t huge = std::size_t{1} << 63;
+  const std::vector<sim::block_hash_record> recs{
+      {.timestamp_ms = 0, .input_length = 5, .hash_ids = {1, 2, 3}}};
+  CHECK_THROWS_WITH_AS(sim::build_block_hash_trace("w", recs, huge), doctest::Contains("overflows"),
+                       hybridcache::invalid_argument);
+  // Two such blocks overflow too (2*2^63 wraps to 0).
+  const std::vector<sim::block_hash_record> two{
+      {.timestamp_ms = 0, .input_length = 0, .hash_ids = {1, 2}}};
+  CHECK_THROWS_AS(sim::build_block_hash_trace("w", two, huge), hybridcache::invalid_argument);
 }

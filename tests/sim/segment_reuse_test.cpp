@@ -4,6 +4,7 @@
 #include <cmath>
 #include <hybridcache/sim/segment_reuse.hpp>
 #include <hybridcache/sim/synthetic.hpp>
+#include <utility>
 #include <vector>
 
 namespace sim = hybridcache::sim;
@@ -17,18 +18,32 @@ std::vector<std::uint32_t> run_of(std::uint32_t start, std::size_t n) {
 }  // namespace
 
 TEST_CASE("prefill cost model: closed form and the HYPIC Fig. 14 calibration") {
-  const auto m = sim::prefill_cost_model::hypic_fig14();
-  // cost(n, p) = La (a n + b (n p + n(n+1)/2)) + Ll c n, written out independently.
-  const double n = 300, p = 1000;
-  const double expect = 10 * (m.attention_per_token * n + m.attention_per_pair * (n * p + n * (n + 1) / 2)) +
-                        30 * m.linear_per_token * n;
-  CHECK(m.cost(300, 1000) == doctest::Approx(expect));
+  const auto m = sim::hypic_fig14_prefill();
+  // The calibration as stated (HYPIC §6.5, sim/model.hpp): α·n + β·(n·p + n(n+1)/2) with
+  // α = 0.072241 ms/token and β = 1.1875e-6 ms/pair, written out independently of the model's form.
+  const double alpha = 0.072241, beta = 1.1875e-6;
+  const auto pairs_form = [&](double n, double p) {
+    return alpha * n + beta * (n * p + n * (n + 1) / 2);
+  };
+  for (const auto& [n, p] :
+       {std::pair{300.0, 1000.0}, {1.0, 0.0}, {2400.0, 0.0}, {16.0, 26000.0}, {7.0, 3.0}}) {
+    CHECK(m.cost(static_cast<std::size_t>(n), static_cast<std::size_t>(p)) ==
+          doctest::Approx(pairs_form(n, p)));
+  }
   CHECK(m.cost(0, 5000) == 0.0);
+  CHECK(m.cost(2400, 0) == m.cost(2400));  // the dispatch form cost(L) is the empty-prefix case
   // Calibration points: one 2.4k segment ≈ 176.8 ms, the 26.4k prompt ≈ 2321 ms (HYPIC §6.5).
   CHECK(m.cost(2400) == doctest::Approx(176.8).epsilon(0.005));
   CHECK(m.cost(26400) == doctest::Approx(2321.0).epsilon(0.005));
   // Prefilling after a prefix costs what the full prompt costs minus the prefix alone.
   CHECK(m.cost(500, 700) == doctest::Approx(m.cost(1200) - m.cost(700)));
+  // With an overhead, by hand: 10 + 2·3 + 0.5·3·(3 + 2·4) = 32.5.
+  const hybridcache::prefill_cost_model h{.per_token = 2.0, .per_token_sq = 0.5, .overhead = 10.0};
+  CHECK(h.cost(3, 4) == 32.5);
+  CHECK(h.cost(3, 0) == h.cost(3));
+  CHECK(sim::hypic_fig14_composition.compose_per_segment == 2.3);
+  CHECK(sim::hypic_fig14_composition.combine_fixed == 45.0);
+  CHECK(sim::hypic_fig14_composition.transfer_fixed == 34.0);
 }
 
 TEST_CASE("cold dispatch: LPT on equal segments gives ceil(n/m) segments per worker") {
@@ -45,7 +60,7 @@ TEST_CASE("cold dispatch: LPT on equal segments gives ceil(n/m) segments per wor
     if (i > 0) CHECK(rows[i].total < rows[i - 1].total);
   }
   CHECK(rows[0].transfer == 0.0);
-  CHECK(rows[1].transfer == o.cost.transfer_fixed);
+  CHECK(rows[1].transfer == o.compose.transfer_fixed);
   // The shape of HYPIC Fig. 14: about 2x / 3.6x at m = 2 / 4 (the paper: 2.0x, 3.6x, 6.1x).
   CHECK(rows[1].speedup_vs_full() == doctest::Approx(2.0).epsilon(0.05));
   CHECK(rows[2].speedup_vs_full() == doctest::Approx(3.6).epsilon(0.05));
@@ -59,20 +74,23 @@ TEST_CASE("composition TTFT: hits cost nothing to prefill, seams and query are r
   CHECK(b.dispatch == 0.0);
   CHECK(b.transfer == 0.0);
   const double seams = o.cost.cost(16, 100 - 8) + o.cost.cost(16, 300 - 8);
-  CHECK(b.combine == doctest::Approx(o.cost.combine_fixed + 3 * o.cost.compose_per_segment + seams + o.cost.cost(20, 600)));
+  CHECK(b.combine == doctest::Approx(o.compose.combine_fixed + 3 * o.compose.compose_per_segment +
+                                     seams + o.cost.cost(20, 600)));
   // One small cold segment: fanning out would only add transfer, so it stays local.
   const bool one_cold[] = {true, false, true};
   const auto c = sim::composition_ttft(len, one_cold, 20, 4, o);
   CHECK(c.workers_used == 1);
   CHECK(c.dispatch == doctest::Approx(o.cost.cost(200)));
-  CHECK_THROWS_AS(sim::composition_ttft(len, std::span<const bool>(all_hit, 2), 0, 1, o), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(sim::composition_ttft(len, std::span<const bool>(all_hit, 2), 0, 1, o),
+                  hybridcache::invalid_argument);
   // Prefix first (HYPIC's lookup order): with the first segment restored from the prefix cache,
   // its seam and its composition disappear; with all three, only the query is left.
   const auto p1 = sim::composition_ttft(len, all_hit, 20, 4, o, 1);
-  CHECK(p1.combine == doctest::Approx(o.cost.combine_fixed + 2 * o.cost.compose_per_segment + seams + o.cost.cost(20, 600)));
+  CHECK(p1.combine == doctest::Approx(o.compose.combine_fixed + 2 * o.compose.compose_per_segment +
+                                      seams + o.cost.cost(20, 600)));
   const auto p2 = sim::composition_ttft(len, all_hit, 20, 4, o, 2);
-  CHECK(p2.combine == doctest::Approx(o.cost.combine_fixed + 1 * o.cost.compose_per_segment + o.cost.cost(16, 300 - 8) +
-                                      o.cost.cost(20, 600)));
+  CHECK(p2.combine == doctest::Approx(o.compose.combine_fixed + 1 * o.compose.compose_per_segment +
+                                      o.cost.cost(16, 300 - 8) + o.cost.cost(20, 600)));
   const auto p3 = sim::composition_ttft(len, one_cold, 20, 4, o, 3);
   CHECK(p3.total == doctest::Approx(o.cost.cost(20, 600)));
   CHECK_THROWS_AS(sim::composition_ttft(len, all_hit, 20, 4, o, 4), hybridcache::invalid_argument);
@@ -93,8 +111,12 @@ TEST_CASE("segment index: hits and misses per namespace, hand-computed") {
   t.add_request({.pieces = {s1, s2, q1}, .ns = "a", .ends_with_query = true});
   const auto r = sim::simulate_segment_reuse(t);
   REQUIRE(r.namespaces.size() == 3);
+  // Reported in order: the shared namespace (requests without a tenant), then tenants by name.
+  CHECK(r.namespaces[0].ns.is_shared());
+  CHECK(r.namespaces[1].ns == hybridcache::segment::namespace_key{}.with_tenant("a"));
+  CHECK(r.namespaces[2].ns == hybridcache::segment::namespace_key{}.with_tenant("b"));
   for (const auto& n : r.namespaces) {
-    if (n.ns == "a") {
+    if (n.ns.tenant() == std::optional<std::string>("a")) {
       CHECK(n.lookups == 6);
       CHECK(n.hits == 4);
       CHECK(n.misses == 2);
@@ -108,7 +130,7 @@ TEST_CASE("segment index: hits and misses per namespace, hand-computed") {
   // Prefix cache: only request 5 repeats request 1 exactly (same namespace): p = 50 + 60 + 5.
   CHECK(r.prefix_hit_tokens == 115.0);
   // Full recompute mean = mean of cost(n).
-  const auto m = sim::prefill_cost_model::hypic_fig14();
+  const auto m = sim::hypic_fig14_prefill();
   const double full = (3 * m.cost(115) + m.cost(117) + m.cost(117)) / 5.0;
   CHECK(r.ttft[0].method == "full");
   CHECK(r.ttft[0].mean == doctest::Approx(full));
@@ -116,6 +138,32 @@ TEST_CASE("segment index: hits and misses per namespace, hand-computed") {
   CHECK(r.ttft[1].method == "prefix");
   const double prefix = (3 * m.cost(115) + 2 * m.cost(117) - m.cost(115) + m.cost(1, 114)) / 5.0;
   CHECK(r.ttft[1].mean == doctest::Approx(prefix));
+}
+
+TEST_CASE("prefix and segment caches compare tokens, not piece ids or hashes") {
+  sim::trace t("exact");
+  // Two piece ids holding the same tokens are the same segment; a piece differing only in its
+  // first token is not.
+  const auto a1 = t.add_piece(run_of(0, 40));
+  const auto a2 = t.add_piece(run_of(0, 40));
+  auto other = run_of(0, 40);
+  other[0] = 7777;
+  const auto b = t.add_piece(other);
+  const auto q = t.add_piece(run_of(500, 3));
+  t.add_request({.pieces = {a1, q}, .ends_with_query = true});
+  t.add_request(
+      {.pieces = {a2, q}, .ends_with_query = true});  // equal tokens: full prompt hit, p = 43
+  t.add_request({.pieces = {b, q}, .ends_with_query = true});  // token 0 differs: p = 0, a miss
+  t.add_request({.pieces = {a2, q}, .ns = "x", .ends_with_query = true});  // other namespace: p = 0
+  const auto r = sim::simulate_segment_reuse(t);
+  CHECK(r.prefix_hit_tokens == 43.0);
+  REQUIRE(r.namespaces.size() == 2);
+  CHECK(r.namespaces[0].ns.is_shared());
+  CHECK(r.namespaces[0].lookups == 3);
+  CHECK(r.namespaces[0].hits == 1);    // only request 2's segment
+  CHECK(r.namespaces[0].misses == 2);  // requests 1 and 3
+  CHECK(r.namespaces[1].hits == 0);
+  CHECK(r.cold_requests == 3);
 }
 
 TEST_CASE("segment-reuse simulation is deterministic and rejects bad input") {
@@ -128,6 +176,7 @@ TEST_CASE("segment-reuse simulation is deterministic and rejects bad input") {
   CHECK(a.namespaces.size() == 2);
   sim::segment_reuse_options bad;
   bad.workers = {2, 0};
-  CHECK_THROWS_AS(sim::simulate_segment_reuse(sim::synthetic_rag(o), bad), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(sim::simulate_segment_reuse(sim::synthetic_rag(o), bad),
+                  hybridcache::invalid_argument);
   CHECK_THROWS_AS(sim::simulate_segment_reuse(sim::trace{}), hybridcache::invalid_argument);
 }

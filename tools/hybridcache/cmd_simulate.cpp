@@ -6,19 +6,26 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <hybridcache/error.hpp>
 #include <hybridcache/sim.hpp>
 #include <hybridcache/sim/multi_node.hpp>
+#include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "hybridcache/command.hpp"
 #include "hybridcache/sim_output.hpp"
+#include "hybridcache/sim_plot.hpp"
 #include "hybridcache/sim_readers.hpp"
 #include "hybridcache/sim_tree.hpp"
 
@@ -46,12 +53,19 @@ workloads:
   --trace LIST        sparse-prefix traces, comma-separated (default docqa,sysprompt,multimodal):
                         docqa | sysprompt | multimodal      embedded synthetic generators
                         quality | leval:NAME                L-Eval NAME.jsonl under DATA/leval
-                        system-prompts                      DATA/system_prompts + ShareGPT queries
-                        mooncake                            DATA/mooncake/conversation_trace.jsonl
+                        leval:PATH                          an L-Eval JSONL file (PATH has a / or .)
+                        system-prompts[:DIR]                *.md prompts under DIR (default
+                                                            DATA/system_prompts) + --queries
+                        mooncake[:PATH]                     Mooncake block-hash JSONL (default
+                                                            DATA/mooncake/conversation_trace.jsonl)
                         jsonl:PATH | text:PATH              token-id JSONL / one request per line
                         none
-  --segments KIND     segment-reuse trace: rag (synthetic, default) | musique | multi_news |
-                      jsonl:PATH | none
+                      a trace read from PATH is labelled by the file name: FORMAT-STEM
+                      (leval-quality, mooncake-STEM, system-prompts-DIR); jsonl/text: NAME.EXT
+  --segments KIND     segment-reuse trace: rag (synthetic, default) | musique[:PATH] |
+                      multi_news[:PATH] | jsonl:PATH | none
+  --queries PATH      ShareGPT JSON of user queries for system-prompts (default
+                      DATA/sharegpt/ShareGPT_V3_filtered_1000.json)
   --data DIR          real data directory (default $HYBRIDCACHE_DATA_DIR, else ../shared/data
                       next to the source tree or the working directory)
   --requests N        requests per trace (default 4000 synthetic, 10000 real; mooncake: all;
@@ -87,34 +101,94 @@ output:
   --quiet             no progress indicator
 )";
 
-std::vector<std::string> split_list(const std::string& s) {
+// Comma-separated items of option --opt; an empty item ("1,,2", "a,") is an error.
+std::vector<std::string> split_list(const std::string& opt, const std::string& s) {
   std::vector<std::string> out;
   std::size_t pos = 0;
   while (pos <= s.size()) {
     std::size_t end = s.find(',', pos);
     if (end == std::string::npos) end = s.size();
-    if (end > pos) out.push_back(s.substr(pos, end - pos));
+    if (end == pos) throw usage_error{"option --" + opt + " has an empty item in '" + s + "'"};
+    out.push_back(s.substr(pos, end - pos));
     pos = end + 1;
   }
   return out;
 }
 
-std::vector<std::size_t> size_list(const std::string& opt, const std::string& s) {
-  std::vector<std::size_t> out;
-  for (const auto& item : split_list(s)) {
-    std::size_t pos = 0;
-    unsigned long long v = 0;
-    try {
-      if (!item.empty() && item[0] == '-') throw std::invalid_argument("negative");
-      v = std::stoull(item, &pos);
-    } catch (...) {
-      pos = 0;
-    }
-    if (pos != item.size() || item.empty()) throw usage_error{"option --" + opt + " expects non-negative integers, got '" + item + "'"};
-    out.push_back(static_cast<std::size_t>(v));
+// One interval phrase for every integer option, used by both the single and the list forms.
+std::string at_least(std::size_t min) { return "an integer >= " + std::to_string(min); }
+
+// `text` as an unsigned integer >= min (digits only: no sign, space or suffix).
+std::size_t parse_size(const std::string& opt, const std::string& text, std::size_t min) {
+  std::size_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc{} || ptr != text.data() + text.size() || v < min) {
+    throw usage_error{"option --" + opt + " expects " + at_least(min) + ", got '" + text + "'"};
   }
-  if (out.empty()) throw usage_error{"option --" + opt + " needs at least one value"};
+  return v;
+}
+
+std::vector<std::size_t> size_list(const std::string& opt, const std::string& s, std::size_t min) {
+  std::vector<std::size_t> out;
+  for (const auto& item : split_list(opt, s)) out.push_back(parse_size(opt, item, min));
   return out;
+}
+
+std::optional<std::size_t> size_option(const hybridcache_cli::args& a, const std::string& opt,
+                                       std::size_t min) {
+  const auto v = a.get(opt);
+  if (!v) return std::nullopt;
+  return parse_size(opt, *v, min);
+}
+
+// A real option in an interval: `lo`/`hi` bounds, open or closed, phrased the way the library's
+// own checks phrase them ("in (0, 1)", "in [0, 1]", ">= 0").
+struct interval {
+  double lo, hi;
+  bool lo_open, hi_open;
+  [[nodiscard]] bool contains(double x) const {
+    return (lo_open ? x > lo : x >= lo) && (hi_open ? x < hi : x <= hi);
+  }
+  [[nodiscard]] std::string text() const {
+    const auto num = [](double v) { return fmt::format("{}", v); };
+    if (hi == std::numeric_limits<double>::infinity())
+      return std::string(lo_open ? "> " : ">= ") + num(lo);
+    return fmt::format("in {}{}, {}{}", lo_open ? '(' : '[', num(lo), num(hi), hi_open ? ')' : ']');
+  }
+};
+
+std::optional<double> real_option(const hybridcache_cli::args& a, const std::string& opt,
+                                  interval in) {
+  const auto v = a.get(opt);
+  if (!v) return std::nullopt;
+  double x = 0;
+  const auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
+  if (v->empty() || ec != std::errc{} || ptr != v->data() + v->size() || !std::isfinite(x) ||
+      !in.contains(x)) {
+    throw usage_error{"option --" + opt + " expects a finite number " + in.text() + ", got '" + *v +
+                      "'"};
+  }
+  return x;
+}
+
+// Every --option named in the usage text: the command line may use no other (checked before
+// parsing, so an unknown option is reported as unknown even where it would take a value).
+void reject_unknown_options(std::span<const std::string_view> argv) {
+  for (const auto arg : argv) {
+    if (arg.size() <= 2 || arg.substr(0, 2) != "--") continue;
+    const std::string_view name =
+        arg.substr(2, arg.find('=') == std::string_view::npos ? arg.npos : arg.find('=') - 2);
+    bool known = false;
+    for (std::size_t p = usage.find("--"); p != std::string_view::npos && !known;
+         p = usage.find("--", p + 2)) {
+      std::size_t e = p + 2;
+      while (e < usage.size() &&
+             (std::isalnum(static_cast<unsigned char>(usage[e])) || usage[e] == '-'))
+        ++e;
+      known = usage.substr(p + 2, e - p - 2) == name;
+    }
+    if (!known) throw usage_error{"unknown option --" + std::string(name)};
+  }
 }
 
 fs::path default_data_dir() {
@@ -143,6 +217,7 @@ struct progress {
 
 struct workload_options {
   fs::path data;
+  std::optional<fs::path> queries;  // --queries: ShareGPT file for system-prompts
   std::optional<std::size_t> requests;
   std::size_t length = 4096;
   std::uint64_t seed = 1;
@@ -152,8 +227,9 @@ struct workload_options {
 
 fs::path need(const fs::path& p) {
   if (!fs::exists(p)) {
-    throw hybridcache::invalid_argument("data path", p.string(),
-                                        "not found (pass --data DIR or set HYBRIDCACHE_DATA_DIR; see docs/simulate.md)");
+    throw hybridcache::invalid_argument("data path", hybridcache_cli::sim_io::escape(p.string()),
+                                        "not found (pass FORMAT:PATH, --data DIR or set "
+                                        "HYBRIDCACHE_DATA_DIR; see docs/simulate.md)");
   }
   return p;
 }
@@ -164,6 +240,42 @@ sim::trace with_tokenizer(const workload_options& w, F&& f) {
   return f(sim::word_tokenizer{});
 }
 
+// The FILE of "FORMAT:FILE", or nullopt for a bare "FORMAT"; "FORMAT:" is an error.
+std::optional<fs::path> path_arg(const std::string& kind, std::string_view format) {
+  if (kind == format) return std::nullopt;
+  const std::string rest = kind.substr(format.size() + 1);
+  if (rest.empty()) throw usage_error{"trace '" + kind + "' needs a path after ':'"};
+  return fs::path(rest);
+}
+
+bool has_format(const std::string& kind, std::string_view format) {
+  return kind == format ||
+         (kind.size() > format.size() && kind.compare(0, format.size(), format) == 0 &&
+          kind[format.size()] == ':');
+}
+
+// "FORMAT-STEM": a trace read from a path is labelled by its file name.
+std::string label(std::string_view format, const fs::path& p) {
+  const fs::path name = p.has_filename() ? p.filename() : p.parent_path().filename();
+  return std::string(format) + "-" + fs::path(name).stem().string();
+}
+
+// Runs `build` (a core builder over material read from `file`) and names the file in what it
+// rejects: the builders know records and documents, not where they came from. Reader errors
+// already name file:line and pass through.
+template <class F>
+auto from_file(const fs::path& file, F&& build) {
+  try {
+    return build();
+  } catch (const hybridcache::invalid_argument& e) {
+    if (e.argument() == "trace file" || e.argument() == "path" || e.argument() == "data path")
+      throw;
+    throw hybridcache::invalid_argument("trace file",
+                                        hybridcache_cli::sim_io::escape(file.string()),
+                                        hybridcache_cli::sim_io::escape(e.what()));
+  }
+}
+
 // Builds a sparse-prefix trace and returns it with its default K.
 std::pair<sim::trace, std::size_t> build_sparse(const std::string& kind, const workload_options& w) {
   namespace io = hybridcache_cli::sim_io;
@@ -172,23 +284,47 @@ std::pair<sim::trace, std::size_t> build_sparse(const std::string& kind, const w
   if (kind == "docqa") return {sim::synthetic_document_qa(syn), 35};
   if (kind == "sysprompt") return {sim::synthetic_system_prompt(syn), 50};
   if (kind == "multimodal") return {sim::synthetic_multimodal(syn), 100};
-  if (kind == "quality" || kind.rfind("leval:", 0) == 0) {
-    const std::string name = kind == "quality" ? "quality" : kind.substr(6);
-    const auto docs = io::read_leval(need(w.data / "leval" / (name + ".jsonl")));
-    return {with_tokenizer(w, [&](auto tok) { return sim::build_document_qa("leval-" + name, docs, real, tok); }), 35};
+  if (kind == "quality" || has_format(kind, "leval")) {
+    // leval:NAME is NAME.jsonl under DATA/leval; an argument with a '/' or '.' is a path.
+    const std::string arg =
+        kind == "quality" ? "quality" : path_arg(kind, "leval").value_or("").string();
+    if (arg.empty()) throw usage_error{"trace 'leval' needs :NAME or :PATH"};
+    const bool is_path = arg.find_first_of("/.") != std::string::npos;
+    const fs::path file = is_path ? fs::path(arg) : w.data / "leval" / (arg + ".jsonl");
+    const auto docs = io::read_leval(need(file));
+    const std::string name = is_path ? label("leval", file) : "leval-" + arg;
+    auto t = from_file(file, [&] {
+      return with_tokenizer(
+          w, [&](auto tok) { return sim::build_document_qa(name, docs, real, tok); });
+    });
+    return {std::move(t), 35};
   }
-  if (kind == "system-prompts") {
-    const auto prompts = io::read_system_prompts(need(w.data / "system_prompts"));
-    const auto queries = io::read_sharegpt_queries(need(w.data / "sharegpt" / "ShareGPT_V3_filtered_1000.json"));
-    return {with_tokenizer(w, [&](auto tok) { return sim::build_system_prompts("system-prompts", prompts, queries, real, tok); }), 50};
+  if (has_format(kind, "system-prompts")) {
+    const auto dir = path_arg(kind, "system-prompts");
+    const auto prompts = io::read_system_prompts(need(dir.value_or(w.data / "system_prompts")));
+    const auto queries = io::read_sharegpt_queries(
+        need(w.queries.value_or(w.data / "sharegpt" / "ShareGPT_V3_filtered_1000.json")));
+    const std::string name = dir ? label("system-prompts", *dir) : "system-prompts";
+    return {with_tokenizer(w,
+                           [&](auto tok) {
+                             return sim::build_system_prompts(name, prompts, queries, real, tok);
+                           }),
+            50};
   }
-  if (kind == "mooncake") {
-    auto recs = io::read_block_hash_jsonl(need(w.data / "mooncake" / "conversation_trace.jsonl"));
+  if (has_format(kind, "mooncake")) {
+    const auto file = path_arg(kind, "mooncake");
+    auto recs = io::read_block_hash_jsonl(
+        need(file.value_or(w.data / "mooncake" / "conversation_trace.jsonl")),
+        io::mooncake_block_size);
     if (w.requests && *w.requests < recs.size()) recs.resize(*w.requests);
-    return {sim::build_block_hash_trace("mooncake", recs, 512), 100};
+    return {sim::build_block_hash_trace(file ? label("mooncake", *file) : "mooncake", recs,
+                                        io::mooncake_block_size),
+            100};
   }
-  if (kind.rfind("jsonl:", 0) == 0) return {io::read_token_jsonl(kind.substr(6)), 100};
-  if (kind.rfind("text:", 0) == 0) return {io::read_text_lines(kind.substr(5), w.tok), 100};
+  if (kind.rfind("jsonl:", 0) == 0)
+    return {io::read_token_jsonl(need(*path_arg(kind, "jsonl"))), 100};
+  if (kind.rfind("text:", 0) == 0)
+    return {io::read_text_lines(need(*path_arg(kind, "text")), w.tok), 100};
   throw usage_error{"unknown trace '" + kind + "'"};
 }
 
@@ -206,50 +342,61 @@ sim::trace build_segments(const std::string& kind, const workload_options& w) {
     o.seed = w.seed;
     return sim::synthetic_rag(o);
   }
-  if (kind == "musique") {
-    const auto prompts = io::read_musique(need(w.data / "segments" / "musique_s.json"));
-    return with_tokenizer(w, [&](auto tok) { return sim::build_rag("musique", instruction, prompts, real, tok); });
+  if (has_format(kind, "musique")) {
+    const auto file = path_arg(kind, "musique");
+    const auto prompts =
+        io::read_musique(need(file.value_or(w.data / "segments" / "musique_s.json")));
+    const std::string name = file ? label("musique", *file) : "musique";
+    return with_tokenizer(
+        w, [&](auto tok) { return sim::build_rag(name, instruction, prompts, real, tok); });
   }
-  if (kind == "multi_news") {
-    const auto prompts = io::read_multi_news(need(w.data / "segments" / "multi_news.jsonl"));
+  if (has_format(kind, "multi_news")) {
+    const auto file = path_arg(kind, "multi_news");
+    const auto prompts =
+        io::read_multi_news(need(file.value_or(w.data / "segments" / "multi_news.jsonl")));
+    const std::string name = file ? label("multi_news", *file) : "multi_news";
     return with_tokenizer(w, [&](auto tok) {
-      return sim::build_rag("multi_news", "You are given several news passages. Write a one-page summary of all news.",
-                            prompts, real, tok);
+      return sim::build_rag(
+          name, "You are given several news passages. Write a one-page summary of all news.",
+          prompts, real, tok);
     });
   }
-  if (kind.rfind("jsonl:", 0) == 0) return io::read_token_jsonl(kind.substr(6));
+  if (kind.rfind("jsonl:", 0) == 0) return io::read_token_jsonl(need(*path_arg(kind, "jsonl")));
   throw usage_error{"unknown segment trace '" + kind + "'"};
 }
 
 int run(std::span<const std::string_view> argv) {
+  reject_unknown_options(argv);
   const hybridcache_cli::args a(argv, {"no-plot", "quiet", "oracle"});
   if (!a.positional().empty()) throw usage_error{"unexpected argument '" + a.positional().front() + "'"};
   workload_options w;
   w.data = a.get("data") ? fs::path(*a.get("data")) : default_data_dir();
-  w.requests = a.get_size("requests");
-  if (w.requests && *w.requests == 0) throw usage_error{"option --requests must be > 0"};
-  w.length = a.get_size("length").value_or(4096);
-  w.seed = a.get_size("seed").value_or(1);
-  w.zipf = a.get_double("zipf").value_or(1.0);
+  if (auto q = a.get("queries")) w.queries = fs::path(*q);
+  w.requests = size_option(a, "requests", 1);
+  w.length = size_option(a, "length", 64).value_or(4096);
+  w.seed = size_option(a, "seed", 0).value_or(1);
+  w.zipf = real_option(a, "zipf", {0.0, 1e6, false, true}).value_or(1.0);
   const std::string tok = a.get_or("tokenizer", "words");
   if (tok == "bytes") w.tok = hybridcache_cli::sim_io::tokenizer_kind::bytes;
-  else if (tok != "words") throw usage_error{"option --tokenizer expects words or bytes"};
+  else if (tok != "words")
+    throw usage_error{"option --tokenizer expects words or bytes, got '" + tok + "'"};
 
   sim::sparse_prefix_options so;
-  if (auto b = a.get("budgets")) so.budgets = size_list("budgets", *b);
-  so.granularity = a.get_size("granularity").value_or(64);
-  so.resolve_every = a.get_size("resolve-every").value_or(10);
-  so.gamma = a.get_double("gamma").value_or(0.99);
-  so.smoothing = a.get_double("smoothing").value_or(0.0);
+  if (auto b = a.get("budgets")) so.budgets = size_list("budgets", *b, 1);
+  so.granularity = size_option(a, "granularity", 1).value_or(64);
+  so.resolve_every = size_option(a, "resolve-every", 1).value_or(10);
+  so.gamma = real_option(a, "gamma", {0.0, 1.0, true, true}).value_or(0.99);
+  so.smoothing = real_option(a, "smoothing", {0.0, 1.0, false, false}).value_or(0.0);
   so.oracle = a.has("oracle");
   if (auto law = a.get("law")) {
     if (*law == "tail") so.law = sim::sparse_prefix_options::depth_law::tail;
-    else if (*law != "pooled") throw usage_error{"option --law expects pooled or tail"};
+    else if (*law != "pooled")
+      throw usage_error{"option --law expects pooled or tail, got '" + *law + "'"};
   }
   (void)a.get("oracle");
   if (auto s = a.get("strategies")) {
     so.strategies.clear();
-    for (const auto& name : split_list(*s)) {
+    for (const auto& name : split_list("strategies", *s)) {
       auto k = sim::parse_strategy(name);
       if (!k) throw usage_error{"unknown strategy '" + name + "'"};
       so.strategies.push_back(*k);
@@ -260,16 +407,19 @@ int run(std::span<const std::string_view> argv) {
     if (!shape) throw usage_error{"unknown model '" + *m + "' (qwen3.5-0.8b, qwen3-next-80b-a3b)"};
     so.model = *shape;
   }
-  const auto k_override = a.get_size("cache-entries");
+  const auto k_override = size_option(a, "cache-entries", 1);
 
   hybridcache_cli::sim_out::run_results res;
-  if (auto wk = a.get("workers")) res.segment_options.workers = size_list("workers", *wk);
-  res.segment_options.seam = a.get_size("seam").value_or(8);
+  if (auto wk = a.get("workers")) res.segment_options.workers = size_list("workers", *wk, 1);
+  res.segment_options.seam = size_option(a, "seam", 0).value_or(8);
   if (auto f = a.get("fig14")) {
-    const auto v = size_list("fig14", *f);
-    if (v.size() == 1 && v[0] == 0) res.fig14_segments = 0;
-    else if (v.size() != 2) throw usage_error{"option --fig14 expects SEGMENTS,TOKENS or 0"};
-    else {
+    if (*f == "0") {
+      res.fig14_segments = 0;
+    } else {
+      const auto v = size_list("fig14", *f, 1);
+      if (v.size() != 2)
+        throw usage_error{"option --fig14 expects SEGMENTS,TOKENS (integers >= 1) or 0, got '" +
+                          *f + "'"};
       res.fig14_segments = v[0];
       res.fig14_tokens = v[1];
     }
@@ -280,11 +430,11 @@ int run(std::span<const std::string_view> argv) {
   (void)a.get("quiet");
   progress prog;
   prog.enabled = !a.has("quiet") && isatty(2);
-  auto traces = split_list(a.get_or("trace", "docqa,sysprompt,multimodal"));
+  auto traces = split_list("trace", a.get_or("trace", "docqa,sysprompt,multimodal"));
   std::string seg_kind = a.get_or("segments", "rag");
   auto tree = hybridcache_cli::sim_tree::parse(a);
   if (auto sc = a.get("scenario")) {  // the tree scenario's selector (docs/tree_simulation.md)
-    const auto on = split_list(*sc);
+    const auto on = split_list("scenario", *sc);
     auto has = [&](const char* s) { return std::find(on.begin(), on.end(), s) != on.end(); };
     for (const auto& s : on) {
       if (s != "sparse" && s != "segments" && s != "tree") throw usage_error{"unknown scenario '" + s + "'"};
@@ -308,7 +458,9 @@ int run(std::span<const std::string_view> argv) {
     if (kind == "none") continue;
     auto [t, default_k] = build_sparse(kind, w);
     sim::sparse_prefix_options o = so;
-    o.cache_entries = k_override.value_or(default_k);
+    // A last-K cache never holds more entries than there are requests, so K beyond the trace's
+    // length changes nothing but the memory and time spent on empty slots: cap it.
+    o.cache_entries = std::max<std::size_t>(1, std::min(k_override.value_or(default_k), t.size()));
     prog.label = t.name();
     res.sparse.push_back(sim::simulate_sparse_prefix(t, o, std::ref(prog)));
     hybridcache_cli::sim_out::print_sparse_table(stdout, res.sparse.back());

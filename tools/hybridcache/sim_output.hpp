@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Output of `hybridcache simulate`: terminal tables (fmt), CSV, JSON (nlohmann) and gnuplot
-// scripts/plots. Files are written atomically (temporary file, then rename), so an interrupted or
-// failed run never leaves a half-written file behind.
+// Output of `hybridcache simulate`: terminal tables (fmt), CSV and JSON (nlohmann); the gnuplot
+// data, scripts and plots are in sim_plot.hpp. Files are written atomically (temporary file, then
+// rename), so an interrupted or failed run never leaves a half-written file behind.
 #pragma once
 
 #include <cstdio>
@@ -35,10 +35,5 @@ void write_atomic(const fs::path& path, const std::string& content);
 /// sparse_prefix.csv, dominance.csv, segment_namespaces.csv, segment_ttft.csv, fig14.csv and
 /// simulate.json under `dir`. @returns the paths written.
 std::vector<fs::path> write_data(const fs::path& dir, const run_results& r);
-
-/// reduction.gp / ttft_workers.gp (+ their .dat inputs) under `dir`, then runs gnuplot on them
-/// when it is installed (`$HYBRIDCACHE_GNUPLOT` overrides the program). @returns the plot files
-/// written (empty when gnuplot is absent or failed; `note` then says why).
-std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std::string& note);
 
 }  // namespace hybridcache_cli::sim_out

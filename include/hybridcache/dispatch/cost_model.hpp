@@ -13,6 +13,14 @@
 ///
 /// with a = `per_token`, b = `per_token_sq`, t = `transfer_per_token`. A worker of speed s computes
 /// in cost(L)/s. Units are the caller's (seconds, milliseconds, or "token equivalents" with a = 1).
+///
+/// Prefilling n new tokens after p cached ones (`cost(n, p)`) pays the same per-token work and the
+/// quadratic term's increment, b·((p+n)² − p²) = b·n·(n + 2p):
+///
+///     cost(n, p) = overhead + a·n + b·n·(n + 2p),    cost(L, 0) = cost(L).
+///
+/// (A stack whose attention costs β per (query, key) pair, β·(n·p + n(n+1)/2), is this model with
+/// b = β/2 and β/2 added to a; the simulator's HYPIC calibration is written that way.)
 /// For a hybrid stack, a ≈ (per-layer linear cost summed over all layers) and b ≈ (attention
 /// layers' quadratic cost); `hybrid_stack` builds that sum from per-layer-type counts.
 
@@ -47,6 +55,14 @@ struct prefill_cost_model {
   [[nodiscard]] HYBRIDCACHE_HOST_DEVICE double cost(std::size_t tokens) const noexcept {
     const double l = static_cast<double>(tokens);
     return overhead + per_token * l + per_token_sq * l * l;
+  }
+  /// overhead + a·n + b·n·(n + 2p): prefill `new_tokens` after `prefix_tokens` cached ones (file
+  /// comment); equals `cost(new_tokens)` for an empty prefix.
+  [[nodiscard]] HYBRIDCACHE_HOST_DEVICE double cost(std::size_t new_tokens,
+                                                    std::size_t prefix_tokens) const noexcept {
+    const double n = static_cast<double>(new_tokens);
+    const double p = static_cast<double>(prefix_tokens);
+    return overhead + per_token * n + per_token_sq * n * (n + 2.0 * p);
   }
   /// transfer_overhead + t·L.
   [[nodiscard]] HYBRIDCACHE_HOST_DEVICE double transfer(std::size_t tokens) const noexcept {

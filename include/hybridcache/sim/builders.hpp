@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -62,14 +63,16 @@ struct request_group {
 
 namespace detail {
 inline void check_arrivals(const arrival_options& o) {
-  if (!(o.rate > 0.0) || !(o.rate < 1e300)) hybridcache::detail::throw_invalid("rate", o.rate, "must be finite and > 0");
-  if (!(o.zipf >= 0.0) || !(o.zipf < 1e6)) hybridcache::detail::throw_invalid("zipf", o.zipf, "must be finite and >= 0");
+  if (!(o.rate > 0.0) || !(o.rate < 1e300))
+    hybridcache::detail::throw_invalid("rate", o.rate, "must be finite and > 0");
+  if (!(o.zipf >= 0.0) || !(o.zipf < 1e6))
+    hybridcache::detail::throw_invalid("zipf", o.zipf, "must be finite and >= 0");
 }
 }  // namespace detail
 
 /// Appends `opts.requests` requests drawn from `groups` to `t` (see the file comment for the
-/// model; `each_once`: one request per group in a random order). A request is `group.prefix ++ suffix`; it `ends_with_query` when the suffix is not
-/// empty.
+/// model; `each_once`: one request per group in a random order). A request is `group.prefix ++
+/// suffix`; it `ends_with_query` when the suffix is not empty.
 /// @param shared_suffixes suffixes for groups with `use_shared_suffixes` (e.g. ShareGPT queries
 ///        under every system prompt).
 /// @throws invalid_argument for no groups, a group with nothing to draw, or a bad rate/zipf.
@@ -77,11 +80,12 @@ inline void generate_requests(trace& t, std::span<const request_group> groups,
                               const arrival_options& opts,
                               std::span<const std::vector<std::uint32_t>> shared_suffixes = {}) {
   detail::check_arrivals(opts);
-  if (groups.empty()) hybridcache::detail::throw_invalid("groups.size()", std::size_t{0}, "need at least one group");
+  if (groups.empty())
+    hybridcache::detail::throw_invalid("groups.size()", std::size_t{0}, "need at least one group");
   for (std::size_t g = 0; g < groups.size(); ++g) {
     if (groups[g].use_shared_suffixes && shared_suffixes.empty()) {
-      hybridcache::detail::throw_invalid(hybridcache::detail::indexed("groups", g), "shared suffixes",
-                                         "no shared suffixes were given");
+      hybridcache::detail::throw_invalid(hybridcache::detail::indexed("groups", g),
+                                         "shared suffixes", "no shared suffixes were given");
     }
   }
   sim::detail::rng r(sim::detail::derive_seed(opts.seed, 0x67656e));
@@ -99,7 +103,9 @@ inline void generate_requests(trace& t, std::span<const request_group> groups,
     q.pieces = g.prefix;
     q.ns = g.ns;
     q.arrival = clock;
-    const auto& pool = g.use_shared_suffixes ? shared_suffixes : std::span<const std::vector<std::uint32_t>>(g.suffixes);
+    const auto& pool = g.use_shared_suffixes
+                           ? shared_suffixes
+                           : std::span<const std::vector<std::uint32_t>>(g.suffixes);
     if (!pool.empty()) {
       const auto& s = pool[r.below(pool.size())];
       q.pieces.insert(q.pieces.end(), s.begin(), s.end());
@@ -130,7 +136,8 @@ trace build_document_qa(std::string name, std::span<const text_document> docs,
     for (const auto& q : d.questions) g.suffixes.push_back({t.add_piece(tok.encode(q))});
     groups.push_back(std::move(g));
   }
-  if (groups.empty()) hybridcache::detail::throw_invalid("docs", docs.size(), "no document has a question");
+  if (groups.empty())
+    hybridcache::detail::throw_invalid("docs", docs.size(), "no document has a question");
   generate_requests(t, groups, opts);
   return t;
 }
@@ -142,8 +149,11 @@ template <class Tokenizer = word_tokenizer>
 trace build_system_prompts(std::string name, std::span<const std::string> prompts,
                            std::span<const std::string> queries, const arrival_options& opts,
                            Tokenizer tok = {}) {
-  if (prompts.empty()) hybridcache::detail::throw_invalid("prompts.size()", std::size_t{0}, "need at least one prompt");
-  if (queries.empty()) hybridcache::detail::throw_invalid("queries.size()", std::size_t{0}, "need at least one query");
+  if (prompts.empty())
+    hybridcache::detail::throw_invalid("prompts.size()", std::size_t{0},
+                                       "need at least one prompt");
+  if (queries.empty())
+    hybridcache::detail::throw_invalid("queries.size()", std::size_t{0}, "need at least one query");
   trace t(std::move(name));
   std::vector<request_group> groups;
   for (const auto& p : prompts) {
@@ -170,9 +180,12 @@ struct text_rag_prompt {
 /// passage_k ++ question; every piece is a segment, the question is the query. Identical passage
 /// text maps to the same piece, so a passage recurring in other prompts is the same segment.
 template <class Tokenizer = word_tokenizer>
-trace build_rag(std::string name, std::string_view instruction, std::span<const text_rag_prompt> prompts,
-                const arrival_options& opts, Tokenizer tok = {}) {
-  if (prompts.empty()) hybridcache::detail::throw_invalid("prompts.size()", std::size_t{0}, "need at least one prompt");
+trace build_rag(std::string name, std::string_view instruction,
+                std::span<const text_rag_prompt> prompts, const arrival_options& opts,
+                Tokenizer tok = {}) {
+  if (prompts.empty())
+    hybridcache::detail::throw_invalid("prompts.size()", std::size_t{0},
+                                       "need at least one prompt");
   trace t(std::move(name));
   std::unordered_map<std::string, std::uint32_t> seen;
   auto piece_of = [&](const std::string& text) {
@@ -212,21 +225,29 @@ inline trace build_block_hash_trace(std::string name, std::span<const block_hash
                                     std::size_t block_size = 512) {
   if (block_size == 0) hybridcache::detail::throw_invalid("block_size", block_size, "must be > 0");
   trace t(std::move(name));
-  std::unordered_map<std::uint64_t, std::uint32_t> full;                // hash -> full block piece
+  std::unordered_map<std::uint64_t, std::uint32_t> full;  // hash -> full block piece
   std::map<std::pair<std::uint64_t, std::size_t>, std::uint32_t> partial;  // (hash, count) -> piece
   std::vector<token_id> buf;
   double last = -1e300;
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& rec = records[i];
     const std::size_t n = rec.hash_ids.size();
-    std::size_t len = rec.input_length == 0 ? n * block_size : rec.input_length;
+    // n·block_size without wrapping (a local check until the library's checked arithmetic lands):
+    // a trace larger than the address space is rejected before anything is expanded.
+    if (n > std::numeric_limits<std::size_t>::max() / block_size) {
+      hybridcache::detail::throw_invalid(
+          hybridcache::detail::indexed("records", i) + ".hash_ids.size()", n,
+          "blocks*block_size overflows size_t");
+    }
+    const std::size_t len = rec.input_length == 0 ? n * block_size : rec.input_length;
     if (n == 0 || len > n * block_size || len <= (n - 1) * block_size) {
-      hybridcache::detail::throw_invalid(hybridcache::detail::indexed("records", i) + ".input_length", rec.input_length,
-                                         "must satisfy (blocks-1)*block_size < input_length <= blocks*block_size");
+      hybridcache::detail::throw_invalid(
+          hybridcache::detail::indexed("records", i) + ".input_length", rec.input_length,
+          "must satisfy (blocks-1)*block_size < input_length <= blocks*block_size");
     }
     if (rec.timestamp_ms < last) {
-      hybridcache::detail::throw_invalid(hybridcache::detail::indexed("records", i) + ".timestamp", rec.timestamp_ms,
-                                         "timestamps must not decrease");
+      hybridcache::detail::throw_invalid(hybridcache::detail::indexed("records", i) + ".timestamp",
+                                         rec.timestamp_ms, "timestamps must not decrease");
     }
     last = rec.timestamp_ms;
     request q;

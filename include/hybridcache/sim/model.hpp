@@ -17,26 +17,29 @@
 ///
 /// | preset | layers (linear + attention) | linear heads × dk × dv | KV heads × head dim | dtype |
 /// |---|---|---|---|---|
-/// | `qwen3_5_0_8b` (≈ Qwen3.5-0.8B) | 18 Gated DeltaNet + 6 attention | 16 × 128 × 128 | 2 × 256 | bf16 |
-/// | `qwen3_next_80b_a3b` (≈ Qwen3-Next-80B-A3B) | 36 Gated DeltaNet + 12 attention | 32 × 128 × 128 | 2 × 256 | bf16 |
+/// | `qwen3_5_0_8b` (≈ Qwen3.5-0.8B) | 18 Gated DeltaNet + 6 attention | 16 × 128 × 128 | 2 × 256 |
+/// bf16 | | `qwen3_next_80b_a3b` (≈ Qwen3-Next-80B-A3B) | 36 Gated DeltaNet + 12 attention | 32 ×
+/// 128 × 128 | 2 × 256 | bf16 |
 ///
 /// giving 9 MiB and 36 MiB per recurrent checkpoint and 12 KiB and 24 KiB of KV per token.
 ///
-/// **Prefill cost.** Prefilling n new tokens after p cached ones costs, per layer type,
+/// **Prefill cost.** The simulations use the library's one prefill model,
+/// `hybridcache::prefill_cost_model` (<hybridcache/dispatch/cost_model.hpp>):
 ///
-///     attention layer:  a · n + b · (n·p + n(n+1)/2)      (projections/MLP + score pairs)
-///     linear layer:     c · n                              (chunked recurrence, linear in n)
+///     cost(n, p) = overhead + a·n + b·n·(n + 2p)     (n new tokens after p cached ones)
 ///
-///     cost(n, p) = attention_layers · (a·n + b·pairs) + linear_layers · c · n.
+/// For a stack of linear and attention layers whose attention costs β per (query, key) pair and
+/// whose per-token work (projections, MLP, chunked recurrence) sums to α over the whole stack,
+/// prefill costs α·n + β·(n·p + n(n+1)/2), which is the model with a = α + β/2, b = β/2.
 ///
-/// The preset `prefill_cost_model::hypic_fig14()` is calibrated to HYPIC's Fig. 14 measurements
-/// (Qwen3.5-35B-A3B-like stack, 30 linear + 10 attention layers, one H20 instance): one 2.4k-token
-/// segment prefills in 176.8 ms (1061 ms / 6 segments at 2 workers) and the 26.4k-token prompt
-/// in 2321 ms. Solving α·n + β·n(n+1)/2 through both points gives α = 0.072241 ms/token and
-/// β = 1.1875e-6 ms/pair for the whole stack; a and c share α equally per layer, b = β / 10. The
-/// combine side (HYPIC §4.4): 2.3 ms per composed segment (Fig. 12b's incremental cost), the
-/// seam windows recomputed through `cost`, a fixed 45 ms of assembly and 34 ms of cross-node
-/// transfer when more than one worker is used (Fig. 14: comm 27–41 ms, combine 85–88 ms).
+/// The preset `hypic_fig14_prefill()` is calibrated to HYPIC's Fig. 14 measurements (a
+/// Qwen3.5-35B-A3B-like stack, 30 linear + 10 attention layers, one H20 instance): one 2.4k-token
+/// segment prefills in 176.8 ms (1061 ms / 6 segments at 2 workers) and the 26.4k-token prompt in
+/// 2321 ms. Solving α·n + β·n(n+1)/2 through both points gives α = 0.072241 ms/token and
+/// β = 1.1875e-6 ms/pair for the whole stack. The combine side (HYPIC §4.4,
+/// `hypic_fig14_composition`): 2.3 ms per composed segment (Fig. 12b's incremental cost), the seam
+/// windows recomputed through `cost`, a fixed 45 ms of assembly and 34 ms of cross-node transfer
+/// when more than one worker is used (Fig. 14: comm 27–41 ms, combine 85–88 ms).
 
 #include <array>
 #include <cstddef>
@@ -44,6 +47,7 @@
 #include <string_view>
 
 #include "hybridcache/config.hpp"
+#include "hybridcache/dispatch/cost_model.hpp"
 #include "hybridcache/error.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
@@ -77,7 +81,8 @@ struct model_shape {
 /// ≈ Qwen3.5-0.8B (assumed shape, see the file comment).
 inline constexpr model_shape qwen3_5_0_8b{"qwen3.5-0.8b", 18, 6, 16, 128, 128, 2, 256, 2};
 /// ≈ Qwen3-Next-80B-A3B (assumed shape, see the file comment).
-inline constexpr model_shape qwen3_next_80b_a3b{"qwen3-next-80b-a3b", 36, 12, 32, 128, 128, 2, 256, 2};
+inline constexpr model_shape qwen3_next_80b_a3b{
+    "qwen3-next-80b-a3b", 36, 12, 32, 128, 128, 2, 256, 2};
 
 /// The presets, for lookup by name.
 inline constexpr std::array<model_shape, 2> model_presets{qwen3_5_0_8b, qwen3_next_80b_a3b};
@@ -90,40 +95,25 @@ constexpr std::optional<model_shape> find_model(std::string_view name) noexcept 
   return std::nullopt;
 }
 
-/// Prefill time model (see the file comment). Times in milliseconds.
-struct prefill_cost_model {
-  std::size_t attention_layers = 10;
-  std::size_t linear_layers = 30;
-  double attention_per_token = 0.0;  ///< a: ms per token per attention layer
-  double attention_per_pair = 0.0;   ///< b: ms per (query, key) pair per attention layer
-  double linear_per_token = 0.0;     ///< c: ms per token per linear layer
-  double compose_per_segment = 0.0;  ///< ms to compose one cached segment's state
-  double combine_fixed = 0.0;        ///< ms of fixed assembly work at the combine node
-  double transfer_fixed = 0.0;       ///< ms of cross-node transfer when > 1 worker is used
+/// HYPIC Fig. 14's prefill calibration (see the file comment): α = 0.072241 ms/token and
+/// β = 1.1875e-6 ms/(query, key) pair, as a = α + β/2, b = β/2. Times in milliseconds.
+inline prefill_cost_model hypic_fig14_prefill() noexcept {
+  constexpr double alpha = 0.072241, beta = 1.1875e-6;
+  prefill_cost_model m;
+  m.per_token = alpha + beta / 2.0;
+  m.per_token_sq = beta / 2.0;
+  return m;
+}
 
-  /// Time to prefill `new_tokens` tokens after `prefix_tokens` cached ones.
-  [[nodiscard]] constexpr double cost(std::size_t new_tokens, std::size_t prefix_tokens = 0) const noexcept {
-    const auto n = static_cast<double>(new_tokens);
-    const auto p = static_cast<double>(prefix_tokens);
-    const double pairs = n * p + n * (n + 1.0) / 2.0;
-    return static_cast<double>(attention_layers) * (attention_per_token * n + attention_per_pair * pairs) +
-           static_cast<double>(linear_layers) * linear_per_token * n;
-  }
-
-  /// Calibrated to HYPIC Fig. 14 (see the file comment).
-  static constexpr prefill_cost_model hypic_fig14() noexcept {
-    prefill_cost_model m;
-    m.attention_layers = 10;
-    m.linear_layers = 30;
-    m.attention_per_token = 0.072241 / 40.0;
-    m.linear_per_token = 0.072241 / 40.0;
-    m.attention_per_pair = 1.1875e-6 / 10.0;
-    m.compose_per_segment = 2.3;
-    m.combine_fixed = 45.0;
-    m.transfer_fixed = 34.0;
-    return m;
-  }
+/// The costs of composing cached segments that are not prefill (HYPIC §4.4), in milliseconds.
+struct composition_costs {
+  double compose_per_segment = 0.0;  ///< to compose one cached segment's state
+  double combine_fixed = 0.0;        ///< fixed assembly work at the combine node
+  double transfer_fixed = 0.0;       ///< cross-node transfer when more than one worker is used
 };
+
+/// HYPIC Fig. 14's composition costs (see the file comment).
+inline constexpr composition_costs hypic_fig14_composition{2.3, 45.0, 34.0};
 
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -5,7 +5,7 @@
 /// Segment-reuse simulation (HYPIC / SparseX / COMB): replay requests built from segments
 /// (retrieved passages, system prompts, documents) through a position-independent segment index
 /// keyed by (namespace, tokens) and estimate time-to-first-token under four serving methods with
-/// the prefill cost model of model.hpp.
+/// the library's prefill cost model (`hybridcache::prefill_cost_model`, calibrated in model.hpp).
 ///
 /// For a request of segments s_1 … s_k (lengths |s_i|, n = Σ|s_i| + q tokens, q the user query,
 /// never cached) where the index already holds some segments ("hits") and a strict prefix cache
@@ -14,9 +14,11 @@
 /// | method | estimated TTFT |
 /// |---|---|
 /// | full recompute | cost(n, 0) |
-/// | prefix caching | cost(max(n − p, 1), p) — reuse only the longest cached segment-aligned prefix |
-/// | naive addition | Σ_miss cost(|s_i|, 0) + k'·compose + combine_fixed + cost(q, n − q): states added without T_C, no seam repair (HYPIC's strawman; fast, inexact) |
-/// | composition (HYPIC) on m workers | min(serial, LPT makespan of {cost(|s_i|, 0) : miss} over m workers (`lpt_assign`) + transfer) + k·compose + combine_fixed + Σ_boundaries cost(2w, pos) + cost(q, n − q) |
+/// | prefix caching | cost(max(n − p, 1), p) — reuse only the longest cached segment-aligned prefix
+/// | | naive addition | Σ_miss cost(|s_i|, 0) + k'·compose + combine_fixed + cost(q, n − q): states
+/// added without T_C, no seam repair (HYPIC's strawman; fast, inexact) | | composition (HYPIC) on m
+/// workers | min(serial, LPT makespan of {cost(|s_i|, 0) : miss} over m workers (`lpt_assign`) +
+/// transfer) + k·compose + combine_fixed + Σ_boundaries cost(2w, pos) + cost(q, n − q) |
 ///
 /// As in HYPIC's lookup order, a request first restores the longest cached prefix and composes
 /// only the k' segments after it (a fully cached prompt costs what prefix caching costs); the
@@ -26,8 +28,15 @@
 /// every earlier request (a hybrid engine needs a stored recurrent state exactly there).
 ///
 /// Hits and misses are counted per namespace; a segment is looked up in its request's namespace
+/// (`segment::namespace_key`: the request's tenant, or the shared namespace when it names none)
 /// only, so two tenants never share an entry. After a request is served, its missed segments are
 /// inserted (the index is unbounded: the simulation measures reuse, not eviction).
+///
+/// Both caches are exact. The segment cache is a verified `segment::segment_index` (a hit means
+/// equal namespace and equal token ids). The prefix cache is a trie over canonical segment ids:
+/// every distinct (namespace, tokens) piece gets one id from a second verified index, and a
+/// cached prefix is a path of ids from the root, so two prompts share a prefix exactly when they
+/// share its pieces token for token — no unverified hash decides a hit.
 ///
 /// `cold_dispatch` evaluates one all-cold request on m workers — HYPIC Fig. 14 (11 segments ×
 /// 2.4k tokens, m = 2/4/8; paper: 2.0× / 3.6× / 6.1× over full recompute).
@@ -42,8 +51,7 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -60,38 +68,41 @@ namespace sim {
 
 /// Options of the segment-reuse simulation.
 struct segment_reuse_options {
-  prefill_cost_model cost = prefill_cost_model::hypic_fig14();
-  std::size_t seam = 8;                         ///< seam window w per side of a boundary
-  std::vector<std::size_t> workers{1, 2, 4, 8}; ///< prefill worker pool sizes to evaluate
+  prefill_cost_model cost = hypic_fig14_prefill();      ///< the library's prefill model
+  composition_costs compose = hypic_fig14_composition;  ///< composition's non-prefill costs
+  std::size_t seam = 8;                                 ///< seam window w per side of a boundary
+  std::vector<std::size_t> workers{1, 2, 4, 8};         ///< prefill worker pool sizes to evaluate
 };
 
 /// TTFT of one request under composition on m workers, broken down as in HYPIC Fig. 14.
 struct ttft_breakdown {
   std::size_t workers = 1;       ///< pool size m
   std::size_t workers_used = 1;  ///< 1 when fanning out would not pay (transfer > gain)
-  double dispatch = 0.0;  ///< LPT makespan of the cold segments' prefill, ms
-  double transfer = 0.0;  ///< cross-node transfer, ms
-  double combine = 0.0;   ///< composition + seam windows + query + fixed assembly, ms
-  double total = 0.0;     ///< dispatch + transfer + combine
-  double full = 0.0;      ///< full-recompute TTFT of the same request, ms
-  double serial = 0.0;    ///< composition TTFT on one worker, ms
+  double dispatch = 0.0;         ///< LPT makespan of the cold segments' prefill, ms
+  double transfer = 0.0;         ///< cross-node transfer, ms
+  double combine = 0.0;          ///< composition + seam windows + query + fixed assembly, ms
+  double total = 0.0;            ///< dispatch + transfer + combine
+  double full = 0.0;             ///< full-recompute TTFT of the same request, ms
+  double serial = 0.0;           ///< composition TTFT on one worker, ms
   [[nodiscard]] double speedup_vs_full() const noexcept { return total > 0.0 ? full / total : 0.0; }
-  [[nodiscard]] double speedup_vs_serial() const noexcept { return total > 0.0 ? serial / total : 0.0; }
+  [[nodiscard]] double speedup_vs_serial() const noexcept {
+    return total > 0.0 ? serial / total : 0.0;
+  }
 };
 
 /// Per-namespace index statistics.
 struct namespace_stats {
-  std::string ns;  ///< "(default)" for requests without a namespace
+  segment::namespace_key ns{};  ///< the request's tenant, or the shared namespace
   std::size_t lookups = 0, hits = 0, misses = 0;
   double hit_tokens = 0.0, miss_tokens = 0.0;
 };
 
 /// Distribution summary of per-request TTFTs (ms).
 struct ttft_summary {
-  std::string method;        ///< "full", "prefix", "naive", "composition"
-  std::size_t workers = 1;   ///< m (composition; 1 for the others)
+  std::string method;       ///< "full", "prefix", "naive", "composition"
+  std::size_t workers = 1;  ///< m (composition; 1 for the others)
   double mean = 0.0, p50 = 0.0, p90 = 0.0;
-  double mean_cold = 0.0;    ///< mean over requests with at least one missed segment
+  double mean_cold = 0.0;  ///< mean over requests with at least one missed segment
 };
 
 /// The outcome of a segment-reuse simulation.
@@ -109,14 +120,16 @@ struct segment_reuse_result {
 /// @param lengths segment lengths (query excluded), in order
 /// @param hit whether each segment is cached
 /// @param query query tokens (recomputed after the segments)
-inline ttft_breakdown composition_ttft(std::span<const std::size_t> lengths, std::span<const bool> hit,
-                                       std::size_t query, std::size_t workers, const segment_reuse_options& o,
+inline ttft_breakdown composition_ttft(std::span<const std::size_t> lengths,
+                                       std::span<const bool> hit, std::size_t query,
+                                       std::size_t workers, const segment_reuse_options& o,
                                        std::size_t prefix_segments = 0) {
   if (lengths.size() != hit.size()) {
     hybridcache::detail::throw_invalid("hit.size()", hit.size(), "must equal lengths.size()");
   }
   if (prefix_segments > lengths.size()) {
-    hybridcache::detail::throw_invalid("prefix_segments", prefix_segments, "exceeds the number of segments");
+    hybridcache::detail::throw_invalid("prefix_segments", prefix_segments,
+                                       "exceeds the number of segments");
   }
   ttft_breakdown b;
   b.workers = workers;
@@ -139,7 +152,7 @@ inline ttft_breakdown composition_ttft(std::span<const std::size_t> lengths, std
     return s;
   }();
   b.dispatch = cold.empty() ? 0.0 : lpt_assign(cold, workers).makespan;
-  b.transfer = (workers > 1 && !cold.empty()) ? o.cost.transfer_fixed : 0.0;
+  b.transfer = (workers > 1 && !cold.empty()) ? o.compose.transfer_fixed : 0.0;
   // The router only fans out when it pays: otherwise the request stays on one worker (HYPIC §4.4,
   // "the router degenerates to placing the entire request on one worker").
   if (b.dispatch + b.transfer >= serial_dispatch) {
@@ -149,8 +162,9 @@ inline ttft_breakdown composition_ttft(std::span<const std::size_t> lengths, std
   } else {
     b.workers_used = workers;
   }
-  double combine = o.cost.combine_fixed +
-                   o.cost.compose_per_segment * static_cast<double>(lengths.size() - prefix_segments);
+  double combine =
+      o.compose.combine_fixed +
+      o.compose.compose_per_segment * static_cast<double>(lengths.size() - prefix_segments);
   std::size_t offset = 0;
   for (std::size_t i = 0; i + 1 < lengths.size(); ++i) {
     offset += lengths[i];
@@ -172,7 +186,8 @@ inline std::vector<ttft_breakdown> cold_dispatch(std::size_t segments, std::size
   std::vector<std::size_t> lengths(segments, tokens);
   std::vector<ttft_breakdown> out;
   const std::unique_ptr<bool[]> h(new bool[segments + 1]());  // all cold
-  for (auto m : o.workers) out.push_back(composition_ttft(lengths, std::span<const bool>(h.get(), segments), 0, m, o));
+  for (auto m : o.workers)
+    out.push_back(composition_ttft(lengths, std::span<const bool>(h.get(), segments), 0, m, o));
   return out;
 }
 
@@ -187,13 +202,46 @@ inline double percentile(std::vector<double> v, double q) {
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
-inline std::uint64_t hash_tokens(std::span<const token_id> t, std::uint64_t seed) noexcept {
-  std::uint64_t h = seed ^ (0x9E3779B97F4A7C15ULL * (t.size() + 1));
-  for (auto x : t) h = (h ^ x) * 0x100000001B3ULL;
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  return h ^ (h >> 32);
-}
+/// Orders namespaces for reports: the shared namespace first, then tenants by name (bytes), then
+/// by encoding.
+struct namespace_order {
+  bool operator()(const segment::namespace_key& a, const segment::namespace_key& b) const {
+    if (a.is_shared() != b.is_shared()) return a.is_shared();
+    const std::string_view ta = a.tenant() ? std::string_view(*a.tenant()) : std::string_view();
+    const std::string_view tb = b.tenant() ? std::string_view(*b.tenant()) : std::string_view();
+    if (ta != tb) return ta < tb;
+    return a.bytes() < b.bytes();
+  }
+};
+
+/// The exact prefix cache: a trie whose edges are canonical segment ids (see the file comment).
+class prefix_trie {
+ public:
+  /// The canonical id of (ns, tokens), assigned on first sight.
+  std::uint32_t id_of(const segment::namespace_key& ns, std::span<const token_id> tokens) {
+    if (auto id = ids_.find(ns, tokens)) return *id;
+    const auto id = static_cast<std::uint32_t>(next_id_++);
+    ids_.insert(ns, tokens, id);
+    return id;
+  }
+  /// The child of `node` along segment `id`, if cached (node 0 is the root).
+  [[nodiscard]] std::optional<std::uint32_t> child(std::uint32_t node, std::uint32_t id) const {
+    auto it = edges_.find({node, id});
+    if (it == edges_.end()) return std::nullopt;
+    return it->second;
+  }
+  /// The child of `node` along `id`, created if absent.
+  std::uint32_t insert(std::uint32_t node, std::uint32_t id) {
+    auto [it, fresh] = edges_.try_emplace({node, id}, 0u);
+    if (fresh) it->second = static_cast<std::uint32_t>(++nodes_);
+    return it->second;
+  }
+
+ private:
+  segment::segment_index<std::uint32_t> ids_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> edges_;
+  std::size_t next_id_ = 0, nodes_ = 0;
+};
 
 /// The namespace of a trace request: a tenant namespace, or the shared one when absent.
 inline segment::namespace_key namespace_of(const request& q) {
@@ -204,30 +252,36 @@ inline segment::namespace_key namespace_of(const request& q) {
 
 /// Replays `t` through the segment index and estimates TTFTs (see the file comment).
 /// @throws invalid_argument for an empty trace, no worker counts or a worker count of 0.
-inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment_reuse_options& o = {},
+inline segment_reuse_result simulate_segment_reuse(const trace& t,
+                                                   const segment_reuse_options& o = {},
                                                    const progress_fn& progress = {}) {
-  if (t.empty()) hybridcache::detail::throw_invalid("trace.size()", std::size_t{0}, "the trace has no requests");
-  if (o.workers.empty()) hybridcache::detail::throw_invalid("workers.size()", std::size_t{0}, "need at least one worker count");
+  if (t.empty())
+    hybridcache::detail::throw_invalid("trace.size()", std::size_t{0}, "the trace has no requests");
+  if (o.workers.empty())
+    hybridcache::detail::throw_invalid("workers.size()", std::size_t{0},
+                                       "need at least one worker count");
   for (std::size_t i = 0; i < o.workers.size(); ++i) {
-    if (o.workers[i] == 0) hybridcache::detail::throw_invalid(hybridcache::detail::indexed("workers", i), 0, "must be >= 1");
+    if (o.workers[i] == 0)
+      hybridcache::detail::throw_invalid(hybridcache::detail::indexed("workers", i), 0,
+                                         "must be >= 1");
   }
   segment_reuse_result r;
   r.trace_name = t.name();
   segment::segment_index<std::uint32_t> index;  // verified (namespace, tokens) -> first request
-  std::unordered_set<std::uint64_t> prefixes;  // chained (ns, segment...) keys
-  std::map<std::string, namespace_stats> per_ns;
+  detail::prefix_trie prefixes;                 // exact segment-aligned prefix cache
+  std::map<segment::namespace_key, namespace_stats, detail::namespace_order> per_ns;
   std::vector<double> full, prefix, naive, cold_mask;
   std::vector<std::vector<double>> comp(o.workers.size());
   std::vector<std::size_t> lengths;
+  std::vector<std::uint32_t> ids;
   std::unique_ptr<bool[]> hit;
   const std::size_t n_req = t.size();
   const std::size_t every = std::max<std::size_t>(n_req / 100, 1);
   for (std::size_t i = 0; i < n_req; ++i) {
     const request& q = t.requests()[i];
-    const std::string ns = q.ns ? "ns:" + *q.ns : std::string("default");
     const segment::namespace_key key_ns = detail::namespace_of(q);
-    auto& st = per_ns[ns];
-    if (st.ns.empty()) st.ns = q.ns ? *q.ns : "(default)";
+    auto& st = per_ns.try_emplace(key_ns).first->second;
+    st.ns = key_ns;
     const std::size_t k = q.pieces.size() - (q.ends_with_query && !q.pieces.empty() ? 1 : 0);
     const std::size_t query = k < q.pieces.size() ? t.piece(q.pieces.back()).size() : 0;
     lengths.assign(k, 0);
@@ -251,15 +305,16 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
     }
     // Longest cached segment-aligned prefix (query included: a repeated prompt hits it all).
     std::size_t p = 0, run = 0, covered = 0;  // covered: leading pieces inside the prefix hit
-    std::uint64_t key = std::hash<std::string>{}(ns);
-    std::vector<std::uint64_t> keys;
+    std::uint32_t node = 0;
+    ids.clear();
     bool matching = true;
     for (std::size_t s = 0; s < q.pieces.size(); ++s) {
       const auto tok = t.piece(q.pieces[s]);
-      key = detail::hash_tokens(tok, key);
-      keys.push_back(key);
+      ids.push_back(prefixes.id_of(key_ns, tok));
       run += tok.size();
-      if (matching && prefixes.count(key)) {
+      const auto next = matching ? prefixes.child(node, ids.back()) : std::nullopt;
+      if (next) {
+        node = *next;
         p = run;
         covered = s + 1;
       } else {
@@ -268,7 +323,8 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
     }
     const std::size_t prefix_segments = std::min(covered, k);
     const bool whole_prompt = covered == q.pieces.size() && !q.pieces.empty();
-    for (auto kk : keys) prefixes.insert(kk);
+    node = 0;
+    for (auto id : ids) node = prefixes.insert(node, id);
     r.prefix_hit_tokens += static_cast<double>(p);
     r.prompt_tokens += static_cast<double>(n);
     if (any_miss) ++r.cold_requests;
@@ -279,17 +335,19 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
     if (whole_prompt) {
       naive.push_back(prefix.back());
     } else {
-      double nv = o.cost.compose_per_segment * static_cast<double>(k - prefix_segments) + o.cost.combine_fixed +
-                  (query > 0 ? o.cost.cost(query, n - query) : 0.0);
+      double nv = o.compose.compose_per_segment * static_cast<double>(k - prefix_segments) +
+                  o.compose.combine_fixed + (query > 0 ? o.cost.cost(query, n - query) : 0.0);
       for (std::size_t s = prefix_segments; s < k; ++s) {
         if (!hit[s]) nv += o.cost.cost(lengths[s], 0);
       }
       naive.push_back(nv);
     }
     for (std::size_t w = 0; w < o.workers.size(); ++w) {
-      comp[w].push_back(whole_prompt ? prefix.back()
-                                     : composition_ttft(lengths, std::span<const bool>(hit.get(), k), query,
-                                                        o.workers[w], o, prefix_segments).total);
+      comp[w].push_back(whole_prompt
+                            ? prefix.back()
+                            : composition_ttft(lengths, std::span<const bool>(hit.get(), k), query,
+                                               o.workers[w], o, prefix_segments)
+                                  .total);
     }
     for (std::size_t s = 0; s < k; ++s) {
       if (!hit[s]) index.insert(key_ns, t.piece(q.pieces[s]), static_cast<std::uint32_t>(i));
@@ -317,7 +375,8 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t, const segment
   summarize("full", 1, full);
   summarize("prefix", 1, prefix);
   summarize("naive", 1, naive);
-  for (std::size_t w = 0; w < o.workers.size(); ++w) summarize("composition", o.workers[w], comp[w]);
+  for (std::size_t w = 0; w < o.workers.size(); ++w)
+    summarize("composition", o.workers[w], comp[w]);
   return r;
 }
 

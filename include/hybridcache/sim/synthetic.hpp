@@ -10,11 +10,14 @@
 ///
 /// | generator | models | overlap depth of a hit |
 /// |---|---|---|
-/// | `synthetic_document_qa` | QuALITY / NarrativeQA: many questions about one document | spike at the document length |
-/// | `synthetic_system_prompt` | System Prompts: product prompts sharing preambles and family bases, ShareGPT-like queries | mass at short depths (shared preambles), family divergence points, full prompt |
-/// | `synthetic_multimodal` | requests that read a long context up to one of a few section ends | three modes at 25 %, 60 %, 95 % of N |
-/// | `synthetic_rag` | HYPIC / CacheBlend RAG prompts over a passage pool, two namespaces | segment-level reuse at varying positions |
-/// | `cold_segments_request` | HYPIC Fig. 14: one prompt of n cold segments of equal length | — |
+/// | `synthetic_document_qa` | QuALITY / NarrativeQA: many questions about one document | spike at
+/// the document length | | `synthetic_system_prompt` | System Prompts: product prompts sharing
+/// preambles and family bases, ShareGPT-like queries | mass at short depths (shared preambles),
+/// family divergence points, full prompt | | `synthetic_multimodal` | requests that read a long
+/// context up to one of a few section ends | three modes at 25 %, 60 %, 95 % of N | |
+/// `synthetic_rag` | HYPIC / CacheBlend RAG prompts over a passage pool, two namespaces |
+/// segment-level reuse at varying positions | | `cold_segments_request` | HYPIC Fig. 14: one prompt
+/// of n cold segments of equal length | — |
 ///
 /// Every generator is a pure function of its options (the seed included).
 
@@ -41,8 +44,8 @@ struct synthetic_options {
   std::size_t requests = 4000;  ///< requests to draw
   std::size_t length = 4096;    ///< scale N of the shared prefixes, in tokens (>= 64)
   std::uint64_t seed = 1;
-  double zipf = 1.0;            ///< popularity skew of documents / prompts
-  double rate = 1.0;            ///< Poisson arrivals per second
+  double zipf = 1.0;  ///< popularity skew of documents / prompts
+  double rate = 1.0;  ///< Poisson arrivals per second
 };
 
 namespace detail {
@@ -56,7 +59,8 @@ inline std::vector<token_id> random_tokens(sim::detail::rng& r, std::size_t n) {
 }
 
 inline void check_synthetic(const synthetic_options& o) {
-  if (o.length < 64) hybridcache::detail::throw_invalid("length", o.length, "synthetic prefixes need length >= 64");
+  if (o.length < 64)
+    hybridcache::detail::throw_invalid("length", o.length, "synthetic prefixes need length >= 64");
   if (o.requests == 0) hybridcache::detail::throw_invalid("requests", o.requests, "must be > 0");
 }
 
@@ -98,7 +102,8 @@ inline trace synthetic_system_prompt(const synthetic_options& o = {}) {
   sim::detail::rng r(sim::detail::derive_seed(o.seed, 2));
   trace t("synthetic-sysprompt");
   std::vector<std::uint32_t> preambles;
-  for (int i = 0; i < 4; ++i) preambles.push_back(t.add_piece(detail::random_tokens(r, r.between(24, 64))));
+  for (int i = 0; i < 4; ++i)
+    preambles.push_back(t.add_piece(detail::random_tokens(r, r.between(24, 64))));
   std::vector<request_group> groups;
   for (int f = 0; f < 8; ++f) {
     const auto pre = preambles[r.below(preambles.size())];
@@ -108,13 +113,15 @@ inline trace synthetic_system_prompt(const synthetic_options& o = {}) {
       request_group g;
       g.prefix.push_back(pre);
       g.prefix.push_back(t.add_piece(std::span<const token_id>(base.data(), cut)));
-      g.prefix.push_back(t.add_piece(detail::random_tokens(r, r.between(o.length / 8, o.length / 2))));
+      g.prefix.push_back(
+          t.add_piece(detail::random_tokens(r, r.between(o.length / 8, o.length / 2))));
       g.use_shared_suffixes = true;
       groups.push_back(std::move(g));
     }
   }
   std::vector<std::vector<std::uint32_t>> queries;
-  for (int q = 0; q < 300; ++q) queries.push_back({t.add_piece(detail::random_tokens(r, r.between(4, 128)))});
+  for (int q = 0; q < 300; ++q)
+    queries.push_back({t.add_piece(detail::random_tokens(r, r.between(4, 128)))});
   generate_requests(t, groups, detail::arrivals_of(o), queries);
   return t;
 }
@@ -143,7 +150,9 @@ inline trace synthetic_multimodal(const synthetic_options& o = {}) {
     auto cut = static_cast<std::size_t>(std::clamp(c, 8.0, n)) / 8 * 8;
     auto it = cuts.find({d, cut});
     if (it == cuts.end()) {
-      it = cuts.emplace(std::make_pair(d, cut), t.add_piece(std::span<const token_id>(docs[d].data(), cut))).first;
+      it = cuts.emplace(std::make_pair(d, cut),
+                        t.add_piece(std::span<const token_id>(docs[d].data(), cut)))
+               .first;
     }
     request q;
     q.pieces = {it->second, t.add_piece(detail::random_tokens(r, r.between(16, 256)))};
@@ -157,13 +166,13 @@ inline trace synthetic_multimodal(const synthetic_options& o = {}) {
 /// Options of the RAG (segment-reuse) generator.
 struct synthetic_rag_options {
   std::size_t requests = 2000;
-  std::size_t passages = 400;         ///< passage pool size
-  std::size_t min_passage = 128;      ///< passage length range, tokens
+  std::size_t passages = 400;     ///< passage pool size
+  std::size_t min_passage = 128;  ///< passage length range, tokens
   std::size_t max_passage = 768;
-  std::size_t min_k = 4;              ///< passages per prompt range
+  std::size_t min_k = 4;  ///< passages per prompt range
   std::size_t max_k = 10;
-  double zipf = 0.9;                  ///< passage popularity skew
-  double follow_up = 0.2;             ///< probability a request re-asks over a recent prompt's passages
+  double zipf = 0.9;       ///< passage popularity skew
+  double follow_up = 0.2;  ///< probability a request re-asks over a recent prompt's passages
   std::uint64_t seed = 1;
   double rate = 2.0;
 };
@@ -176,10 +185,12 @@ struct synthetic_rag_options {
 inline trace synthetic_rag(const synthetic_rag_options& o = {}) {
   if (o.passages == 0 || o.min_passage == 0 || o.min_passage > o.max_passage || o.min_k == 0 ||
       o.min_k > o.max_k || o.max_k > o.passages) {
-    hybridcache::detail::throw_invalid("synthetic_rag_options", o.passages,
-                                       "need passages >= max_k >= min_k > 0 and 0 < min_passage <= max_passage");
+    hybridcache::detail::throw_invalid(
+        "synthetic_rag_options", o.passages,
+        "need passages >= max_k >= min_k > 0 and 0 < min_passage <= max_passage");
   }
-  if (!(o.follow_up >= 0.0 && o.follow_up <= 1.0)) hybridcache::detail::throw_invalid("follow_up", o.follow_up, "must be in [0, 1]");
+  if (!(o.follow_up >= 0.0 && o.follow_up <= 1.0))
+    hybridcache::detail::throw_invalid("follow_up", o.follow_up, "must be in [0, 1]");
   sim::detail::rng r(sim::detail::derive_seed(o.seed, 4));
   trace t("synthetic-rag");
   const std::string names[2] = {"tenant-a", "tenant-b"};
@@ -221,12 +232,15 @@ inline trace synthetic_rag(const synthetic_rag_options& o = {}) {
 
 /// HYPIC Fig. 14's workload: one request of `segments` cold segments of `tokens` tokens each
 /// (no query, no instruction), all distinct.
-inline trace cold_segments_request(std::size_t segments = 11, std::size_t tokens = 2400, std::uint64_t seed = 1) {
-  if (segments == 0 || tokens == 0) hybridcache::detail::throw_invalid("segments*tokens", segments * tokens, "must be > 0");
+inline trace cold_segments_request(std::size_t segments = 11, std::size_t tokens = 2400,
+                                   std::uint64_t seed = 1) {
+  if (segments == 0 || tokens == 0)
+    hybridcache::detail::throw_invalid("segments*tokens", segments * tokens, "must be > 0");
   sim::detail::rng r(sim::detail::derive_seed(seed, 5));
   trace t("cold-segments");
   request q;
-  for (std::size_t s = 0; s < segments; ++s) q.pieces.push_back(t.add_piece(detail::random_tokens(r, tokens)));
+  for (std::size_t s = 0; s < segments; ++s)
+    q.pieces.push_back(t.add_piece(detail::random_tokens(r, tokens)));
   t.add_request(std::move(q));
   return t;
 }

@@ -89,7 +89,8 @@ struct byte_tokenizer {
 /// blocks share a token at the same position with probability 2^-32), so requests sharing
 /// leading hash ids share exactly that many tokens.
 /// @param count how many of the block's tokens to produce (the last block may be partial).
-inline void expand_block_hash(std::uint64_t hash_id, std::size_t count, std::vector<token_id>& out) {
+inline void expand_block_hash(std::uint64_t hash_id, std::size_t count,
+                              std::vector<token_id>& out) {
   for (std::size_t j = 0; j < count; ++j) {
     std::uint64_t z = hash_id * 0x9E3779B97F4A7C15ULL + (static_cast<std::uint64_t>(j) << 1) + 1;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
