@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <hybridcache/dispatch.hpp>
 #include <random>
 #include <vector>
@@ -88,7 +88,8 @@ TEST_CASE("exact_assign stops at its work limit with the best assignment found a
   }
 }
 
-TEST_CASE("exact_assign at its documented maximum (24 segments, 5 workers) stays within the limit") {
+TEST_CASE(
+    "exact_assign at its documented maximum (24 segments, 5 workers) stays within the limit") {
   // Real-valued costs: the lower bound is almost never attained, so without a limit the search
   // ran for minutes (issue #11). The bound is on nodes; the time is measured in
   // bench/dispatch/exact_bench.cpp.

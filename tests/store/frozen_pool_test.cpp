@@ -159,12 +159,24 @@ void run_frozen_model(std::uint64_t seed, double threshold, std::size_t steps) {
         CHECK(static_cast<int>(r.status) == model.pool_insert(key, id, bytes));
         break;
       }
-      case 2: CHECK(pool.erase(key) == model.pool_erase(key)); break;
-      case 3: CHECK(frozen.freeze(key) == model.freeze(key)); break;
-      case 4: CHECK(frozen.unfreeze(key) == model.unfreeze(key)); break;
-      case 5: CHECK(frozen.remove(key) == model.remove(key)); break;
-      case 6: CHECK(static_cast<bool>(frozen.hit(key)) == model.hit(key)); break;
-      default: CHECK(frozen.resize() == model.resize()); break;
+      case 2:
+        CHECK(pool.erase(key) == model.pool_erase(key));
+        break;
+      case 3:
+        CHECK(frozen.freeze(key) == model.freeze(key));
+        break;
+      case 4:
+        CHECK(frozen.unfreeze(key) == model.unfreeze(key));
+        break;
+      case 5:
+        CHECK(frozen.remove(key) == model.remove(key));
+        break;
+      case 6:
+        CHECK(static_cast<bool>(frozen.hit(key)) == model.hit(key));
+        break;
+      default:
+        CHECK(frozen.resize() == model.resize());
+        break;
     }
     CHECK(pool.used() == model.pool.used());
     CHECK(frozen.size() == model.size());

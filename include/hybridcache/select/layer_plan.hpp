@@ -86,9 +86,9 @@ inline layer_plan make_layer_plan(std::size_t layers, std::size_t threshold,
   (void)checked_count<layer_mode>(layers, "layers");
   for (std::size_t i = 0; i < selection.non_reuse.size(); ++i)
     if (selection.non_reuse[i] >= selection.recompute_mask.size())  // indexes sparse_q below
-      detail::throw_invalid(detail::indexed("selection.non_reuse", i), selection.non_reuse[i],
-                            "must be < recompute_mask.size() = " +
-                                std::to_string(selection.recompute_mask.size()));
+      detail::throw_invalid(
+          detail::indexed("selection.non_reuse", i), selection.non_reuse[i],
+          "must be < recompute_mask.size() = " + std::to_string(selection.recompute_mask.size()));
   if (threshold > layers)
     detail::throw_invalid("threshold", threshold, "must be <= layers = " + std::to_string(layers));
   layer_plan p;

@@ -198,10 +198,9 @@ std::vector<Real> splice(const seam_plan& plan, std::span<const segment_summary<
   for (std::size_t i = 0; i < plan.steps.size(); ++i) {
     const token_range t = plan.steps[i].tokens;
     if (t.begin != covered || t.end < t.begin || t.end > plan.total_tokens)
-      detail::throw_invalid(detail::indexed("plan.steps", i),
-                            std::to_string(t.begin) + ".." + std::to_string(t.end),
-                            "steps must tile [0, " + std::to_string(plan.total_tokens) +
-                                ") in order");
+      detail::throw_invalid(
+          detail::indexed("plan.steps", i), std::to_string(t.begin) + ".." + std::to_string(t.end),
+          "steps must tile [0, " + std::to_string(plan.total_tokens) + ") in order");
     covered = t.end;
   }
   if (covered != plan.total_tokens)

@@ -157,8 +157,7 @@ void validate(const token_inputs<Real>& in, rule r) {
   if (g != 0 && g != in.length && g != kn)
     throw_invalid("log_gate.size()", g,
                   "must be 0 (no gate), length = " + std::to_string(in.length) +
-                      " (scalar) or length*dk = " + std::to_string(kn) +
-                      " (diagonal)");
+                      " (scalar) or length*dk = " + std::to_string(kn) + " (diagonal)");
   check_finite(in.k, "k");
   check_finite(in.v, "v");
   check_finite(in.beta, "beta");
