@@ -11,6 +11,7 @@
 #include "bind_placement.hpp"
 #include "bind_segment.hpp"
 #include "bind_state.hpp"
+#include "bind_testing.hpp"
 #include "common.hpp"
 
 namespace {
@@ -75,4 +76,5 @@ NB_MODULE(_hybridcache, m) {
   bind_dispatch(m);
   bind_state(m);
   bind_segment(m);
+  bind_testing(m);
 }
