@@ -12,6 +12,7 @@
 #include "bind_segment.hpp"
 #include "bind_state.hpp"
 #include "bind_tree.hpp"
+#include "bind_testing.hpp"
 #include "common.hpp"
 
 namespace {
@@ -77,4 +78,5 @@ NB_MODULE(_hybridcache, m) {
   bind_state(m);
   bind_segment(m);
   bind_tree(m);
+  bind_testing(m);
 }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hybridcache/command.hpp"
+#include "hybridcache/vectors_planner.hpp"
 #include "hybridcache/vectors_state.hpp"
 
 namespace {
@@ -80,6 +81,7 @@ int run(std::span<const std::string_view> argv) {
   hv::prng rng(seed);
   hv::state_output_cases(w, rng, cand ? &*cand : nullptr, {64, 256});
   hv::state_summary_cases(w, rng, cand ? &*cand : nullptr);
+  hv::planner_cases(w, rng, cand ? &cand->dir : nullptr);
   if (cand && cand->inj == hv::injection::ulp) hv::inject_ulp(w, *cand);
   nlohmann::json manifest = {
       {"format", "hybridcache-golden-vectors"},
