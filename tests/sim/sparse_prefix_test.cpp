@@ -312,3 +312,17 @@ TEST_CASE("bad options and over-long requests are rejected") {
   CHECK_THROWS_AS(sim::simulate_sparse_prefix(sim::trace{}, {}), hybridcache::invalid_argument);
   CHECK_THROWS_AS((void)s.newest_checkpoints(strategy::dp, 3), hybridcache::not_found_error);
 }
+
+TEST_CASE("prefix matching verifies tokens: requests differing at token 0 never hit") {
+  // Identical long tails (every 16-token block but the first equal), different first token.
+  std::vector<std::uint32_t> a(640, 3), b(640, 3), c(640, 3);
+  b[0] = 4;
+  c[600] = 9;  // shares 600 tokens with a
+  const auto t = make_trace({a, b, c});
+  sim::sparse_prefix_options o;
+  o.strategies = {strategy::kv_only, strategy::block};
+  const auto r = sim::simulate_sparse_prefix(t, o);
+  CHECK(r.depths == std::vector<std::uint32_t>{0, 0, 600});
+  // block stores 64, 128, …, 640 in a: c resumes from 576.
+  CHECK(r.find(strategy::block)->recomputed_tokens == 24.0);
+}
