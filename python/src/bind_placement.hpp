@@ -260,7 +260,7 @@ inline void bind_placement(nb::module_& m) {
           },
           nb::arg("max_depth"), nb::arg("budget"), nb::arg("on_plan").none() = nb::none(),
           nb::arg("gamma") = 0.99, nb::arg("interval") = 10, nb::arg("granularity") = 1,
-          nb::arg("law") = "pooled", nb::arg("safeguard") = false)
+          nb::arg("law") = "conditioned", nb::arg("safeguard") = true)
       .def(
           "observe",
           [](py_refresh_policy& p, std::size_t depth) { return p.policy.observe(depth); },

@@ -50,9 +50,9 @@ struct refresh_options {
   /// With false a miss only advances the re-plan clock: the sparse prefix caching paper's
   /// simulator, whose histogram sees hits only. The other laws record hits only.
   bool record_misses = true;
-  law_kind law = law_kind::pooled;  ///< which depth law is estimated
-  bool safeguard = false;           ///< keep the best of DP and the fixed candidates
-  double safeguard_gamma = 0.995;   ///< decay of the safeguard's held-out scores per hit
+  law_kind law = law_kind::conditioned;  ///< which depth law is estimated
+  bool safeguard = true;                 ///< keep the best of DP and the fixed candidates
+  double safeguard_gamma = 0.995;        ///< decay of the safeguard's held-out scores per hit
 };
 
 /// Depth-law estimate + periodic exact re-planning with a safeguard (file comment).

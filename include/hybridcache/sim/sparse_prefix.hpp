@@ -123,11 +123,11 @@ struct sparse_prefix_options {
   ///   overlap stops; an entry of length L is placed for the law p(t) ∝ ĥ(L − t);
   /// - `conditioned`: the mixture of both with a uniform prior, weights set online.
   using depth_law = law_kind;
-  law_kind law = law_kind::pooled;
+  law_kind law = law_kind::conditioned;
   /// Safeguard (overlap/safeguard.hpp): every hit is scored, before the estimate sees it, against
   /// each DP configuration's placement and the fixed candidates at its budget; each re-plan keeps
   /// the best for the entries inserted until the next one.
-  bool safeguard = false;
+  bool safeguard = true;
   double safeguard_gamma = 0.995;  ///< decay of the safeguard's scores per hit
   /// Oracle mode: place with the trace's own empirical depth law (all requests, known in advance)
   /// instead of the online EW histogram — separates estimation error from the method.
@@ -528,6 +528,32 @@ class sparse_prefix_simulator {
   sparse_prefix_result result_;
 };
 
+/// The outcome of one dominance comparison.
+enum class dominance_status : std::uint8_t {
+  holds,             ///< the DP's reduction ≥ the baseline's
+  within_tolerance,  ///< below, by less than the tolerance (relative)
+  fails,             ///< below by the tolerance or more
+  nothing_to_save,   ///< the trace has no overlap (Σ t = 0): no strategy can save anything
+  not_comparable,    ///< the baseline stored more than M checkpoints in some entry
+};
+
+/// The status's name in reports.
+constexpr std::string_view to_string(dominance_status s) noexcept {
+  switch (s) {
+    case dominance_status::holds:
+      return "holds";
+    case dominance_status::within_tolerance:
+      return "within_tolerance";
+    case dominance_status::fails:
+      return "fails";
+    case dominance_status::nothing_to_save:
+      return "nothing_to_save";
+    case dominance_status::not_comparable:
+      return "not_comparable";
+  }
+  return "?";
+}
+
 /// One comparison of the DP against a fixed baseline at one budget.
 struct dominance_check {
   strategy dp_kind = strategy::dp;
@@ -537,28 +563,47 @@ struct dominance_check {
   double baseline_reduction = 0.0;
   double baseline_checkpoints = 0.0;         ///< mean checkpoints per entry the baseline used
   std::size_t baseline_max_checkpoints = 0;  ///< the most it stored in one entry
-  [[nodiscard]] bool holds() const noexcept { return dp_reduction >= baseline_reduction; }
+  dominance_status status = dominance_status::holds;
+  /// Whether the DP is at least as good (a real comparison with dp ≥ baseline).
+  [[nodiscard]] bool holds() const noexcept { return status == dominance_status::holds; }
+  /// Whether the comparison was made (the DP could have stored what the baseline stored).
+  [[nodiscard]] bool compared() const noexcept {
+    return status != dominance_status::not_comparable &&
+           status != dominance_status::nothing_to_save;
+  }
 };
 
 /// The paper's claim, "the DP's reduction factor ≥ every fixed baseline's at every budget",
 /// made concrete: for each budget M of `dp_kind` and each fixed baseline (`last`, `block`,
-/// `sqrt`, `balanced`, `logarithmic`) present in `r`, a budgeted baseline is compared at the same
-/// M; a budget-free one (`last`, `block`, `sqrt`) is compared at every M at least as large as
-/// the most checkpoints it stored in any entry (so the DP is never given less memory per entry
-/// than the baseline used; `block` on long prompts stores ⌊L/B⌋ ≫ 64, so sweeps that should
-/// compare against it need budgets that large).
+/// `sqrt`, `balanced`, `logarithmic`) present in `r`, one row. A budgeted baseline is compared
+/// at the same M; a budget-free one (`last`, `block`, `sqrt`) is compared when it never stored
+/// more than M checkpoints in an entry (the DP is never given less memory per entry than the
+/// baseline used) and is reported `not_comparable` otherwise — listed, not silently dropped.
+/// A comparison is `within_tolerance` when dp ≥ (1 − tolerance)·baseline, and a trace with no
+/// overlap at all is `nothing_to_save` (every reduction is 1), never a pass.
 inline std::vector<dominance_check> check_dominance(const sparse_prefix_result& r,
-                                                    strategy dp_kind = strategy::dp) {
+                                                    strategy dp_kind = strategy::dp,
+                                                    double tolerance = 0.01) {
   std::vector<dominance_check> out;
   for (const auto& d : r.rows) {
     if (d.kind != dp_kind) continue;
     for (const auto& b : r.rows) {
       if (!is_fixed_baseline(b.kind)) continue;
-      const bool comparable =
-          uses_budget(b.kind) ? b.budget == d.budget : b.max_checkpoints <= d.budget;
-      if (!comparable) continue;
-      out.push_back({dp_kind, b.kind, d.budget, d.reduction, b.reduction, b.mean_checkpoints,
-                     b.max_checkpoints});
+      if (uses_budget(b.kind) && b.budget != d.budget) continue;
+      dominance_check c{dp_kind,          b.kind,      d.budget,
+                        d.reduction,      b.reduction, b.mean_checkpoints,
+                        b.max_checkpoints};
+      if (!(d.depth_tokens > 0.0))
+        c.status = dominance_status::nothing_to_save;
+      else if (!uses_budget(b.kind) && b.max_checkpoints > d.budget)
+        c.status = dominance_status::not_comparable;
+      else if (d.reduction >= b.reduction)
+        c.status = dominance_status::holds;
+      else if (d.reduction >= (1.0 - tolerance) * b.reduction)
+        c.status = dominance_status::within_tolerance;
+      else
+        c.status = dominance_status::fails;
+      out.push_back(c);
     }
   }
   return out;
