@@ -6,8 +6,10 @@
 /// sparse prefix caching paper, the refresh policy that re-plans checkpoints from them, the
 /// plain-text weights format, and synthetic laws shaped like the paper's data sets.
 
+#include "hybridcache/overlap/conditioned_law.hpp"
 #include "hybridcache/overlap/empirical_histogram.hpp"
 #include "hybridcache/overlap/ew_histogram.hpp"
 #include "hybridcache/overlap/refresh_policy.hpp"
+#include "hybridcache/overlap/safeguard.hpp"
 #include "hybridcache/overlap/synthetic.hpp"
 #include "hybridcache/overlap/weights_io.hpp"

@@ -7,8 +7,10 @@
 /// the metrics (`expected_recompute`, `savings`, `reduction`, Theorem 1's closed form).
 
 #include "hybridcache/placement/baselines.hpp"
+#include "hybridcache/placement/block_planner.hpp"
 #include "hybridcache/placement/frontier.hpp"
 #include "hybridcache/placement/metrics.hpp"
 #include "hybridcache/placement/optimal.hpp"
 #include "hybridcache/placement/options.hpp"
+#include "hybridcache/placement/strategies.hpp"
 #include "hybridcache/placement/tree.hpp"

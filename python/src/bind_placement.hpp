@@ -246,15 +246,21 @@ inline void bind_placement(nb::module_& m) {
       .def(
           "__init__",
           [](py_refresh_policy* self, std::size_t max_depth, std::size_t budget, nb::object on_plan,
-             double gamma, std::size_t interval, std::size_t granularity) {
+             double gamma, std::size_t interval, std::size_t granularity, const std::string& law,
+             bool safeguard) {
             hc::refresh_options o;
             o.gamma = gamma;
             o.interval = interval;
             o.placement.granularity = granularity;
+            const auto kind = hc::parse_law_kind(law);
+            if (!kind) throw hc::invalid_argument("law", law, "expected pooled, tail or conditioned");
+            o.law = *kind;
+            o.safeguard = safeguard;
             new (self) py_refresh_policy(max_depth, budget, std::move(on_plan), o);
           },
           nb::arg("max_depth"), nb::arg("budget"), nb::arg("on_plan").none() = nb::none(),
-          nb::arg("gamma") = 0.99, nb::arg("interval") = 10, nb::arg("granularity") = 1)
+          nb::arg("gamma") = 0.99, nb::arg("interval") = 10, nb::arg("granularity") = 1,
+          nb::arg("law") = "conditioned", nb::arg("safeguard") = true)
       .def(
           "observe",
           [](py_refresh_policy& p, std::size_t depth) { return p.policy.observe(depth); },

@@ -43,7 +43,7 @@ def test_empirical_histogram_counts():
 
 def test_refresh_policy_replans_every_interval_with_copies():
     plans = []
-    policy = hc.refresh_policy(20, 2, plans.append, gamma=0.9, interval=3)
+    policy = hc.refresh_policy(20, 2, plans.append, gamma=0.9, interval=3, law="pooled", safeguard=False)
     depths = [4, 4, 9, 0, 15, 15, 15, 15, 15]
     replanned = [policy.observe(d) for d in depths]
     assert replanned == [False, False, True] * 3

@@ -14,7 +14,9 @@ namespace hc = hybridcache;
 
 TEST_CASE("refresh_policy re-plans every interval and hands the plan to the callback") {
   std::vector<hc::placement> seen;
-  hc::refresh_policy policy(256, 3, [&](const hc::placement& p) { seen.push_back(p); });
+  // The paper's loop: pooled law, no safeguard.
+  hc::refresh_policy policy(256, 3, [&](const hc::placement& p) { seen.push_back(p); },
+                            {.law = hc::law_kind::pooled, .safeguard = false});
   CHECK(policy.options().interval == 10);
   CHECK(policy.options().gamma == 0.99);
   std::mt19937 rng(4);

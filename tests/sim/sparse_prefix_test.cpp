@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <hybridcache/sim/detail/random.hpp>
 #include <hybridcache/sim/sparse_prefix.hpp>
@@ -131,6 +132,8 @@ TEST_CASE("DP on a point-mass workload: hand-computed recompute and the fallback
   o.resolve_every = 1;
   o.budgets = {1};
   o.strategies = {strategy::balanced, strategy::dp};
+  o.law = hybridcache::law_kind::pooled;  // the paper's setting
+  o.safeguard = false;
   const auto r = sim::simulate_sparse_prefix(t, o);
   // Request 1 misses; every later one overlaps to depth 128.
   CHECK(r.depth_tokens == 128.0 * (n - 1));
@@ -167,6 +170,7 @@ TEST_CASE("tail law: each request reads its predecessor up to 5 tokens before it
   o.resolve_every = 1;
   o.budgets = {1};
   o.strategies = {strategy::dp};
+  o.safeguard = false;
   o.law = sim::sparse_prefix_options::depth_law::tail;
   const auto r = sim::simulate_sparse_prefix(tr, o);
   // Entry 1 (L = 25) is placed before any hit: balanced ⌊26/2⌋ = 13; request 2 hits it at 20 and
@@ -202,6 +206,8 @@ TEST_CASE("DP placements are optimal for the re-solved EW histogram (brute force
   o.gamma = 0.9;
   o.budgets = {1, 2, 4};
   o.strategies = {strategy::dp};
+  o.law = hybridcache::law_kind::pooled;  // the reference below is the pooled EW law
+  o.safeguard = false;
   sim::sparse_prefix_simulator s(o, t.max_length());
   sim_ref::ew_reference ref{0.9, {}};
   std::vector<double> snapshot;  // the reference pmf at the last re-solve
@@ -264,6 +270,8 @@ TEST_CASE("dominance checks compare like with like") {
   for (const auto& c : checks) {
     if (sim::uses_budget(c.baseline)) {
       CHECK(c.baseline_reduction == r.find(c.baseline, c.budget)->reduction);
+    } else if (c.status == sim::dominance_status::not_comparable) {
+      CHECK(r.find(c.baseline)->max_checkpoints > c.budget);  // listed, not compared
     } else {
       CHECK(c.baseline_max_checkpoints <= c.budget);
       CHECK(r.find(c.baseline)->max_checkpoints <= c.budget);
@@ -311,4 +319,71 @@ TEST_CASE("bad options and over-long requests are rejected") {
   CHECK_THROWS_AS(s.step(four), hybridcache::invalid_argument);
   CHECK_THROWS_AS(sim::simulate_sparse_prefix(sim::trace{}, {}), hybridcache::invalid_argument);
   CHECK_THROWS_AS((void)s.newest_checkpoints(strategy::dp, 3), hybridcache::not_found_error);
+}
+
+TEST_CASE("prefix matching verifies tokens: requests differing at token 0 never hit") {
+  // Identical long tails (every 16-token block but the first equal), different first token.
+  std::vector<std::uint32_t> a(640, 3), b(640, 3), c(640, 3);
+  b[0] = 4;
+  c[600] = 9;  // shares 600 tokens with a
+  const auto t = make_trace({a, b, c});
+  sim::sparse_prefix_options o;
+  o.strategies = {strategy::kv_only, strategy::block};
+  const auto r = sim::simulate_sparse_prefix(t, o);
+  CHECK(r.depths == std::vector<std::uint32_t>{0, 0, 600});
+  // block stores 64, 128, …, 640 in a: c resumes from 576.
+  CHECK(r.find(strategy::block)->recomputed_tokens == 24.0);
+}
+
+TEST_CASE("safeguard: documents with short questions switch the DP's entries to `last` (hand-computed)") {
+  // Documents of 640, 1280, 1920 tokens (distinct first tokens), each request = a document ++ 10
+  // tokens of its own question, documents in turn 0, 1, 2, 0, 1, 2, …; K = 10, B = 64, R = 1,
+  // M = 1. A hit on document d overlaps the previous request on d to exactly L_d, and `last`
+  // stores ⌊(L_d + 10)/64⌋·64 = L_d: nothing to recompute.
+  const std::size_t lens[3] = {640, 1280, 1920};
+  std::vector<std::vector<std::uint32_t>> reqs;
+  for (std::uint32_t i = 0; i < 30; ++i) {
+    const std::size_t d = i % 3;
+    std::vector<std::uint32_t> q(lens[d]);
+    for (std::size_t k = 0; k < lens[d]; ++k) q[k] = static_cast<std::uint32_t>(10000 * (d + 1) + k);
+    for (std::uint32_t k = 0; k < 10; ++k) q.push_back(500000 + 10 * i + k);
+    reqs.push_back(q);
+  }
+  const auto t = make_trace(reqs);
+  sim::sparse_prefix_options o;
+  o.cache_entries = 10;
+  o.resolve_every = 1;
+  o.budgets = {1};
+  o.strategies = {strategy::last, strategy::dp};
+  o.law = hybridcache::law_kind::pooled;
+  o.safeguard = true;
+  const auto r = sim::simulate_sparse_prefix(t, o);
+  CHECK(r.find(strategy::last)->recomputed_tokens == 0.0);
+  // Entries 0, 1, 2 are placed before any hit (pooled law empty: balanced fallback
+  // ⌊651/2⌋ → 320, ⌊1291/2⌋ → 640, ⌊1931/2⌋ → 960). Request 3 hits entry 0 at 640 and is scored
+  // (held out): DP (= the fallback) 320, last 0, balanced 320, block (deepest 1) 0, sqrt 0,
+  // logarithmic ⌊651^{1/2}⌋ = 25 → nothing on the grid, 640. The re-plan picks `last`, which
+  // never scores worse afterwards. Requests 3, 4, 5 recompute 640 − 320, 1280 − 640, 1920 − 960;
+  // every later request hits an entry placed by `last`.
+  CHECK(r.find(strategy::dp, 1)->recomputed_tokens == 320.0 + 640.0 + 960.0);
+  CHECK(r.find(strategy::dp, 1)->placed_by == std::array<std::size_t, 6>{3, 27, 0, 0, 0, 0});
+  // Without the safeguard the pooled DP keeps recomputing on documents 1 and 2 at M = 1.
+  o.safeguard = false;
+  const auto plain = sim::simulate_sparse_prefix(t, o);
+  CHECK(plain.find(strategy::dp, 1)->recomputed_tokens > 1920.0 + 1000.0);
+}
+
+TEST_CASE("dominance: nothing to save is reported as such, not as a pass") {
+  const auto t = make_trace({{1, 2, 3}, {4, 5, 6}, {7, 8, 9}});  // no overlap at all
+  sim::sparse_prefix_options o;
+  o.granularity = 1;
+  o.budgets = {1};
+  const auto r = sim::simulate_sparse_prefix(t, o);
+  const auto checks = sim::check_dominance(r);
+  REQUIRE(!checks.empty());
+  for (const auto& c : checks) {
+    CHECK(c.status == sim::dominance_status::nothing_to_save);
+    CHECK_FALSE(c.holds());
+    CHECK_FALSE(c.compared());
+  }
 }

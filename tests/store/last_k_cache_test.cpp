@@ -9,6 +9,7 @@
 #include <deque>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -101,4 +102,67 @@ TEST_CASE("last_k_cache isolates namespaces (paired test)") {
 
 TEST_CASE("last_k_cache rejects K = 0") {
   CHECK_THROWS_AS(st::last_k_cache(0), hybridcache::invalid_argument);
+}
+
+TEST_CASE("last_k_cache::overlaps gives every entry's common prefix (brute force)") {
+  // Small alphabet and shared stems so that many entries share prefixes of many lengths.
+  std::mt19937 rng(11);
+  for (std::size_t k : {1u, 3u, 8u, 20u}) {
+    st::last_k_cache cache(k);
+    std::deque<std::tuple<std::string, std::vector<token_id>, std::uint64_t>> live;  // oldest first
+    std::vector<st::last_k_overlap> got;
+    for (int i = 0; i < 600; ++i) {
+      const std::string ns = rng() % 5 == 0 ? "b" : "a";
+      std::vector<token_id> t(rng() % 12);
+      for (auto& x : t) x = rng() % 3;
+      // Expected: every live entry of ns with LCP >= 1.
+      std::vector<std::pair<std::uint64_t, std::size_t>> want;
+      std::size_t want_best = 0;
+      for (const auto& [n, e, id] : live) {
+        if (n != ns) continue;
+        std::size_t d = 0;
+        while (d < e.size() && d < t.size() && e[d] == t[d]) ++d;
+        if (d > 0) want.emplace_back(id, d);
+        want_best = std::max(want_best, d);
+      }
+      const auto key = sg::namespace_key().with_tenant(ns);
+      std::vector<st::last_k_overlap> peek;
+      cache.overlaps(key, t, peek);
+      const auto m = cache.observe(key, t, got);
+      CHECK(m.depth == want_best);
+      std::vector<std::pair<std::uint64_t, std::size_t>> have, have_peek;
+      for (const auto& o : got) {
+        have.emplace_back(o.entry_id, o.depth);
+        // entry_length is the entry's own token count
+        for (const auto& [n, e, id] : live) {
+          if (id == o.entry_id) CHECK(o.entry_length == e.size());
+        }
+      }
+      for (const auto& o : peek) have_peek.emplace_back(o.entry_id, o.depth);
+      std::sort(want.begin(), want.end());
+      std::sort(have.begin(), have.end());
+      std::sort(have_peek.begin(), have_peek.end());
+      CHECK(have == want);
+      CHECK(have_peek == want);
+      live.emplace_back(ns, t, static_cast<std::uint64_t>(i + 1));
+      if (live.size() > k) live.pop_front();
+    }
+  }
+}
+
+TEST_CASE("last_k_cache: requests that differ at token 0 share nothing, whatever follows") {
+  // The simulator once trusted an unkeyed 64-bit block hash; here every comparison is on tokens.
+  st::last_k_cache cache(4);
+  std::vector<token_id> a(4096, 7), b(4096, 7);
+  b[0] = 8;
+  std::vector<st::last_k_overlap> per;
+  CHECK(cache.observe(sg::namespace_key::shared(), a, per).depth == 0);
+  CHECK(per.empty());
+  CHECK(cache.observe(sg::namespace_key::shared(), b, per).depth == 0);
+  CHECK(per.empty());
+  b[0] = 7;
+  b[4095] = 9;
+  CHECK(cache.observe(sg::namespace_key::shared(), b, per).depth == 4095);
+  REQUIRE(per.size() == 1);
+  CHECK(per[0].entry_id == 1);
 }

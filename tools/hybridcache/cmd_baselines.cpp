@@ -61,6 +61,7 @@ int run(std::span<const std::string_view> argv) {
   }
   const std::size_t n = w.size();
   const std::size_t m = *budget;
+  if (block_opt && *block_opt == 0) throw usage_error{"--block must be >= 1"};
   std::size_t block = block_opt.value_or(granularity > 1 ? granularity : 256);
   if (block > n) block = n;
 
@@ -68,11 +69,16 @@ int run(std::span<const std::string_view> argv) {
   std::vector<row> rows = {
       {"none", hc::place_none(n)},
       {"dense", hc::place_dense(n)},
-      {fmt::format("balanced({})", m), hc::place_balanced(n, m)},
-      {fmt::format("logarithmic({})", m), hc::place_logarithmic(n, m)},
-      {fmt::format("block({})", block), hc::place_block(n, block)},
-      {"sqrt", hc::place_sqrt(n)},
   };
+  // The fixed strategies through the library's one strategy switch (placement/strategies.hpp).
+  const hc::fixed_placement_options fixed{.granularity = granularity, .block_stride = block};
+  for (auto s : {hc::placement_strategy::balanced, hc::placement_strategy::logarithmic,
+                 hc::placement_strategy::block, hc::placement_strategy::sqrt}) {
+    std::string name(hc::to_string(s));
+    if (hc::uses_budget(s)) name = fmt::format("{}({})", name, m);
+    if (s == hc::placement_strategy::block) name = fmt::format("block({})", block);
+    rows.push_back({name, hc::place_fixed(s, n, m, fixed)});
+  }
   for (auto& r : rows) r.checkpoints = hc::clip_to_granularity(r.checkpoints, granularity);
   rows.push_back({fmt::format("dp({})", m), best.checkpoints});
 

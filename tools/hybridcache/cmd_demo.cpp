@@ -62,8 +62,9 @@ int run(std::span<const std::string_view> argv) {
                "DP gain");
     for (std::size_t m = 1; m <= max_budget; m *= 2) {
       const auto dp = hc::place_optimal(w, m, opts);
-      const auto bal = hc::clip_to_granularity(hc::place_balanced(n, m), granularity);
-      const auto lg = hc::clip_to_granularity(hc::place_logarithmic(n, m), granularity);
+      const hc::fixed_placement_options fixed{.granularity = granularity};
+      const auto bal = hc::place_fixed(hc::placement_strategy::balanced, n, m, fixed);
+      const auto lg = hc::place_fixed(hc::placement_strategy::logarithmic, n, m, fixed);
       const double e_bal = hc::expected_recompute(w, bal);
       const double e_lg = hc::expected_recompute(w, lg);
       const double best_fixed = std::min(e_bal, e_lg);
@@ -78,8 +79,9 @@ int run(std::span<const std::string_view> argv) {
     };
     const std::size_t stride = std::min<std::size_t>(n, std::max<std::size_t>(granularity, 256));
     const std::vector<grid> grids = {
-        {fmt::format("block({})", stride), hc::place_block(n, stride)},
-        {"sqrt", hc::place_sqrt(n)},
+        {fmt::format("block({})", stride),
+         hc::place_fixed(hc::placement_strategy::block, n, 0, {.granularity = 1, .block_stride = stride})},
+        {"sqrt", hc::place_fixed(hc::placement_strategy::sqrt, n, 0)},
         {"dense", hc::place_dense(n)},
     };
     for (const auto& g : grids) {

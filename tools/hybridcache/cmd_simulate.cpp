@@ -82,8 +82,12 @@ sparse prefix caching:
   --resolve-every R   histogram snapshot / DP re-solve period in requests (default 10)
   --gamma G           EW histogram decay (default 0.99)
   --smoothing E       DP on (1-E)*histogram + E*uniform (default 0: the paper's plug-in DP)
-  --law pooled|tail   depth law the DP estimates: pooled depths (default, the paper's) or the
-                      distance from the matched entry's end (follows each entry's length)
+  --law pooled|tail|conditioned   depth law the DP estimates: conditioned (default: head- and
+                      tail-anchored histograms + a uniform prior, weights set online), tail (the
+                      distance from the matched entry's end) or pooled (the paper's setting,
+                      without the safeguard)
+  --safeguard on|off  score the DP and the fixed candidates on held-out hits at every re-plan
+                      and keep the best (default on; off with --law pooled)
   --oracle            DP on the trace's own depth law (known in advance) instead of the online
                       EW histogram: separates estimation error from the method
   --strategies LIST   subset of the strategies above (default all)
@@ -389,9 +393,14 @@ int run(std::span<const std::string_view> argv) {
   so.smoothing = real_option(a, "smoothing", {0.0, 1.0, false, false}).value_or(0.0);
   so.oracle = a.has("oracle");
   if (auto law = a.get("law")) {
-    if (*law == "tail") so.law = sim::sparse_prefix_options::depth_law::tail;
-    else if (*law != "pooled")
-      throw usage_error{"option --law expects pooled or tail, got '" + *law + "'"};
+    const auto kind = hybridcache::parse_law_kind(*law);
+    if (!kind) throw usage_error{"option --law expects pooled, tail or conditioned, got '" + *law + "'"};
+    so.law = *kind;
+    so.safeguard = *kind != hybridcache::law_kind::pooled;  // pooled: the paper's setting
+  }
+  if (auto g = a.get("safeguard")) {
+    if (*g != "on" && *g != "off") throw usage_error{"option --safeguard expects on or off, got '" + *g + "'"};
+    so.safeguard = *g == "on";
   }
   (void)a.get("oracle");
   if (auto s = a.get("strategies")) {

@@ -44,3 +44,13 @@ add_test(NAME cli/simulate/tail_law
 set_tests_properties(cli/simulate/tail_law PROPERTIES PASS_REGULAR_EXPRESSION "smoothing 0.001, tail law" LABELS "cli;sim")
 add_test(NAME cli/simulate/bad_law COMMAND hybridcache_cli simulate --law sideways)
 set_tests_properties(cli/simulate/bad_law PROPERTIES WILL_FAIL TRUE LABELS "cli;sim")
+add_test(NAME cli/simulate/default_law
+         COMMAND hybridcache_cli simulate --trace docqa --requests 200 --length 512 --segments none --fig14 0
+          --budgets 1,4 --no-plot --quiet --out "${_hc_sim_dir}/law_default")
+set_tests_properties(cli/simulate/default_law PROPERTIES PASS_REGULAR_EXPRESSION "conditioned law \\+ safeguard" LABELS "cli;sim")
+add_test(NAME cli/simulate/pooled_law
+         COMMAND hybridcache_cli simulate --trace docqa --requests 200 --length 512 --segments none --fig14 0
+          --budgets 1,4 --law pooled --no-plot --quiet --out "${_hc_sim_dir}/law_pooled")
+set_tests_properties(cli/simulate/pooled_law PROPERTIES PASS_REGULAR_EXPRESSION "gamma = 0.99, pooled law, model" LABELS "cli;sim")
+add_test(NAME cli/simulate/bad_safeguard COMMAND hybridcache_cli simulate --safeguard maybe)
+set_tests_properties(cli/simulate/bad_safeguard PROPERTIES WILL_FAIL TRUE LABELS "cli;sim")

@@ -25,6 +25,13 @@
 /// plus O(log K) short comparisons, instead of K scans; inserting moves K pointers.
 /// Ties (several entries with the maximal depth) resolve to one of them deterministically.
 ///
+/// Per-entry depths (`overlaps`): the cache also keeps a(i) = LCP(entry_{i−1}, entry_i) of every
+/// two neighbours in that order (0 across namespaces). For the query's insertion point p, the
+/// LCP with the entry j positions away is the running minimum
+/// LCP(q, e_{p+j}) = min(LCP(q, e_p), a(p+1), …, a(p+j)) (and likewise to the left), so every
+/// entry's common-prefix length comes out in O(K) after the search, all from token comparisons
+/// (no hash is trusted). Inserting or evicting an entry updates two neighbour values.
+///
 /// Not thread-safe (a simulator drives it from one thread); wrap it in a mutex to share it.
 
 #include <algorithm>
@@ -55,6 +62,13 @@ struct last_k_match {
   [[nodiscard]] bool hit() const noexcept { return depth > 0; }
 };
 
+/// The common prefix of a request with one retained entry (see `last_k_cache::overlaps`).
+struct last_k_overlap {
+  std::uint64_t entry_id = 0;    ///< sequence number of the entry (as returned by `insert`)
+  std::size_t depth = 0;         ///< LCP of the request and the entry, in tokens (≥ 1)
+  std::size_t entry_length = 0;  ///< token count of the entry
+};
+
 /// Fixed last-K entry cache (file comment).
 class last_k_cache {
  public:
@@ -71,8 +85,26 @@ class last_k_cache {
   /// other namespaces never contribute depth.
   last_k_match observe(const segment::namespace_key& ns, std::span<const token_id> tokens) {
     const search_result r = search(ns.bytes(), tokens);
-    insert_at(r.position, ns.bytes(), tokens);
+    insert_at(r, ns.bytes(), tokens);
     return r.best;
+  }
+  /// Like `observe`, and also lists in `per_entry` (cleared first) every retained entry of `ns`
+  /// that shares at least one leading token with `tokens`, with its common-prefix length, before
+  /// `tokens` is retained. Order: unspecified.
+  last_k_match observe(const segment::namespace_key& ns, std::span<const token_id> tokens,
+                       std::vector<last_k_overlap>& per_entry) {
+    const search_result r = search(ns.bytes(), tokens);
+    collect(r, per_entry);
+    insert_at(r, ns.bytes(), tokens);
+    return r.best;
+  }
+
+  /// Every retained entry of `ns` sharing at least one leading token with `tokens`, with its
+  /// common-prefix length (into `out`, cleared first; order unspecified), without retaining
+  /// anything. O(log K) comparisons plus O(K).
+  void overlaps(const segment::namespace_key& ns, std::span<const token_id> tokens,
+                std::vector<last_k_overlap>& out) const {
+    collect(search(ns.bytes(), tokens), out);
   }
 
   /// The longest-common-prefix match of `tokens` against the retained entries of `ns`, without
@@ -87,7 +119,7 @@ class last_k_cache {
 
   /// Retains `tokens` as the newest entry (evicting the oldest beyond K). @returns its id.
   std::uint64_t insert(const segment::namespace_key& ns, std::span<const token_id> tokens) {
-    return insert_at(search(ns.bytes(), tokens).position, ns.bytes(), tokens);
+    return insert_at(search(ns.bytes(), tokens), ns.bytes(), tokens);
   }
   std::uint64_t insert(std::span<const token_id> tokens) {
     return insert(segment::namespace_key::shared(), tokens);
@@ -97,6 +129,7 @@ class last_k_cache {
   [[nodiscard]] std::size_t capacity() const noexcept { return k_; }
   void clear() noexcept {
     sorted_.clear();
+    adjacent_.clear();
     order_.clear();
   }
 
@@ -109,6 +142,8 @@ class last_k_cache {
   struct search_result {
     last_k_match best;
     std::size_t position;  // first sorted index whose entry is >= the query
+    std::size_t lcp_left = 0;   // LCP with sorted_[position - 1] (0 if none or another namespace)
+    std::size_t lcp_right = 0;  // LCP with sorted_[position] (0 if none or another namespace)
   };
 
   static std::size_t lcp_from(std::span<const token_id> a, std::span<const token_id> b,
@@ -153,7 +188,7 @@ class last_k_cache {
     }
     // The final neighbours were both probed (lo only moves past probed entries, hi only onto
     // them), so their full LCPs are already known.
-    search_result r{{}, lo};
+    search_result r{{}, lo, lo > 0 ? lcp_lo : 0, lo < sorted_.size() ? lcp_hi : 0};
     auto consider = [&](std::size_t i, std::size_t d) {
       const entry& e = *sorted_[i];
       if (e.ns == ns && d > r.best.depth) r.best = {d, e.tokens.size(), e.id};
@@ -163,15 +198,37 @@ class last_k_cache {
     return r;
   }
 
-  std::uint64_t insert_at(std::size_t position, std::string_view ns,
-                          std::span<const token_id> tokens) {
+  // Running minima of the neighbour LCPs outwards from the insertion point (file comment).
+  void collect(const search_result& r, std::vector<last_k_overlap>& out) const {
+    out.clear();
+    std::size_t run = r.lcp_left;
+    for (std::size_t j = r.position; j-- > 0 && run > 0;) {
+      out.push_back({sorted_[j]->id, run, sorted_[j]->tokens.size()});
+      run = std::min(run, adjacent_[j]);
+    }
+    run = r.lcp_right;
+    for (std::size_t j = r.position; j < sorted_.size() && run > 0; ++j) {
+      out.push_back({sorted_[j]->id, run, sorted_[j]->tokens.size()});
+      if (j + 1 < sorted_.size()) run = std::min(run, adjacent_[j + 1]);
+    }
+  }
+
+  std::uint64_t insert_at(const search_result& r, std::string_view ns, std::span<const token_id> tokens) {
+    const std::size_t position = r.position;
     auto fresh = std::make_unique<entry>(
         entry{std::string(ns), std::vector<token_id>(tokens.begin(), tokens.end()), ++next_id_});
     sorted_.insert(sorted_.begin() + static_cast<std::ptrdiff_t>(position), fresh.get());
+    adjacent_.insert(adjacent_.begin() + static_cast<std::ptrdiff_t>(position), r.lcp_left);
+    if (position + 1 < adjacent_.size()) adjacent_[position + 1] = r.lcp_right;
     order_.push_back(std::move(fresh));
     if (order_.size() > k_) {
       const entry* oldest = order_.front().get();
-      sorted_.erase(std::find(sorted_.begin(), sorted_.end(), oldest));
+      const auto it = std::find(sorted_.begin(), sorted_.end(), oldest);
+      const auto i = static_cast<std::size_t>(it - sorted_.begin());
+      // The neighbours of the evicted entry become adjacent: their LCP is the smaller of the two.
+      if (i + 1 < adjacent_.size()) adjacent_[i + 1] = i > 0 ? std::min(adjacent_[i], adjacent_[i + 1]) : 0;
+      adjacent_.erase(adjacent_.begin() + static_cast<std::ptrdiff_t>(i));
+      sorted_.erase(it);
       order_.pop_front();
     }
     return next_id_;
@@ -180,6 +237,7 @@ class last_k_cache {
   std::size_t k_;
   std::uint64_t next_id_ = 0;
   std::vector<const entry*> sorted_;           // by (namespace bytes, tokens)
+  std::vector<std::size_t> adjacent_;          // adjacent_[i] = LCP(sorted_[i-1], sorted_[i]); [0] = 0
   std::deque<std::unique_ptr<entry>> order_;   // oldest first
 };
 
