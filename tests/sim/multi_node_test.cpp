@@ -71,7 +71,7 @@ TEST_CASE("multi_node: counts, transfers and TTFT equal the reference on RAG tra
             double remote = 0.0;
             for (std::size_t l : ref.remote_len[i]) remote += static_cast<double>(l);
             if (!ref.remote_len[i].empty())
-              x += o.reuse.cost.transfer_fixed + o.transfer_ms_per_token * remote;
+              x += o.reuse.compose.transfer_fixed + o.transfer_ms_per_token * remote;
             sum += x;
           }
           CHECK(r.ttft_mean == doctest::Approx(sum / static_cast<double>(t.size())).epsilon(1e-12));
@@ -114,7 +114,7 @@ TEST_CASE("multi_node: closed forms — unbounded pools, one node, namespaces ne
   // without (a node's pool holds at least what it held before), so TTFT cannot grow.
   o.nodes = 4;
   o.transfer_ms_per_token = 0.0;
-  o.reuse.cost.transfer_fixed = 0.0;
+  o.reuse.compose.transfer_fixed = 0.0;
   CHECK(sim::simulate_multi_node(t, o, true).ttft_mean <=
         sim::simulate_multi_node(t, o, false).ttft_mean);
 }

@@ -171,7 +171,7 @@ inline multi_node_result simulate_multi_node(const trace& t, const multi_node_op
       if (!pools[home].present[seg_ids[s]]) admit(home, seg_ids[s]);
     r.transferred_tokens += remote_tokens;
     const double transfer =
-        remote_tokens > 0.0 ? o.reuse.cost.transfer_fixed + o.transfer_ms_per_token * remote_tokens
+        remote_tokens > 0.0 ? o.reuse.compose.transfer_fixed + o.transfer_ms_per_token * remote_tokens
                             : 0.0;
     const auto b =
         composition_ttft(lengths, std::span<const bool>(hit.get(), k), query, 1, o.reuse);

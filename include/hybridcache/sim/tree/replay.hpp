@@ -182,7 +182,7 @@ inline std::size_t deepest_held(const state_pool& pool, std::span<const std::uin
 /// f_pair = 4 · 6 attention layers · 8 query heads · 256 head dim (QKᵀ and AV per pair).
 struct tree_cost_model {
   model_shape model = qwen3_5_0_8b;
-  prefill_cost_model time = prefill_cost_model::hypic_fig14();
+  prefill_cost_model time = hypic_fig14_prefill();
   double flops_per_token = 2.0 * 0.8e9;
   double flops_per_pair = 4.0 * 6.0 * 8.0 * 256.0;
   [[nodiscard]] double flops(double n, double p) const noexcept {
