@@ -13,6 +13,7 @@
 
 #include "hybridcache/command.hpp"
 #include "hybridcache/vectors_planner.hpp"
+#include "hybridcache/vectors_rope.hpp"
 #include "hybridcache/vectors_state.hpp"
 
 namespace {
@@ -82,6 +83,7 @@ int run(std::span<const std::string_view> argv) {
   hv::state_output_cases(w, rng, cand ? &*cand : nullptr, {64, 256});
   hv::state_summary_cases(w, rng, cand ? &*cand : nullptr);
   hv::planner_cases(w, rng, cand ? &cand->dir : nullptr);
+  hv::rope_cases(w, rng, cand ? &cand->dir : nullptr);
   if (cand && cand->inj == hv::injection::ulp) hv::inject_ulp(w, *cand);
   nlohmann::json manifest = {
       {"format", "hybridcache-golden-vectors"},
