@@ -420,6 +420,22 @@ TEST_CASE("fresh-end prior: p = (h + 1)/(n + 2) at a new end until a match repla
   }
 }
 
+TEST_CASE("fresh-end prior: a late first match spreads the next prior over its age") {
+  // γ = 1/2, B = 1. insert 1: end a0, p = 1/3. Three matches of nothing (root), then one at a0:
+  // its prior has decayed to 1/3 · 1/8, so its age is log(1/8)/log(1/2) = 3 observations and
+  // D = 3; (1 − γ)·D = 1.5 > 1, so the next prior is p / 1.5. insert 2: n = 1.5, h = 0.5,
+  // p = 3/7, prior 2/7. Weights: root 1/2 + 1/4 + 1/8 = 0.875, a0 = 1, b0 = 2/7.
+  hc::tree::state_policy pol(
+      {.block_size = 1, .state_bytes = 1, .capacity_bytes = 1, .gamma = 0.5, .replan_every = 0});
+  const auto a = pol.insert(ns_of(0), seq({1}));
+  for (int i = 0; i < 3; ++i) pol.unpin(pol.match(ns_of(0), seq({})).resume_node);
+  pol.unpin(pol.match(ns_of(0), seq({1})).resume_node);
+  const auto b = pol.insert(ns_of(0), seq({2}));
+  const double total = 0.875 + 1.0 + 2.0 / 7;
+  CHECK(pol.match_share(b[0]) == doctest::Approx(2.0 / 7 / total));
+  CHECK(pol.match_share(a[0]) == doctest::Approx(1.0 / total));
+}
+
 TEST_CASE("replan_work: automatic re-plans wait for work proportional to the tree") {
   for (double work : {0.0, 1e6}) {
     hc::tree::state_policy pol({.block_size = 1,

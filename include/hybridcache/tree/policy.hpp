@@ -14,8 +14,9 @@
 ///   ŵ(v) = (1−γ)/(1−γ^n) Σ_s γ^{n−s} [match s ended at v] (DESIGN §3's histogram on the tree),
 ///   stored as Σ_s γ^{−s}[…] with a renormalised common scale, so it stays finite forever;
 ///   plus, at the end e of an inserted sequence where no match has ended yet, the fresh-end prior
-///   π(e) = p̂ · γ^{−n} (a fractional pseudo-observation now), p̂ = (h + 1)/(n_e + 2) the EW share
-///   of such ends that a later match ended at; the first real match at e replaces it
+///   π(e) = p̂ · min(1, 1/((1 − γ) D̂)) observations (a fractional pseudo-observation now), p̂ the
+///   EW share of such ends that a later match ended at, D̂ their mean age then; the first real
+///   match at e replaces it
 ///   (`policy_options::fresh_prior`; a conversation's next turn resumes at its last turn's end);
 /// - whether v holds a state (and its bytes), pins of in-flight requests, the re-planned set.
 ///
@@ -93,9 +94,10 @@ struct policy_options {
   bool snapshot_junction = true;   ///< admit the point where a request leaves the tree
   bool snapshot_tail = true;       ///< admit the deepest new grid position of a prefill
   /// Fresh-end prior: `insert` gives the end node e of the inserted sequence, if no match has
-  /// ended there yet, the pseudo-observation π = p̂ · (mass of one observation now), with
-  /// p̂ = (h + 1)/(n + 2) the EW (γ per insert) share of such ends that a later match ended at;
-  /// the first real match at e replaces π (docs/tree.md, "Fresh ends").
+  /// ended there yet, the pseudo-observation π = p̂ · min(1, 1/((1 − γ) D̂)) · (mass of one
+  /// observation now), with p̂ = (h + 1)/(n + 2) the EW (γ per insert) share of such ends that a
+  /// later match ended at and D̂ the EW mean age at that match; the first real match at e replaces
+  /// π (docs/tree.md, "Fresh ends").
   bool fresh_prior = true;
   /// Automatic re-plans also wait until the blocks walked by `match`/`insert` since the last one
   /// reach `replan_work` × the live node count, so their amortised cost per block stays
@@ -565,6 +567,13 @@ class basic_state_policy {
   /// stays finite; O(n) every ~log(1e150)/log(1/γ) observations, O(1) amortised).
   void observe(node_id v, node_id anchor) {
     if (nodes_[v].flags & fresh_flag) {  // the first real match at a fresh end replaces π
+      // Its age in observations, from π's decay: w / scale = p̂_insert · γ^age, p̂_insert ≈ p̂.
+      const double ratio = nodes_[v].weight / scale_ / fresh_share();
+      const double age = (opts_.gamma < 1.0 && ratio > 0.0 && ratio < 1.0)
+                             ? std::log(ratio) / std::log(opts_.gamma)
+                             : 0.0;
+      delay_sum_ = delay_sum_ * opts_.gamma + age;
+      delay_n_ = delay_n_ * opts_.gamma + 1.0;
       drop_prior(v, anchor);
       ends_hit_ += 1.0;
     }
@@ -584,6 +593,15 @@ class basic_state_policy {
 
   /// p̂ = (h + 1)/(n + 2): EW share of fresh ends that a later match ended at.
   [[nodiscard]] double fresh_share() const noexcept { return (ends_hit_ + 1.0) / (ends_ + 2.0); }
+  /// The prior's size in observations: p̂ · min(1, 1 / ((1 − γ) D̂)), D̂ the EW mean age at which
+  /// fresh ends were first matched — a match expected within the EW memory 1/(1 − γ) counts as
+  /// one observation, a later one as its rate p̂ / D̂ per observation times that memory.
+  [[nodiscard]] double fresh_prior() const noexcept {
+    const double p = fresh_share();
+    if (!(opts_.gamma < 1.0) || !(delay_n_ > 0.0)) return p;
+    const double spread = (1.0 - opts_.gamma) * (delay_sum_ / delay_n_);
+    return spread > 1.0 ? p / spread : p;
+  }
 
   /// `insert` ended at `v` (deepest state on the path: `anchor`): a node no match has ended at
   /// yet gets the prior pseudo-observation π = p̂ · scale (see policy_options::fresh_prior).
@@ -593,7 +611,7 @@ class basic_state_policy {
     if ((n.flags & fresh_flag) || n.weight > 0.0) return;
     ends_ = ends_ * opts_.gamma + 1.0;
     ends_hit_ *= opts_.gamma;
-    const double prior = fresh_share() * scale_;
+    const double prior = fresh_prior() * scale_;
     n.weight = prior;
     n.flags |= fresh_flag;
     total_ += prior;
@@ -795,8 +813,9 @@ class basic_state_policy {
   std::unordered_map<std::string, node_id> roots_;
   double scale_ = 1.0, total_ = 0.0;
   std::uint64_t observations_ = 0;
-  double ends_ = 0.0, ends_hit_ = 0.0;  // EW counts of fresh ends and of those matched later
-  std::size_t work_ = 0;                // blocks walked since the last re-plan
+  double ends_ = 0.0, ends_hit_ = 0.0;      // EW counts of fresh ends and of those matched later
+  double delay_sum_ = 0.0, delay_n_ = 0.0;  // EW sum / count of their ages at the first match
+  std::size_t work_ = 0;                    // blocks walked since the last re-plan
   std::size_t since_plan_ = 0, used_bytes_ = 0, states_ = 0, live_ = 0, plan_size_ = 0;
   std::uint32_t clock_ = 0;
   bool has_plan_ = false;
