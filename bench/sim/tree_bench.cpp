@@ -7,6 +7,9 @@
 //   BM_tree_match_only  the engine's match/insert walk alone (usable_matches): what every
 //                       policy pays before deciding anything;
 //   BM_tree_noop        the replay with a policy that never stores a state (engine overhead).
+// BM_tree_library_no_replan is the library's policy with automatic re-plans off (its request-path
+// cost); BM_tree_policy/hybridcache_base is the policy before the fresh-end prior and
+// work-bounded re-plans (re-plan every 10 observations).
 #include <benchmark/benchmark.h>
 
 #include <hybridcache/sim/tree.hpp>
@@ -60,8 +63,28 @@ void BM_tree_policy(benchmark::State& st, std::string name) {
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
 }
 
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+// The library's policy with automatic re-plans off: its request-path cost alone.
+void BM_tree_library_no_replan(benchmark::State& st) {
+  const auto usable = sim::usable_matches(trace());
+  hybridcache::tree::policy_options o;
+  o.replan_every = 0;
+  for (auto _ : st) {
+    sim::library_policy p(o);
+    benchmark::DoNotOptimize(sim::replay_tree(trace(), p, 64, usable));
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
+}
+BENCHMARK(BM_tree_library_no_replan)->Unit(benchmark::kMillisecond);
+#endif
+
 const int registered = [] {
   for (auto name : sim::tree_policy_names) {
+    benchmark::RegisterBenchmark(("BM_tree_policy/" + std::string(name)).c_str(), BM_tree_policy,
+                                 std::string(name))
+        ->Unit(benchmark::kMillisecond);
+  }
+  for (auto name : sim::tree_policy_variants) {  // the library's ablations (same binary)
     benchmark::RegisterBenchmark(("BM_tree_policy/" + std::string(name)).c_str(), BM_tree_policy,
                                  std::string(name))
         ->Unit(benchmark::kMillisecond);

@@ -110,13 +110,14 @@ inline void bind_tree(nb::module_& m) {
           "__init__",
           [](tr::policy_options* o, std::size_t block_size, std::size_t state_bytes,
              std::size_t capacity_bytes, double gamma, std::size_t replan_every, double hysteresis,
-             bool snapshot_junction, bool snapshot_tail) {
+             bool snapshot_junction, bool snapshot_tail, bool fresh_prior, double replan_work) {
             new (o) tr::policy_options{block_size,   state_bytes, capacity_bytes,    gamma,
-                                       replan_every, hysteresis,  snapshot_junction, snapshot_tail};
+                                       replan_every, hysteresis,  snapshot_junction, snapshot_tail,
+                                       fresh_prior,  replan_work};
           },
           "block_size"_a = 16, "state_bytes"_a = 1, "capacity_bytes"_a = 1, "gamma"_a = 0.99,
           "replan_every"_a = 10, "hysteresis"_a = 0.02, "snapshot_junction"_a = true,
-          "snapshot_tail"_a = true)
+          "snapshot_tail"_a = true, "fresh_prior"_a = true, "replan_work"_a = 1.0)
       .def_rw("block_size", &tr::policy_options::block_size)
       .def_rw("state_bytes", &tr::policy_options::state_bytes)
       .def_rw("capacity_bytes", &tr::policy_options::capacity_bytes)
@@ -124,7 +125,9 @@ inline void bind_tree(nb::module_& m) {
       .def_rw("replan_every", &tr::policy_options::replan_every)
       .def_rw("hysteresis", &tr::policy_options::hysteresis)
       .def_rw("snapshot_junction", &tr::policy_options::snapshot_junction)
-      .def_rw("snapshot_tail", &tr::policy_options::snapshot_tail);
+      .def_rw("snapshot_tail", &tr::policy_options::snapshot_tail)
+      .def_rw("fresh_prior", &tr::policy_options::fresh_prior)
+      .def_rw("replan_work", &tr::policy_options::replan_work);
 
   nb::class_<tr::match_result>(t, "match_result", "What state_policy.match found.")
       .def_ro("node", &tr::match_result::node, "Deepest cached node (namespace root if none).")

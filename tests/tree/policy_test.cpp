@@ -277,6 +277,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
           // No node is shared across namespaces or prefixes.
           CHECK(prefix_of[path[i]] == std::make_pair(ns, pre));
         }
+        if (!path.empty()) model.inserted_end(path.back());
       } else if (op <= 4) {  // match
         const auto t = random_tokens();
         auto m = pol.match(ns_of(ns), t);
@@ -351,8 +352,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
           model.nodes.at(v).bytes = 0;
         } else {
           pol.erase(v);
-          model.nodes.at(model.nodes.at(v).parent).weight += model.nodes.at(v).weight;
-          model.nodes.erase(v);
+          model.erase(v);
           present.erase(prefix_of.at(v));
           prefix_of.erase(v);
           CHECK_FALSE(pol.contains(v));
@@ -375,6 +375,83 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
   }
 }
 
+TEST_CASE("fresh-end prior: p = (h + 1)/(n + 2) at a new end until a match replaces it") {
+  // γ = 1/2, B = 1. By hand (weights in units of the latest observation, decayed ×γ per match;
+  // h, n decayed ×γ per fresh end):
+  //  insert 1 2 3        end a2: n = 1, h = 0, prior 1/3             → share(a2) = 1
+  //  match  1 2 3        a2 was fresh: h = 1, prior replaced by 1 observation
+  //  insert 1 2 3 4 5    end b4: n = 1.5, h = 0.5, prior 1.5/3.5 = 3/7 → a2 : b4 = 1 : 3/7
+  //  insert 9 9          end c1: n = 1.75, h = 0.25, prior 1.25/3.75 = 1/3
+  //  weights a2 = 1, b4 = 3/7, c1 = 1/3, total 37/21.
+  for (bool prior : {true, false}) {
+    hc::tree::state_policy pol({.block_size = 1,
+                                .state_bytes = 1,
+                                .capacity_bytes = 2,
+                                .gamma = 0.5,
+                                .replan_every = 0,
+                                .fresh_prior = prior});
+    const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
+    CHECK(pol.match_share(a[2]) == doctest::Approx(prior ? 1.0 : 0.0));
+    pol.unpin(pol.match(ns_of(0), seq({1, 2, 3})).resume_node);
+    CHECK(pol.match_share(a[2]) == doctest::Approx(1.0));
+    const auto b = pol.insert(ns_of(0), seq({1, 2, 3, 4, 5}));
+    CHECK(pol.match_share(b[4]) == doctest::Approx(prior ? 0.3 : 0.0));
+    const auto c = pol.insert(ns_of(0), seq({9, 9}));
+    CHECK(pol.match_share(a[2]) == doctest::Approx(prior ? 21.0 / 37 : 1.0));
+    CHECK(pol.match_share(b[4]) == doctest::Approx(prior ? 9.0 / 37 : 0.0));
+    CHECK(pol.match_share(c[1]) == doctest::Approx(prior ? 7.0 / 37 : 0.0));
+    // Eviction by ΔE[r]/byte: Δ(b4) = 5 · 3/7 > Δ(c1) = 2 · 1/3, so c1 goes (without the prior
+    // both are 0 and the least recently admitted, b4, goes).
+    CHECK(pol.admit(b[4], 1).admitted);
+    CHECK(pol.admit(c[1], 1).admitted);
+    const auto v = pol.evict(1);
+    REQUIRE(v.size() == 1);
+    CHECK(v[0] == (prior ? c[1] : b[4]));
+    if (prior) {  // held {b4}: E[r] = (1·3 + 3/7·0 + 1/3·2) / (37/21) = 77/37
+      CHECK(pol.expected_recompute() == doctest::Approx(77.0 / 37));
+      // A match at c1 replaces its prior by one observation: weights ×1/2, c1 = 1.
+      pol.unpin(pol.match(ns_of(0), seq({9, 9})).resume_node);
+      CHECK(pol.match_share(c[1]) == doctest::Approx(1.0 / (0.5 + 1.5 / 7 + 1.0)));
+      // Erasing the fresh leaf b4 drops its prior (nothing moves to b3).
+      pol.erase(b[4]);
+      CHECK(pol.match_share(b[3]) == 0.0);
+      CHECK(pol.match_share(a[2]) == doctest::Approx(0.5 / 1.5));
+    }
+  }
+}
+
+TEST_CASE("fresh-end prior: a late first match spreads the next prior over its age") {
+  // γ = 1/2, B = 1. insert 1: end a0, p = 1/3. Three matches of nothing (root), then one at a0:
+  // its prior has decayed to 1/3 · 1/8, so its age is log(1/8)/log(1/2) = 3 observations and
+  // D = 3; (1 − γ)·D = 1.5 > 1, so the next prior is p / 1.5. insert 2: n = 1.5, h = 0.5,
+  // p = 3/7, prior 2/7. Weights: root 1/2 + 1/4 + 1/8 = 0.875, a0 = 1, b0 = 2/7.
+  hc::tree::state_policy pol(
+      {.block_size = 1, .state_bytes = 1, .capacity_bytes = 1, .gamma = 0.5, .replan_every = 0});
+  const auto a = pol.insert(ns_of(0), seq({1}));
+  for (int i = 0; i < 3; ++i) pol.unpin(pol.match(ns_of(0), seq({})).resume_node);
+  pol.unpin(pol.match(ns_of(0), seq({1})).resume_node);
+  const auto b = pol.insert(ns_of(0), seq({2}));
+  const double total = 0.875 + 1.0 + 2.0 / 7;
+  CHECK(pol.match_share(b[0]) == doctest::Approx(2.0 / 7 / total));
+  CHECK(pol.match_share(a[0]) == doctest::Approx(1.0 / total));
+}
+
+TEST_CASE("replan_work: automatic re-plans wait for work proportional to the tree") {
+  for (double work : {0.0, 1e6}) {
+    hc::tree::state_policy pol({.block_size = 1,
+                                .state_bytes = 1,
+                                .capacity_bytes = 1,
+                                .replan_every = 1,
+                                .replan_work = work});
+    const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
+    for (int i = 0; i < 5; ++i) pol.unpin(pol.match(ns_of(0), seq({1, 2, 3})).resume_node);
+    // The optimal single state for matches that all end at a2 is a2 itself.
+    CHECK(pol.planned(a[2]) == (work == 0.0));
+    CHECK(pol.replan().planned == 1);
+    CHECK(pol.planned(a[2]));
+  }
+}
+
 TEST_CASE("typed errors for bad options and bad calls") {
   using opts = hc::tree::policy_options;
   CHECK_THROWS_AS(hc::tree::state_policy(opts{.block_size = 0}), hc::invalid_argument);
@@ -385,6 +462,8 @@ TEST_CASE("typed errors for bad options and bad calls") {
   CHECK_THROWS_AS(hc::tree::state_policy(opts{.gamma = 1.5}), hc::invalid_argument);
   CHECK_THROWS_AS(hc::tree::state_policy(opts{.hysteresis = 1.0}), hc::invalid_argument);
   CHECK_THROWS_AS(hc::tree::state_policy(opts{.hysteresis = -0.1}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::tree::state_policy(opts{.replan_work = -1.0}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::tree::state_policy(opts{.replan_work = std::nan("")}), hc::invalid_argument);
   hc::tree::state_policy pol({.block_size = 2, .capacity_bytes = 10});
   const auto p = pol.insert(ns_of(0), seq({1, 2, 3, 4}));
   CHECK_THROWS_AS(pol.admit(999, 1), hc::invalid_argument);
@@ -448,7 +527,15 @@ TEST_CASE("the worked example of docs/tree.md") {
   pol.unpin(m.resume_node);
   const auto r = pol.replan();
   CHECK(r.adopted);
-  CHECK(r.expected_after == 0.0);
+  // By hand (γ = 0.99, s_k = γ^−k the mass of observation k): weights root s1, n96 s2, n64 s3
+  // and the fresh-end priors n160 p2·s2, n80 p3·s3 with p2 = (0.99 + 1)/(1.99 + 2) and
+  // p3 = (0.9801 + 1)/(2.9701 + 2). Plan {64, 96}: n80 replays 16, n160 replays 64.
+  const double g = 0.99, s1 = 1 / g, s2 = s1 / g, s3 = s2 / g;
+  const double p2 = 1.99 / 3.99, p3 = 1.9801 / 4.9701;
+  const double total = s1 + s2 + s3 + p2 * s2 + p3 * s3;
+  CHECK(r.expected_after == doctest::Approx((16 * p3 * s3 + 64 * p2 * s2) / total));
+  CHECK(r.expected_before ==
+        doctest::Approx((96 * s2 + 160 * p2 * s2 + 64 * s3 + 80 * p3 * s3) / total));
   CHECK(pol.planned(path[3]));
   CHECK(pol.planned(n96));
 }

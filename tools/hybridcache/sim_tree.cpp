@@ -35,6 +35,7 @@ const char* const usage =
   --tree-policies LIST subset of vllm_align vllm_all sglang_no_buffer sglang_extra_buffer
                       sglang_extra_buffer_cap marconi llamacpp oracle oracle_exact
                       (+ hybridcache when the library's tree policy is built in; default all)
+                      (ablations, only when named: hybridcache_base hybridcache_noprior)
   --tree-block B      tokens per tree node (default 64; mooncake is always 512)
   --tree-sessions N   synthetic multi-turn sessions (default 400)
   --tree-chunk C      SGLang chunked-prefill size in tokens (default 8192)
@@ -159,6 +160,7 @@ void print_table(std::FILE* out, const sim::tree_result& r) {
         if (!oracle || m->recomputed_tokens < oracle->recomputed_tokens) oracle = m;
       } else if (m->policy == "hybridcache") {
         lib = m;
+      } else if (m->policy.rfind("hybridcache_", 0) == 0) {  // an ablation: not an engine
       } else if (!best || m->recomputed_tokens < best->recomputed_tokens) {
         best = m;
       }
@@ -219,7 +221,9 @@ options parse(const hybridcache_cli::args& a) {
     o.sweep.policies = split(*p);
     for (const auto& name : o.sweep.policies) {
       if (std::find(std::begin(sim::tree_policy_names), std::end(sim::tree_policy_names), name) ==
-          std::end(sim::tree_policy_names))
+              std::end(sim::tree_policy_names) &&
+          std::find(std::begin(sim::tree_policy_variants), std::end(sim::tree_policy_variants),
+                    name) == std::end(sim::tree_policy_variants))
         throw usage_error{"unknown tree policy '" + name + "'"};
     }
     if (o.sweep.policies.empty())

@@ -13,6 +13,11 @@
 /// - w(v): exponentially weighted count of requests whose match ended at v,
 ///   ŵ(v) = (1−γ)/(1−γ^n) Σ_s γ^{n−s} [match s ended at v] (DESIGN §3's histogram on the tree),
 ///   stored as Σ_s γ^{−s}[…] with a renormalised common scale, so it stays finite forever;
+///   plus, at the end e of an inserted sequence where no match has ended yet, the fresh-end prior
+///   π(e) = p̂ · min(1, 1/((1 − γ) D̂)) observations (a fractional pseudo-observation now), p̂ the
+///   EW share of such ends that a later match ended at, D̂ their mean age then; the first real
+///   match at e replaces it
+///   (`policy_options::fresh_prior`; a conversation's next turn resumes at its last turn's end);
 /// - whether v holds a state (and its bytes), pins of in-flight requests, the re-planned set.
 ///
 /// Cost model (DESIGN §7): a request whose match ends at v replays
@@ -29,9 +34,10 @@
 ///    snapshot the engine stored → the victims to free first (by exact ΔE[r] per byte, never
 ///    pinned); `unpin(m.resume_node)` once the state was loaded.
 /// Under external pressure: `evict(bytes)`. When the engine drops KV of a leaf: `erase(node)`.
-/// Every `replan_every` observations the exact tree planner (placement/tree.hpp) re-solves the
-/// placement for the pool's capacity; a new plan is adopted only if it lowers E[r] by more than
-/// the `hysteresis` fraction.
+/// Every `replan_every` observations, once the blocks walked since the last re-plan reach
+/// `replan_work` × the node count (so re-plans cost O(1) amortised per block), the exact tree
+/// planner (placement/tree.hpp) re-solves the placement for the pool's capacity; a new plan is
+/// adopted only if it lowers E[r] by more than the `hysteresis` fraction.
 ///
 /// Not thread-safe: call it under the engine's scheduler lock.
 ///
@@ -87,6 +93,16 @@ struct policy_options {
   double hysteresis = 0.02;        ///< a new plan must lower E[r] by this fraction, in [0, 1)
   bool snapshot_junction = true;   ///< admit the point where a request leaves the tree
   bool snapshot_tail = true;       ///< admit the deepest new grid position of a prefill
+  /// Fresh-end prior: `insert` gives the end node e of the inserted sequence, if no match has
+  /// ended there yet, the pseudo-observation π = p̂ · min(1, 1/((1 − γ) D̂)) · (mass of one
+  /// observation now), with p̂ = (h + 1)/(n + 2) the EW (γ per insert) share of such ends that a
+  /// later match ended at and D̂ the EW mean age at that match; the first real match at e replaces
+  /// π (docs/tree.md, "Fresh ends").
+  bool fresh_prior = true;
+  /// Automatic re-plans also wait until the blocks walked by `match`/`insert` since the last one
+  /// reach `replan_work` × the live node count, so their amortised cost per block stays
+  /// ≈ (re-plan cost per node) / replan_work; 0 = every `replan_every` observations only.
+  double replan_work = 1.0;
 };
 
 /// What `match` found.
@@ -132,6 +148,8 @@ class basic_state_policy {
       throw_invalid("opts.gamma", opts.gamma, "must be in (0, 1]");
     if (!(opts.hysteresis >= 0.0 && opts.hysteresis < 1.0))
       throw_invalid("opts.hysteresis", opts.hysteresis, "must be in [0, 1)");
+    if (!(opts.replan_work >= 0.0 && opts.replan_work <= 1e9))
+      throw_invalid("opts.replan_work", opts.replan_work, "must be in [0, 1e9]");
     inv_gamma_ = 1.0 / opts.gamma;
   }
 
@@ -155,6 +173,7 @@ class basic_state_policy {
       m.path.push_back(id);
       if (nodes_[id].state != no_state) anchor = id;
     }
+    work_ += m.path.size() + 1;
     return finish_match(std::move(m), cur, anchor);
   }
 
@@ -171,6 +190,7 @@ class basic_state_policy {
       m.path.push_back(id);
       if (nodes_[id].state != no_state) anchor = id;
     }
+    work_ += m.path.size() + 1;
     return finish_match(std::move(m), cur, anchor);
   }
 
@@ -222,25 +242,31 @@ class basic_state_policy {
     std::vector<node_id> out;
     out.reserve(tokens.size() / B);
     segment::digest h = nodes_[root].key;
-    node_id cur = root;
+    node_id cur = root, anchor = root;
     for (std::size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
       h = segment::chain_key(hash_, h, tokens.subspan(i * B, B));
       cur = child(cur, h);
       out.push_back(cur);
+      if (nodes_[cur].state != no_state) anchor = cur;
     }
+    note_end(cur, anchor);
+    work_ += out.size() + 1;
     return out;
   }
 
   /// `insert` from precomputed chained keys (see `match_keys`).
   std::vector<node_id> insert_keys(const segment::namespace_key& ns,
                                    std::span<const segment::digest> keys) {
-    node_id cur = root_of(ns);
+    node_id cur = root_of(ns), anchor = cur;
     std::vector<node_id> out;
     out.reserve(keys.size());
     for (const auto& k : keys) {
       cur = child(cur, k);
       out.push_back(cur);
+      if (nodes_[cur].state != no_state) anchor = cur;
     }
+    note_end(cur, anchor);
+    work_ += out.size() + 1;
     return out;
   }
 
@@ -314,6 +340,7 @@ class basic_state_policy {
       hybridcache::detail::throw_invalid("node", node, "has children (erase leaves only)");
     if (n.pins != 0) hybridcache::detail::throw_invalid("node", node, "is pinned");
     if (n.state != no_state) remove_state(node);
+    if (n.flags & fresh_flag) drop_prior(node, state_above(node));
     if (n.parent == no_node) {
       for (auto it = roots_.begin(); it != roots_.end(); ++it)
         if (it->second == node) {
@@ -345,6 +372,7 @@ class basic_state_policy {
   /// observations.
   replan_result replan() {
     since_plan_ = 0;
+    work_ = 0;
     replan_result r;
     recompute_regions();
     build_view();
@@ -441,7 +469,7 @@ class basic_state_policy {
   static constexpr std::size_t max_state_bytes = std::numeric_limits<std::uint32_t>::max();
   static constexpr std::uint32_t max_pins = (1u << 24) - 1;
   static constexpr std::uint32_t no_state = std::numeric_limits<std::uint32_t>::max();
-  static constexpr std::uint32_t live_flag = 1, planned_flag = 2;
+  static constexpr std::uint32_t live_flag = 1, planned_flag = 2, fresh_flag = 4;
 
   struct node_rec {
     segment::digest key{};     // chained block key h_i (h_0 for a namespace root)
@@ -528,7 +556,9 @@ class basic_state_policy {
     observe(cur, anchor);
     if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].last_use = ++clock_;
     ++nodes_[anchor].pins;
-    if (opts_.replan_every != 0 && ++since_plan_ >= opts_.replan_every) replan();
+    if (opts_.replan_every != 0 && ++since_plan_ >= opts_.replan_every &&
+        static_cast<double>(work_) >= opts_.replan_work * static_cast<double>(live_))
+      replan();
     return m;
   }
 
@@ -536,6 +566,17 @@ class basic_state_policy {
   /// common scale is folded back into every weight before it could overflow (so every value
   /// stays finite; O(n) every ~log(1e150)/log(1/γ) observations, O(1) amortised).
   void observe(node_id v, node_id anchor) {
+    if (nodes_[v].flags & fresh_flag) {  // the first real match at a fresh end replaces π
+      // Its age in observations, from π's decay: w / scale = p̂_insert · γ^age, p̂_insert ≈ p̂.
+      const double ratio = nodes_[v].weight / scale_ / fresh_share();
+      const double age = (opts_.gamma < 1.0 && ratio > 0.0 && ratio < 1.0)
+                             ? std::log(ratio) / std::log(opts_.gamma)
+                             : 0.0;
+      delay_sum_ = delay_sum_ * opts_.gamma + age;
+      delay_n_ = delay_n_ * opts_.gamma + 1.0;
+      drop_prior(v, anchor);
+      ends_hit_ += 1.0;
+    }
     scale_ *= inv_gamma_;
     if (scale_ > 1e150) {
       const double f = 1.0 / scale_;
@@ -548,6 +589,47 @@ class basic_state_policy {
     if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].region += scale_;
     total_ += scale_;
     ++observations_;
+  }
+
+  /// p̂ = (h + 1)/(n + 2): EW share of fresh ends that a later match ended at.
+  [[nodiscard]] double fresh_share() const noexcept { return (ends_hit_ + 1.0) / (ends_ + 2.0); }
+  /// The prior's size in observations: p̂ · min(1, 1 / ((1 − γ) D̂)), D̂ the EW mean age at which
+  /// fresh ends were first matched — a match expected within the EW memory 1/(1 − γ) counts as
+  /// one observation, a later one as its rate p̂ / D̂ per observation times that memory.
+  [[nodiscard]] double fresh_prior() const noexcept {
+    const double p = fresh_share();
+    if (!(opts_.gamma < 1.0) || !(delay_n_ > 0.0)) return p;
+    const double spread = (1.0 - opts_.gamma) * (delay_sum_ / delay_n_);
+    return spread > 1.0 ? p / spread : p;
+  }
+
+  /// `insert` ended at `v` (deepest state on the path: `anchor`): a node no match has ended at
+  /// yet gets the prior pseudo-observation π = p̂ · scale (see policy_options::fresh_prior).
+  void note_end(node_id v, node_id anchor) {
+    if (!opts_.fresh_prior || nodes_[v].parent == no_node) return;
+    node_rec& n = nodes_[v];
+    if ((n.flags & fresh_flag) || n.weight > 0.0) return;
+    ends_ = ends_ * opts_.gamma + 1.0;
+    ends_hit_ *= opts_.gamma;
+    const double prior = fresh_prior() * scale_;
+    n.weight = prior;
+    n.flags |= fresh_flag;
+    total_ += prior;
+    if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].region += prior;
+  }
+
+  /// Removes the prior of fresh end `v` (its whole weight: no real match ended there since)
+  /// from v, the total and the region of `anchor`.
+  void drop_prior(node_id v, node_id anchor) {
+    node_rec& n = nodes_[v];
+    const double prior = n.weight;
+    n.weight = 0.0;
+    n.flags &= static_cast<std::uint8_t>(~fresh_flag);
+    total_ = std::max(0.0, total_ - prior);
+    if (nodes_[anchor].state != no_state) {
+      double& r = states_v_[nodes_[anchor].state].region;
+      r = std::max(0.0, r - prior);
+    }
   }
 
   /// Σ weight over the region of `c` (c and its descendants not below another state); calls
@@ -731,6 +813,9 @@ class basic_state_policy {
   std::unordered_map<std::string, node_id> roots_;
   double scale_ = 1.0, total_ = 0.0;
   std::uint64_t observations_ = 0;
+  double ends_ = 0.0, ends_hit_ = 0.0;      // EW counts of fresh ends and of those matched later
+  double delay_sum_ = 0.0, delay_n_ = 0.0;  // EW sum / count of their ages at the first match
+  std::size_t work_ = 0;                    // blocks walked since the last re-plan
   std::size_t since_plan_ = 0, used_bytes_ = 0, states_ = 0, live_ = 0, plan_size_ = 0;
   std::uint32_t clock_ = 0;
   bool has_plan_ = false;

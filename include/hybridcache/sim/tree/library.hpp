@@ -37,6 +37,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hybridcache/config.hpp"
@@ -54,8 +55,10 @@ class library_policy final : public tree_policy {
  public:
   /// `base`: options passed through (gamma, replan_every, hysteresis, junction/tail switches);
   /// block size, state bytes and capacity are set from the replay.
-  explicit library_policy(tree::policy_options base = {}) : base_(base) {}
-  [[nodiscard]] std::string name() const override { return "hybridcache"; }
+  /// `name`: the row label (ablations of the options get their own).
+  explicit library_policy(tree::policy_options base = {}, std::string name = "hybridcache")
+      : base_(base), name_(std::move(name)) {}
+  [[nodiscard]] std::string name() const override { return name_; }
 
   void reset(const tree_context& ctx) override {
     ctx_ = ctx;
@@ -113,6 +116,7 @@ class library_policy final : public tree_policy {
   }
 
   tree::policy_options base_;
+  std::string name_;
   tree_context ctx_{};
   std::unique_ptr<tree::state_policy> pol_;
   tree::match_result m_;

@@ -9,6 +9,7 @@
 /// requests) once per α of the grid and keep the α with the highest token hit rate (ties: the
 /// smallest α); the full trace is then replayed with it, per budget.
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -34,6 +35,16 @@ inline constexpr std::string_view tree_policy_names[] = {
 #endif
     "vllm_align",  "vllm_all", "sglang_no_buffer", "sglang_extra_buffer", "sglang_extra_buffer_cap",
     "marconi",     "llamacpp", "oracle",           "oracle_exact"};
+
+/// Ablations of the library's policy, run only when named (`--tree-policies`):
+/// `hybridcache_base` = the policy before the fresh-end prior and work-bounded re-plans
+/// (`fresh_prior = false`, `replan_work = 0`); `hybridcache_noprior` = without the prior only.
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+inline constexpr std::array<std::string_view, 2> tree_policy_variants{"hybridcache_base",
+                                                                      "hybridcache_noprior"};
+#else
+inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
+#endif
 
 /// Sweep options.
 struct tree_options {
@@ -75,6 +86,17 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   if (name == "oracle_exact") return std::make_unique<oracle_exact_policy>();
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
   if (name == "hybridcache") return std::make_unique<library_policy>();
+  if (name == "hybridcache_base") {
+    tree::policy_options b;
+    b.fresh_prior = false;
+    b.replan_work = 0.0;
+    return std::make_unique<library_policy>(b, std::string(name));
+  }
+  if (name == "hybridcache_noprior") {
+    tree::policy_options b;
+    b.fresh_prior = false;
+    return std::make_unique<library_policy>(b, std::string(name));
+  }
 #endif
   hybridcache::detail::throw_invalid("policy", name, "unknown tree policy");
 }
