@@ -18,7 +18,7 @@ import numpy as _np
 from . import _hybridcache
 from ._hybridcache import *  # noqa: F401,F403
 from ._hybridcache import __version__, version  # noqa: F401
-from ._hybridcache import segment, state, tree  # noqa: F401  (C++ namespaces as submodules)
+from ._hybridcache import segment, state, store, tree  # noqa: F401  (C++ namespaces as submodules)
 
 
 def _as_array(value):
@@ -53,7 +53,7 @@ for _name in dir(_hybridcache):
     if not _name.startswith("_") and type(getattr(_hybridcache, _name)).__name__ == "function":
         globals()[_name] = getattr(_hybridcache, _name)
 # Submodules: `from hybridcache import state` and `import hybridcache.state` both work.
-for _sub in (state, segment, tree):
+for _sub in (state, segment, store, tree):
     _wrap_functions(_sub)
     _sys.modules[f"{__name__}.{_sub.__name__.rsplit('.', 1)[-1]}"] = _sub
 del _name, _sub

@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Reference kit for engine kernels: flash-linear-attention-style reference ops and pytest asserts.
 
+Also float64 NumPy references for RoPE realign and SparseX selection (``rope_frequencies``,
+``rope_rotate``, ``realign_keys``, ``sparse_q_scores``, ``select_tokens``), written from the
+definitions (DESIGN.md §3, SparseX §3.2) independently of the C++ kernels.
+
 Every function takes NumPy arrays, or anything exposing DLPack (torch tensors included, when torch
 is installed: bf16/fp16 tensors are upcast to float32 first, since NumPy has no bfloat16), in
 FLA's layouts and argument names:
@@ -37,6 +41,11 @@ __all__ = [
     "assert_outputs_close",
     "assert_state_close",
     "to_numpy",
+    "rope_frequencies",
+    "rope_rotate",
+    "realign_keys",
+    "sparse_q_scores",
+    "select_tokens",
 ]
 
 # op name -> (library family, the gate argument's name, per-key gate?, delta rule?)
@@ -253,3 +262,134 @@ def assert_state_close(op, final_state, *, accumulate="fp32", state_storage=None
     tol = tolerance(ref["final_state"], ref["bound_state"], ref["depth_per_token"] * T, T,
                     accumulate, state_storage, output or _precision_of(final_state))
     return _assert_close(f"{op} final_state", final_state, ref["final_state"], tol)
+
+
+# --- RoPE and selection references (pure NumPy, float64) ----------------------------------------
+
+
+def _rope_config(params, rotary_dim, base, layout, scaling, head_dim):
+    """(rotary_dim, base, interleaved, scaling) from an ``hybridcache.rope_params`` or keywords."""
+    if params is not None:
+        return (params.rotary_dim, params.base, params.layout.name == "interleaved",
+                params.scaling)
+    interleaved = layout in ("interleaved", "gptj") or getattr(layout, "name", "") == "interleaved"
+    return (rotary_dim or head_dim, base, interleaved, scaling)
+
+
+def rope_frequencies(rotary_dim, base=10000.0, scaling=None):
+    """theta_i = base^(-2i/d_rot), i < d_rot/2, then scaled: ``scaling`` is None, an
+    ``hybridcache.rope_scaling`` or a dict with its fields (kind 'linear' or 'llama3', factor,
+    low_freq_factor, high_freq_factor, original_max_position), as Hugging Face's rope_type."""
+    if rotary_dim <= 0 or rotary_dim % 2:
+        raise ValueError(f"rotary_dim = {rotary_dim}: must be even and > 0")
+    i = _np.arange(rotary_dim // 2, dtype=_np.float64)
+    theta = float(base) ** (-2.0 * i / rotary_dim)
+    if scaling is None:
+        return theta
+    get = (scaling.get if isinstance(scaling, dict) else lambda k, d=None: getattr(scaling, k, d))
+    kind = get("kind")
+    kind = getattr(kind, "name", kind)
+    factor = float(get("factor", 1.0))
+    if kind in (None, "none"):
+        return theta
+    if kind == "linear":
+        return theta / factor
+    if kind != "llama3":
+        raise ValueError(f"scaling kind = {kind!r}: must be 'linear' or 'llama3'")
+    low, high = float(get("low_freq_factor", 1.0)), float(get("high_freq_factor", 4.0))
+    L = float(get("original_max_position", 8192.0))
+    wavelength = 2 * _np.pi / theta
+    s = (L / wavelength - low) / (high - low)
+    blended = (1 - s) * theta / factor + s * theta
+    return _np.where(wavelength < L / high, theta,
+                     _np.where(wavelength > L / low, theta / factor, blended))
+
+
+def rope_rotate(x, positions, params=None, *, rotary_dim=None, base=10000.0,
+                layout="half_split", scaling=None):
+    """Rotates keys ``x`` ``[..., tokens, heads, head_dim]`` at ``positions`` (a scalar or one
+    per token) in float64: pair (a, b) = (i, i + d_rot/2) (half-split) or (2i, 2i+1)
+    (interleaved) becomes (x_a cos p theta_i - x_b sin p theta_i, x_a sin p theta_i + x_b cos p theta_i);
+    dimensions past rotary_dim are copied."""
+    x = to_numpy(x)
+    if x.ndim < 3:
+        raise ValueError(f"x.ndim = {x.ndim}: must be >= 3 [..., tokens, heads, head_dim]")
+    d_rot, base, interleaved, scaling = _rope_config(params, rotary_dim, base, layout, scaling,
+                                                     x.shape[-1])
+    if d_rot > x.shape[-1]:
+        raise ValueError(f"rotary_dim = {d_rot}: exceeds head_dim = {x.shape[-1]}")
+    theta = rope_frequencies(d_rot, base, scaling)
+    pos = _np.broadcast_to(_np.asarray(positions, dtype=_np.float64), (x.shape[-3],))
+    angle = pos[:, None, None] * theta  # [tokens, 1, pairs]
+    c, s = _np.cos(angle), _np.sin(angle)
+    half = d_rot // 2
+    a = _np.arange(half) * 2 if interleaved else _np.arange(half)
+    b = a + 1 if interleaved else a + half
+    out = x.copy()
+    out[..., a] = x[..., a] * c - x[..., b] * s
+    out[..., b] = x[..., a] * s + x[..., b] * c
+    return out
+
+
+def realign_keys(keys, delta, params=None, **rope):
+    """float64 reference of ``hybridcache.realign_keys``: R(delta) keys (every token moved by the
+    same delta). ``params``: an ``hybridcache.rope_params``, or keywords as ``rope_rotate``."""
+    return rope_rotate(keys, delta, params, **rope)
+
+
+def sparse_q_scores(queries, positions, keys, scale=None):
+    """float64 reference of SparseX's sparse-Q scores (eqs. 1-2): per head h (query head h reads
+    kv head h // (H / H_kv)) a causal softmax of scale * q_i . k_j over j <= positions[i], summed
+    over queries and heads and divided by H * n_q. ``scale=None`` is 1/sqrt(d)."""
+    q, k = to_numpy(queries), to_numpy(keys)
+    pos = _np.asarray(to_numpy(positions), dtype=_np.int64)
+    if q.ndim != 3 or k.ndim != 3:
+        raise ValueError("queries and keys must be [n, heads, d]")
+    nq, heads, d = q.shape
+    t_len, kv_heads, _ = k.shape
+    if kv_heads == 0 or heads % kv_heads:
+        raise ValueError(f"keys.shape[1] = {kv_heads}: must divide the query heads {heads}")
+    scale = 1.0 / _np.sqrt(d) if scale is None else float(scale)
+    group = heads // kv_heads
+    s = _np.zeros(t_len)
+    visible = _np.arange(t_len)[None, :] <= pos[:, None]  # [nq, T]
+    for h in range(heads):
+        logits = scale * q[:, h, :] @ k[:, h // group, :].T
+        logits = _np.where(visible, logits, -_np.inf)
+        logits -= logits.max(axis=1, keepdims=True)
+        e = _np.exp(logits)
+        s += (e / e.sum(axis=1, keepdims=True)).sum(axis=0)
+    return s / (heads * nq) if nq and heads else s
+
+
+def select_tokens(scores, reused, top_k=0, block_size=16, fallback_tokens=64):
+    """Reference of ``hybridcache.select_tokens``: a dict of int64 arrays ``non_reuse``, ``key``
+    (top_k reused tokens sorted by score descending, then index ascending), ``overflow`` (reused
+    tokens within block_size of a maximal non-reuse interval), ``tail`` (the last fallback_tokens
+    of a final reused segment), ``recompute`` (their union), and the bool ``recompute_mask``."""
+    scores = to_numpy(scores).reshape(-1)
+    t_len = scores.size
+    reused = [(int(b), int(e)) for b, e in (reused if len(reused) else [])]
+    is_reused = _np.zeros(t_len, dtype=bool)
+    for b, e in reused:
+        is_reused[b:e] = True
+    idx = _np.arange(t_len)
+    non_reuse = idx[~is_reused]
+    cand = idx[is_reused]
+    key = cand[_np.lexsort((cand, -scores[cand]))][:top_k]
+    near = _np.zeros(t_len, dtype=bool)
+    edges = _np.diff(_np.concatenate(([1], is_reused.astype(_np.int8), [1])))
+    for a in _np.flatnonzero(edges == -1):  # a non-reuse interval starts at a ...
+        near[max(0, a - block_size):a] = True
+    for b in _np.flatnonzero(edges == 1):  # ... and ends before b
+        near[b:min(t_len, b + block_size)] = True
+    overflow = idx[near & is_reused]
+    tail = _np.zeros(0, dtype=_np.int64)
+    if reused and reused[-1][1] == t_len:
+        b, e = reused[-1]
+        tail = _np.arange(e - min(e - b, fallback_tokens), e)
+    mask = ~is_reused
+    for part in (key, overflow, tail):
+        mask[part] = True
+    return {"non_reuse": non_reuse, "key": key, "overflow": overflow, "tail": tail,
+            "recompute": idx[mask], "recompute_mask": mask}

@@ -9,8 +9,11 @@
 
 #include "bind_dispatch.hpp"
 #include "bind_placement.hpp"
+#include "bind_rope.hpp"
+#include "bind_select.hpp"
 #include "bind_segment.hpp"
 #include "bind_state.hpp"
+#include "bind_store.hpp"
 #include "bind_tree.hpp"
 #include "bind_testing.hpp"
 #include "common.hpp"
@@ -79,4 +82,7 @@ NB_MODULE(_hybridcache, m) {
   bind_segment(m);
   bind_tree(m);
   bind_testing(m);
+  bind_rope(m);
+  bind_select(m);
+  bind_store(m);
 }
