@@ -159,6 +159,19 @@ def test_handles_are_context_managers_and_pins_block_eviction():
     assert pool[b"c"] == [1, 2]
 
 
+def test_a_handle_outlives_its_pool():
+    released = []
+    pool = store.lru_pool(10, on_release=lambda k, v, why: released.append((k, v, why.name)))
+    _, pin = pool.insert_pinned(b"k", "value", 3)
+    pool.insert(b"j", "other", 3)
+    del pool
+    gc.collect()
+    assert released == [(b"j", "other", "cleared")]  # unpinned entries go with the pool
+    assert pin.value == "value" and not pin.attached
+    pin.release()  # the pinned one when its last pin drops
+    assert released[-1] == (b"k", "value", "cleared")
+
+
 def test_reserved_budget_follows_comb():
     released = []
     pool = store.lru_pool(10, reserved=4, on_release=lambda k, v, why: released.append(k))
