@@ -12,7 +12,7 @@
 
 #include <hybridcache/state.hpp>
 
-namespace hcs = hybridcache::state;
+namespace hc = hybridcache;
 
 namespace {
 
@@ -21,7 +21,7 @@ constexpr std::size_t dk = 32, dv = 16;
 struct segment {
   std::vector<float> k, v, beta, log_gate;
   std::size_t length = 0;
-  hcs::token_inputs<float> view() const { return {length, dk, dv, k, v, beta, log_gate}; }
+  hc::token_inputs<float> view() const { return {length, dk, dv, k, v, beta, log_gate}; }
 };
 
 // Stand-in for a layer's per-token keys, values, write strengths and log-gates.
@@ -62,31 +62,31 @@ int main() {
   const segment docs[3] = {make_segment(700, 2), make_segment(700, 3), make_segment(700, 4)};
 
   // Cache time: each document on its own, from a zero state.
-  std::vector<hcs::segment_summary<float>> cached;
-  for (const auto& d : docs) cached.push_back(hcs::summarize(d.view(), hcs::rule::delta));
+  std::vector<hc::segment_summary<float>> cached;
+  for (const auto& d : docs) cached.push_back(hc::summarize(d.view(), hc::transition_rule::delta));
   std::printf("cached %zu summaries: family %s, T_C %zux%zu, S_C|0 %zux%zu\n", cached.size(),
-              std::string(hcs::to_string(cached[0].family())).c_str(), dk, dk, dk, dv);
+              std::string(hc::to_string(cached[0].family())).c_str(), dk, dk, dk, dv);
 
   // Request time: the running state after the prefix, then HYPIC eq. 6 over the three documents.
   const std::vector<float> zero(dk * dv, 0.0f);
   const auto after_prefix =
-      hcs::run_recurrence(prefix.view(), hcs::rule::delta, std::span<const float>(zero));
-  const auto spliced = hcs::apply(cached, std::span<const float>(after_prefix));
+      hc::run_recurrence(prefix.view(), hc::transition_rule::delta, std::span<const float>(zero));
+  const auto spliced = hc::apply(cached, std::span<const float>(after_prefix));
 
   // Check: the same tokens, one by one.
   auto full = after_prefix;
   for (const auto& d : docs)
-    full = hcs::run_recurrence(d.view(), hcs::rule::delta, std::span<const float>(full));
+    full = hc::run_recurrence(d.view(), hc::transition_rule::delta, std::span<const float>(full));
   const double err = relative_error(spliced, full);
 
   // What caching end states alone (naive addition, HYPIC eq. 3) would have produced.
-  const auto naive = hcs::naive_addition(std::span<const hcs::segment_summary<float>>(cached),
-                                         std::span<const float>(after_prefix));
+  const auto naive = hc::naive_addition(std::span<const hc::segment_summary<float>>(cached),
+                                        std::span<const float>(after_prefix));
   const double naive_err = relative_error(naive, full);
 
   // The three summaries can also be pre-combined into one (balanced tree) and reused as a unit.
-  const auto combined = hcs::fold(cached);
-  const auto via_fold = hcs::apply(combined, std::span<const float>(after_prefix));
+  const auto combined = hc::fold(cached);
+  const auto via_fold = hc::apply(combined, std::span<const float>(after_prefix));
 
   std::printf("composition law vs token-by-token: relative error %.2e\n", err);
   std::printf("naive addition   vs token-by-token: relative error %.2e\n", naive_err);

@@ -12,8 +12,7 @@
 #include <hybridcache/store.hpp>
 
 using hybridcache::token_id;
-namespace sg = hybridcache::segment;
-namespace st = hybridcache::store;
+namespace hc = hybridcache;
 
 namespace {
 int failures = 0;
@@ -39,7 +38,7 @@ int main() {
   }
 
   // 1. Segmentation: leading (anchored), reusable, query; padded to 64-token blocks; seam 8.
-  const auto seg = sg::split(request, {.separator = sep, .block_size = 64, .pad_token = 0});
+  const auto seg = hc::split_request(request, {.separator = sep, .block_size = 64, .pad_token = 0});
   std::printf("segments of a %zu-token request (spliced length %zu):\n", request.size(),
               seg.spliced_length);
   for (const auto& s : seg.segments)
@@ -49,11 +48,11 @@ int main() {
   expect(seg.segments.size() == 4, "four segments: system, doc A, doc B, question");
 
   // 2. Namespaces: typed fields; malformed text is an error, not the shared namespace.
-  const auto tenant1 = sg::namespace_key::parse("ns{tenant=acme;kb=handbook}");
-  const auto tenant2 = sg::namespace_key{}.with_tenant("globex").with_knowledge_base("handbook");
+  const auto tenant1 = hc::namespace_key::parse("ns{tenant=acme;kb=handbook}");
+  const auto tenant2 = hc::namespace_key{}.with_tenant("globex").with_knowledge_base("handbook");
   bool rejected = false;
   try {
-    (void)sg::namespace_key::parse("tenant=acme");
+    (void)hc::namespace_key::parse("tenant=acme");
   } catch (const hybridcache::invalid_argument& e) {
     rejected = true;
     std::printf("  rejected: %s\n", e.what());
@@ -61,15 +60,16 @@ int main() {
   expect(rejected, "malformed namespace text throws");
 
   // 3. The verified index: same namespace hits, another tenant misses the same tokens.
-  sg::segment_index<std::string> index;  // keyed XXH3-128, random per-index secret
+  hc::segment_index<std::string> index;  // keyed XXH3-128, random per-index secret
   index.insert(tenant1, doc_a, "KV(doc A) for acme");
   expect(index.find(tenant1, doc_a).has_value(), "acme finds its document");
   expect(!index.find(tenant2, doc_a).has_value(), "globex does not see acme's document");
 
   // 4. HYPIC store: private running state after 128 tokens, public entries per segment.
-  st::pic_store<std::string, std::string> store(
-      {.public_capacity = 1 << 20, .public_reserved = 1 << 18, .private_capacity = 1 << 20,
-       .block_size = 64});
+  hc::pic_store<std::string, std::string> store({.public_capacity = 1 << 20,
+                                                 .public_reserved = 1 << 18,
+                                                 .private_capacity = 1 << 20,
+                                                 .block_size = 64});
   const std::span<const token_id> r(request);
   const auto& sa = seg.segments[1];
   const auto& sb = seg.segments[2];
@@ -86,16 +86,16 @@ int main() {
   expect(other.prefix_depth == 0 && other.hits() == 0, "globex shares nothing");
 
   // 5. Chained block keys: the namespace reaches every block.
-  const sg::xxh3_hash h;
-  const auto k1 = sg::block_keys(h, tenant1, request, 64);
-  const auto k2 = sg::block_keys(h, tenant2, request, 64);
+  const hc::xxh3_hash h;
+  const auto k1 = hc::block_keys(h, tenant1, request, 64);
+  const auto k2 = hc::block_keys(h, tenant2, request, 64);
   bool all_differ = true;
   for (std::size_t i = 0; i < k1.size(); ++i) all_differ = all_differ && k1[i] != k2[i];
   expect(all_differ, "every block key differs between tenants");
   std::printf("  h_1 (acme) = %s\n", k1.front().to_hex().c_str());
 
   // 6. Last-K overlap depths (the sparse prefix caching simulation's input).
-  st::last_k_cache last_k(35);
+  hc::last_k_cache last_k(35);
   last_k.observe(tenant1, request);
   auto follow_up = request;
   follow_up.back() += 1;  // same context, different last question token

@@ -7,32 +7,34 @@
 #include <string>
 
 int main() {
-  namespace sim = hybridcache::sim;
+  namespace hc = hybridcache;
 
   // 1. A QuALITY-shaped trace: 24 documents of 1–2k tokens, 8–16 questions each, Zipf popularity,
   //    Poisson arrivals; seed 1 names it.
-  const auto trace = sim::synthetic_document_qa({.requests = 1500, .length = 2048, .seed = 1});
+  const auto trace = hc::synthetic_document_qa({.requests = 1500, .length = 2048, .seed = 1});
 
   // 2. A last-35 cache, block size 64, the EW histogram re-solved every 10 requests.
-  sim::sparse_prefix_options opts;
+  hc::sparse_prefix_options opts;
   opts.cache_entries = 35;
   opts.budgets = {2, 8};
-  opts.strategies = {sim::strategy::last, sim::strategy::balanced, sim::strategy::dp};
-  const auto r = sim::simulate_sparse_prefix(trace, opts);
+  opts.strategies = {hc::placement_strategy::last, hc::placement_strategy::balanced,
+                     hc::placement_strategy::dp};
+  const auto r = hc::simulate_sparse_prefix(trace, opts);
 
   std::printf("%zu requests, %zu hits\n", r.requests, r.hits);
   for (const auto& row : r.rows) {
     std::printf("  %-9s M=%-2zu %5.1f checkpoints/entry  savings %5.1f%%  reduction %6.2fx\n",
-                std::string(sim::to_string(row.kind)).c_str(), row.budget, row.mean_checkpoints,
+                std::string(hc::to_string(row.kind)).c_str(), row.budget, row.mean_checkpoints,
                 100.0 * row.savings, row.reduction);
   }
   // The distribution-aware DP beats balanced spacing at the same budget on this workload.
-  const bool dp_wins = r.find(sim::strategy::dp, 2)->reduction > r.find(sim::strategy::balanced, 2)->reduction;
+  const bool dp_wins = r.find(hc::placement_strategy::dp, 2)->reduction >
+                       r.find(hc::placement_strategy::balanced, 2)->reduction;
 
   // 3. Segment reuse: RAG prompts over a shared passage pool in two namespaces.
-  sim::synthetic_rag_options rag;
+  hc::synthetic_rag_options rag;
   rag.requests = 500;
-  const auto s = sim::simulate_segment_reuse(sim::synthetic_rag(rag));
+  const auto s = hc::simulate_segment_reuse(hc::synthetic_rag(rag));
   for (const auto& n : s.namespaces) {
     std::printf("  namespace %-24s %4zu/%-4zu segment hits\n", n.ns.to_string().c_str(), n.hits, n.lookups);
   }
@@ -41,7 +43,7 @@ int main() {
   }
 
   // 4. HYPIC Fig. 14: 11 cold segments x 2.4k tokens over 1/2/4/8 workers (LPT).
-  for (const auto& b : sim::cold_dispatch(11, 2400)) {
+  for (const auto& b : hc::cold_dispatch(11, 2400)) {
     std::printf("  m=%zu TTFT %5.0f ms (%.2fx vs full recompute)\n", b.workers, b.total, b.speedup_vs_full());
   }
   return dp_wins ? 0 : 1;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Example 07 (docs/tree.md): plan states for a small prefix tree exactly, then drive
-// tree::state_policy the way an engine's radix cache would, over multi-turn chats of two tenants.
+// state_policy the way an engine's radix cache would, over multi-turn chats of two tenants.
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -25,10 +25,10 @@ int main() {
   }
 
   // 2. The online policy: block 16, states of 1 MiB, a pool of 8 states.
-  hc::tree::state_policy pol(
+  hc::state_policy pol(
       {.block_size = 16, .state_bytes = 1 << 20, .capacity_bytes = 8u << 20, .replan_every = 10});
-  const auto tenant_a = hc::segment::namespace_key{}.with_tenant("a");
-  const auto tenant_b = hc::segment::namespace_key{}.with_tenant("b");
+  const auto tenant_a = hc::namespace_key{}.with_tenant("a");
+  const auto tenant_b = hc::namespace_key{}.with_tenant("b");
   std::mt19937 rng(1);
   std::vector<hc::token_id> system(600);
   for (auto& x : system) x = rng() % 32000;

@@ -5,14 +5,14 @@
 #include <hybridcache/sim/tree.hpp>
 
 int main() {
-  namespace sim = hybridcache::sim;
-  sim::multi_turn_options mt;
+  namespace hc = hybridcache;
+  hc::multi_turn_options mt;
   mt.sessions = 100;  // ~550 requests of multi-turn sessions over 4 shared system prompts
-  const sim::tree_trace trace = sim::synthetic_multi_turn(mt);
+  const hc::tree_trace trace = hc::synthetic_multi_turn(mt);
 
-  sim::tree_options o;
+  hc::tree_options o;
   o.budgets = {8, 32};  // states in the pool (9 MiB each for the default model)
-  const sim::tree_result r = sim::simulate_tree(trace, o);
+  const hc::tree_result r = hc::simulate_tree(trace, o);
 
   std::printf("%s: %zu requests, %zu nodes of %zu tokens\n", r.trace.c_str(), r.requests, r.nodes,
               r.block);

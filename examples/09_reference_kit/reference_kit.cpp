@@ -11,7 +11,7 @@
 #include <vector>
 
 int main() {
-  namespace hs = hybridcache::state;
+  namespace hc = hybridcache;
   const std::size_t B = 1, T = 32, H = 2, K = 8, V = 4;
   // Inputs on a dyadic grid (exact in float32 and double): j / 64.
   auto fill = [](std::size_t n, int lo, int hi, unsigned seed) {
@@ -28,23 +28,23 @@ int main() {
              v = fill(B * T * H * V, -64, 64, 3), gk = fill(B * T * H * K, -19, -1, 4);
 
   // The reference, in FLA's layout and names.
-  hs::fla::dims d{B, T, H, K, V};
-  hs::fla::args<double> ref_args;
+  hc::fla::dims d{B, T, H, K, V};
+  hc::fla::args<double> ref_args;
   ref_args.q = q;
   ref_args.k = k;
   ref_args.v = v;
   ref_args.gk = gk;
-  const auto ref = hs::fla::chunk_gla(d, ref_args);
+  const auto ref = hc::fla::chunk_gla(d, ref_args);
 
   // The "kernel": the same op in float32.
   const std::vector<float> qf(q.begin(), q.end()), kf(k.begin(), k.end()), vf(v.begin(), v.end()),
       gf(gk.begin(), gk.end());
-  hs::fla::args<float> kernel_args;
+  hc::fla::args<float> kernel_args;
   kernel_args.q = qf;
   kernel_args.k = kf;
   kernel_args.v = vf;
   kernel_args.gk = gf;
-  const auto got = hs::fla::chunk_gla(d, kernel_args);
+  const auto got = hc::fla::chunk_gla(d, kernel_args);
 
   // Bound weights per head (gathered from the [B, T, H, K] layout), then the check.
   double worst = 0;
@@ -58,14 +58,15 @@ int main() {
       }
       for (std::size_t c = 0; c < V; ++c) vh[t * V + c] = v[(t * H + h) * V + c];
     }
-    hs::token_inputs<double> in{T, K, V, kh, vh, {}, gh};
-    const auto w = hs::abs_bound_weights(in, hs::rule::additive, qh, hs::default_scale(K), {});
+    hc::token_inputs<double> in{T, K, V, kh, vh, {}, gh};
+    const auto w =
+        hc::abs_bound_weights(in, hc::transition_rule::additive, qh, hc::default_scale(K), {});
     for (std::size_t t = 0; t < T; ++t)
       for (std::size_t c = 0; c < V; ++c) {
         const std::size_t i = (t * H + h) * V + c;
         const double tol =
-            hs::element_tolerance(w.o[t * V + c], w.depth_per_token * double(t + 1) + K + 1,
-                                  double(t + 1), ref.o[i], hs::error_model{});
+            hc::element_tolerance(w.o[t * V + c], w.depth_per_token * double(t + 1) + K + 1,
+                                  double(t + 1), ref.o[i], hc::error_model{});
         worst = std::max(worst, std::fabs(got.o[i] - ref.o[i]) / tol);
       }
   }

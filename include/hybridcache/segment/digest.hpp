@@ -16,7 +16,6 @@
 #include "hybridcache/config.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace segment {
 
 /// A 128-bit digest. Value type; ordered and hashable.
 struct digest {
@@ -59,5 +58,8 @@ struct digest_hasher {
   }
 };
 
+namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::digest;
+using ::hybridcache::digest_hasher;
 }  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

@@ -51,7 +51,6 @@
 #endif
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace segment {
 
 /// A keyed 128-bit hash over a two-part message. Must be callable concurrently on a const
 /// object (indexes share one policy across threads).
@@ -127,6 +126,10 @@ struct constant_hash {
 static_assert(hash_policy<xxh3_hash>);
 static_assert(hash_policy<constant_hash>);
 
+namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::constant_hash;
+using ::hybridcache::hash_policy;
+using ::hybridcache::xxh3_hash;
 }  // namespace segment
 HYBRIDCACHE_NAMESPACE_END
 

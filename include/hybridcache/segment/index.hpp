@@ -47,7 +47,6 @@
 #include "hybridcache/segment/token.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace segment {
 
 /// Verified concurrent index keyed by (namespace, tokens). See the file comment.
 /// @tparam Value the stored value (copyable for `find`; movable for `insert`).
@@ -331,5 +330,7 @@ class segment_index {
   std::array<shard, shard_count> shards_;
 };
 
+namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::segment_index;
 }  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

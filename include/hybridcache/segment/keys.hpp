@@ -87,13 +87,11 @@ class head_buffer {
 
 }  // namespace detail
 
-namespace segment {
 /// What a segment key may be reused as.
 enum class segment_kind : std::uint8_t {
   position_independent = 'P',  ///< reusable at any position (HYPIC PIC segment, COMB chunk)
   anchored = 'A',              ///< the leading segment, valid only at position 0
 };
-
 
 /// The root of a namespace's block chain, h_0 = H("HCK1" ‖ 'R' ‖ len(ns) ‖ ns).
 template <hash_policy H>
@@ -192,5 +190,12 @@ template <hash_policy H>
   return out;
 }
 
+namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::block_keys;
+using ::hybridcache::block_keys_into;
+using ::hybridcache::chain_key;
+using ::hybridcache::root_key;
+using ::hybridcache::segment_key;
+using ::hybridcache::segment_kind;
 }  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

@@ -52,7 +52,6 @@
 #include "hybridcache/error.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace segment {
 
 /// The typed fields of a namespace, in encoding order.
 enum class namespace_field : std::uint8_t {
@@ -339,5 +338,8 @@ class namespace_key {
   std::shared_ptr<const std::string> encoded_;
 };
 
+namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::namespace_field;
+using ::hybridcache::namespace_key;
 }  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

@@ -74,8 +74,6 @@ class sha256_thread_contexts {
 
 }  // namespace detail
 
-namespace segment {
-
 /// HMAC-SHA-256 hash policy (file comment). Copies share one keyed OpenSSL context template and
 /// an id; each thread computes on its own re-initialised duplicate of the template
 /// (`detail::sha256_thread_contexts`), so concurrent calls are safe.
@@ -137,5 +135,7 @@ class sha256_hash {
 
 static_assert(hash_policy<sha256_hash>);
 
+namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::sha256_hash;
 }  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

@@ -38,16 +38,12 @@
 #include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace segment {
 
-/// The role of a piece of a request: the library-wide `hybridcache::segment_role` (types.hpp).
-using ::hybridcache::segment_role;
-
-/// Options of `split`.
+/// Options of `split_request`.
 struct split_options {
   token_id separator = 0;      ///< the PIC_SEPARATOR token id (required to be set by callers)
   std::size_t block_size = 1;  ///< pad leading and reusable segments to a multiple of this
-  token_id pad_token = 0;      ///< token id written into padding by `splice`
+  token_id pad_token = 0;      ///< token id written into padding by `splice_request`
   std::size_t seam_width = 8;  ///< HYPIC seam window w (0 disables seam exclusion)
   std::size_t conv_kernel = 0; ///< k of a causal conv before QKV (0/1: none); head seam >= k−1
 };
@@ -73,7 +69,7 @@ struct segment_range {
   friend bool operator==(const segment_range&, const segment_range&) = default;
 };
 
-/// The result of `split`.
+/// The result of `split_request`.
 struct segmentation {
   std::vector<segment_range> segments;  ///< in request order
   std::size_t separators = 0;           ///< number of separator tokens found
@@ -85,8 +81,8 @@ struct segmentation {
 /// @throws invalid_argument if `opts.block_size == 0`, or `opts.pad_token == opts.separator`
 /// (padding would read back as a separator), or a padded length ⌈n/B⌉·B or the spliced total
 /// overflows `std::size_t` (`checked.hpp`).
-[[nodiscard]] inline segmentation split(std::span<const token_id> tokens,
-                                        const split_options& opts) {
+[[nodiscard]] inline segmentation split_request(std::span<const token_id> tokens,
+                                                const split_options& opts) {
   if (opts.block_size == 0)
     hybridcache::detail::throw_invalid("opts.block_size", opts.block_size, "must be >= 1");
   if (opts.pad_token == opts.separator && opts.block_size > 1)
@@ -139,8 +135,9 @@ struct segmentation {
 /// separators removed. `result.size() == seg.spliced_length`.
 /// @throws invalid_argument if `seg` does not describe `tokens` (a range out of bounds), or its
 ///         padded total is not representable or allocatable.
-[[nodiscard]] inline std::vector<token_id> splice(std::span<const token_id> tokens,
-                                                  const segmentation& seg, token_id pad_token) {
+[[nodiscard]] inline std::vector<token_id> splice_request(std::span<const token_id> tokens,
+                                                          const segmentation& seg,
+                                                          token_id pad_token) {
   // `seg` is caller data: validate every range and the padded total before allocating.
   std::size_t total = 0;
   for (std::size_t i = 0; i < seg.segments.size(); ++i) {
@@ -162,5 +159,20 @@ struct segmentation {
   return out;
 }
 
+namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::segment_range;
+using ::hybridcache::segmentation;
+using ::hybridcache::split_options;
+/// Former name of `split_request`.
+[[nodiscard]] inline segmentation split(std::span<const token_id> tokens,
+                                        const split_options& opts) {
+  return split_request(tokens, opts);
+}
+/// Former name of `splice_request`.
+[[nodiscard]] inline std::vector<token_id> splice(std::span<const token_id> tokens,
+                                                  const segmentation& seg, token_id pad_token) {
+  return splice_request(tokens, seg, pad_token);
+}
+using ::hybridcache::segment_role;
 }  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

@@ -28,7 +28,6 @@
 #include "hybridcache/segment/token.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace segment {
 
 /// A borrowed (digest, namespace, tokens) triple. The referenced data must outlive the view.
 struct key_view {
@@ -91,5 +90,10 @@ struct verified_key_equal {
   }
 };
 
+namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::key_view;
+using ::hybridcache::verified_key;
+using ::hybridcache::verified_key_equal;
+using ::hybridcache::verified_key_hash;
 }  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

@@ -37,7 +37,6 @@
 #include "hybridcache/sim/trace.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace sim {
 
 /// How many requests to draw and how they arrive.
 struct arrival_options {
@@ -88,12 +87,12 @@ inline void generate_requests(trace& t, std::span<const request_group> groups,
                                          "shared suffixes", "no shared suffixes were given");
     }
   }
-  sim::detail::rng r(sim::detail::derive_seed(opts.seed, 0x67656e));
+  detail::rng r(detail::derive_seed(opts.seed, 0x67656e));
   // Seeded popularity ranks: rank_of[k] = the group holding popularity rank k.
   std::vector<std::size_t> rank_of(groups.size());
   std::iota(rank_of.begin(), rank_of.end(), std::size_t{0});
   for (std::size_t i = rank_of.size(); i > 1; --i) std::swap(rank_of[i - 1], rank_of[r.below(i)]);
-  const sim::detail::zipf pop(groups.size(), opts.zipf);
+  const detail::zipf pop(groups.size(), opts.zipf);
   double clock = 0.0;
   const std::size_t total = opts.each_once ? groups.size() : opts.requests;
   for (std::size_t i = 0; i < total; ++i) {
@@ -279,5 +278,17 @@ inline trace build_block_hash_trace(std::string name, std::span<const block_hash
   return t;
 }
 
+namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::arrival_options;
+using ::hybridcache::block_hash_record;
+using ::hybridcache::build_block_hash_trace;
+using ::hybridcache::build_document_qa;
+using ::hybridcache::build_rag;
+using ::hybridcache::build_system_prompts;
+using ::hybridcache::generate_requests;
+using ::hybridcache::request_group;
+using ::hybridcache::text_document;
+using ::hybridcache::text_rag_prompt;
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -44,7 +44,6 @@
 #include "hybridcache/sim/trace.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace sim {
 
 /// Options of the multi-node simulation.
 struct multi_node_options {
@@ -191,5 +190,9 @@ inline multi_node_result simulate_multi_node(const trace& t, const multi_node_op
   return r;
 }
 
+namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::multi_node_options;
+using ::hybridcache::multi_node_result;
+using ::hybridcache::simulate_multi_node;
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -64,7 +64,6 @@
 #include "hybridcache/sim/trace.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace sim {
 
 /// Options of the segment-reuse simulation.
 struct segment_reuse_options {
@@ -380,5 +379,15 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t,
   return r;
 }
 
+namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::cold_dispatch;
+using ::hybridcache::composition_ttft;
+using ::hybridcache::namespace_stats;
+using ::hybridcache::segment_reuse_options;
+using ::hybridcache::segment_reuse_result;
+using ::hybridcache::simulate_segment_reuse;
+using ::hybridcache::ttft_breakdown;
+using ::hybridcache::ttft_summary;
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

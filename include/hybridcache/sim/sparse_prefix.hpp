@@ -87,18 +87,9 @@
 #include "hybridcache/store/last_k_cache.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace sim {
 
-/// A checkpoint-placement strategy (the library's, see placement/strategies.hpp).
-using strategy = placement_strategy;
-/// Every strategy, in report order.
-inline constexpr const auto& all_strategies = all_placement_strategies;
-using hybridcache::is_fixed_baseline;
-using hybridcache::to_string;
-using hybridcache::uses_budget;
-using store::last_k_overlap;
 /// The strategy called `name`, if any.
-constexpr std::optional<strategy> parse_strategy(std::string_view name) noexcept {
+constexpr std::optional<placement_strategy> parse_strategy(std::string_view name) noexcept {
   return parse_placement_strategy(name);
 }
 
@@ -109,7 +100,8 @@ struct sparse_prefix_options {
   std::size_t resolve_every = 10;  ///< R: histogram snapshot / DP re-solve period, in requests
   double gamma = 0.99;             ///< EW histogram decay
   std::vector<std::size_t> budgets{1, 2, 4, 8, 16, 32, 64};
-  std::vector<strategy> strategies{std::begin(all_strategies), std::end(all_strategies)};
+  std::vector<placement_strategy> strategies{std::begin(all_placement_strategies),
+                                             std::end(all_placement_strategies)};
   /// `dp_frontier`: the fewest m ≤ M with E[r](m) ≤ (1 + tolerance)·E[r](M) on the frontier, i.e.
   /// a reduction factor within this fraction of the budget-M DP's (under the estimate).
   double frontier_tolerance = 0.05;
@@ -141,7 +133,7 @@ struct sparse_prefix_options {
 
 /// The outcome of one (strategy, budget) pair.
 struct strategy_result {
-  strategy kind = strategy::no_cache;
+  placement_strategy kind = placement_strategy::no_cache;
   std::size_t budget = 0;           ///< M; 0 for strategies that take none
   double depth_tokens = 0.0;        ///< Σ t: recurrent work with no cache (R_nc summed)
   double recomputed_tokens = 0.0;   ///< Σ r
@@ -174,7 +166,8 @@ struct sparse_prefix_result {
   sparse_prefix_options options;
 
   /// The row of (s, budget) (budget ignored for strategies that take none), or nullptr.
-  [[nodiscard]] const strategy_result* find(strategy s, std::size_t budget = 0) const noexcept {
+  [[nodiscard]] const strategy_result* find(placement_strategy s,
+                                            std::size_t budget = 0) const noexcept {
     for (const auto& r : rows) {
       if (r.kind == s && (!uses_budget(s) || r.budget == budget)) return &r;
     }
@@ -329,7 +322,7 @@ class sparse_prefix_simulator {
   /// The checkpoints the newest entry stored under (s, budget) (budget ignored for strategies
   /// that take none); empty before the first request.
   /// @throws not_found_error when (s, budget) is not simulated.
-  [[nodiscard]] std::span<const std::uint32_t> newest_checkpoints(strategy s,
+  [[nodiscard]] std::span<const std::uint32_t> newest_checkpoints(placement_strategy s,
                                                                   std::size_t budget = 0) const {
     for (std::size_t c = 0; c < configs_.size(); ++c) {
       if (configs_[c].kind == s && (!uses_budget(s) || configs_[c].budget == budget)) {
@@ -361,7 +354,7 @@ class sparse_prefix_simulator {
       row.mean_checkpoints = acc_[c].checkpoints / n;
       row.max_checkpoints = acc_[c].max_checkpoints;
       row.checkpoint_bytes = row.mean_checkpoints * opts_.model.checkpoint_bytes();
-      row.kv_bytes = row.kind == strategy::no_cache
+      row.kv_bytes = row.kind == placement_strategy::no_cache
                          ? 0.0
                          : acc_[c].kv_tokens / n * opts_.model.kv_bytes_per_token();
       row.cache_bytes = k * (row.checkpoint_bytes + row.kv_bytes);
@@ -373,7 +366,7 @@ class sparse_prefix_simulator {
 
  private:
   struct config {
-    strategy kind;
+    placement_strategy kind;
     std::size_t budget;
   };
   struct accum {
@@ -423,8 +416,8 @@ class sparse_prefix_simulator {
     return slots_[(id - 1) % slots_.size()];
   }
 
-  static constexpr bool is_dp(strategy s) noexcept {
-    return s == strategy::dp || s == strategy::dp_frontier;
+  static constexpr bool is_dp(placement_strategy s) noexcept {
+    return s == placement_strategy::dp || s == placement_strategy::dp_frontier;
   }
 
   // The law the DP strategies plan with: the oracle's, or the refresh policy's latest snapshot.
@@ -453,10 +446,11 @@ class sparse_prefix_simulator {
     if (len >= b) {
       const auto& law = law_for(len);
       if (!law) {
-        p = {narrow(place_fixed(strategy::balanced, len, cf.budget, {.granularity = b})), true};
+        p = {narrow(place_fixed(placement_strategy::balanced, len, cf.budget, {.granularity = b})),
+             true};
       } else {
         std::size_t m = cf.budget;
-        if (cf.kind == strategy::dp_frontier)
+        if (cf.kind == placement_strategy::dp_frontier)
           m = frontier_budget(*law, m, opts_.frontier_tolerance);
         p = {narrow(plan_entry(*law, m).checkpoints), false};
       }
@@ -474,8 +468,8 @@ class sparse_prefix_simulator {
     for (std::size_t c = 0; c < configs_.size(); ++c) {
       const config& cf = configs_[c];
       if (is_dp(cf.kind)) {
-        const auto choice = guards_[c] ? guards_[c]->choice() : strategy::dp;
-        if (choice == strategy::dp) {
+        const auto choice = guards_[c] ? guards_[c]->choice() : placement_strategy::dp;
+        if (choice == placement_strategy::dp) {
           const placed& p = dp_plan(c, len);
           e.checkpoints[c] = p.positions;
           if (p.fallback) ++result_.dp_fallbacks;
@@ -556,8 +550,8 @@ constexpr std::string_view to_string(dominance_status s) noexcept {
 
 /// One comparison of the DP against a fixed baseline at one budget.
 struct dominance_check {
-  strategy dp_kind = strategy::dp;
-  strategy baseline = strategy::balanced;
+  placement_strategy dp_kind = placement_strategy::dp;
+  placement_strategy baseline = placement_strategy::balanced;
   std::size_t budget = 0;  ///< the DP's budget M
   double dp_reduction = 0.0;
   double baseline_reduction = 0.0;
@@ -581,9 +575,9 @@ struct dominance_check {
 /// baseline used) and is reported `not_comparable` otherwise — listed, not silently dropped.
 /// A comparison is `within_tolerance` when dp ≥ (1 − tolerance)·baseline, and a trace with no
 /// overlap at all is `nothing_to_save` (every reduction is 1), never a pass.
-inline std::vector<dominance_check> check_dominance(const sparse_prefix_result& r,
-                                                    strategy dp_kind = strategy::dp,
-                                                    double tolerance = 0.01) {
+inline std::vector<dominance_check> check_dominance(
+    const sparse_prefix_result& r, placement_strategy dp_kind = placement_strategy::dp,
+    double tolerance = 0.01) {
   std::vector<dominance_check> out;
   for (const auto& d : r.rows) {
     if (d.kind != dp_kind) continue;
@@ -626,7 +620,7 @@ inline sparse_prefix_result simulate_sparse_prefix(const trace& t,
     // First pass: the depths do not depend on the strategy; their empirical law is the oracle.
     sparse_prefix_options probe = opts;
     probe.oracle = false;
-    probe.strategies = {strategy::kv_only};
+    probe.strategies = {placement_strategy::kv_only};
     sparse_prefix_simulator depth_only(probe, max_depth);
     o.oracle_weights.assign(max_depth, 0.0);
     for (std::size_t i = 0; i < n; ++i) {
@@ -647,5 +641,24 @@ inline sparse_prefix_result simulate_sparse_prefix(const trace& t,
   return r;
 }
 
+namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+/// A checkpoint-placement strategy (the library's, see placement/strategies.hpp).
+using strategy = ::hybridcache::placement_strategy;
+/// Every strategy, in report order.
+inline constexpr const auto& all_strategies = ::hybridcache::all_placement_strategies;
+using ::hybridcache::check_dominance;
+using ::hybridcache::dominance_check;
+using ::hybridcache::dominance_status;
+using ::hybridcache::is_fixed_baseline;
+using ::hybridcache::last_k_overlap;
+using ::hybridcache::parse_strategy;
+using ::hybridcache::simulate_sparse_prefix;
+using ::hybridcache::sparse_prefix_options;
+using ::hybridcache::sparse_prefix_result;
+using ::hybridcache::sparse_prefix_simulator;
+using ::hybridcache::strategy_result;
+using ::hybridcache::to_string;
+using ::hybridcache::uses_budget;
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -37,7 +37,6 @@
 #include "hybridcache/sim/trace.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace sim {
 
 /// Options of the sparse-prefix generators.
 struct synthetic_options {
@@ -52,7 +51,7 @@ namespace detail {
 
 inline constexpr std::uint64_t synthetic_vocabulary = 32000;
 
-inline std::vector<token_id> random_tokens(sim::detail::rng& r, std::size_t n) {
+inline std::vector<token_id> random_tokens(detail::rng& r, std::size_t n) {
   std::vector<token_id> v(n);
   for (auto& t : v) t = static_cast<token_id>(r.below(synthetic_vocabulary));
   return v;
@@ -74,7 +73,7 @@ inline arrival_options arrivals_of(const synthetic_options& o) {
 /// starting with the same 3-token template), request = document ++ question.
 inline trace synthetic_document_qa(const synthetic_options& o = {}) {
   detail::check_synthetic(o);
-  sim::detail::rng r(sim::detail::derive_seed(o.seed, 1));
+  detail::rng r(detail::derive_seed(o.seed, 1));
   trace t("synthetic-docqa");
   const auto tmpl = detail::random_tokens(r, 3);
   std::vector<request_group> groups(24);
@@ -99,7 +98,7 @@ inline trace synthetic_document_qa(const synthetic_options& o = {}) {
 /// variants.
 inline trace synthetic_system_prompt(const synthetic_options& o = {}) {
   detail::check_synthetic(o);
-  sim::detail::rng r(sim::detail::derive_seed(o.seed, 2));
+  detail::rng r(detail::derive_seed(o.seed, 2));
   trace t("synthetic-sysprompt");
   std::vector<std::uint32_t> preambles;
   for (int i = 0; i < 4; ++i)
@@ -131,11 +130,11 @@ inline trace synthetic_system_prompt(const synthetic_options& o = {}) {
 /// uniform, rounded to 8 tokens — and continues with 16–256 tokens of its own.
 inline trace synthetic_multimodal(const synthetic_options& o = {}) {
   detail::check_synthetic(o);
-  sim::detail::rng r(sim::detail::derive_seed(o.seed, 3));
+  detail::rng r(detail::derive_seed(o.seed, 3));
   trace t("synthetic-multimodal");
   std::vector<std::vector<token_id>> docs;
   for (int d = 0; d < 3; ++d) docs.push_back(detail::random_tokens(r, o.length));
-  const sim::detail::zipf pop(docs.size(), o.zipf);
+  const detail::zipf pop(docs.size(), o.zipf);
   std::map<std::pair<std::size_t, std::size_t>, std::uint32_t> cuts;  // (doc, cut) -> piece
   const double modes[3] = {0.25, 0.60, 0.95};
   const double mode_cdf[3] = {0.3, 0.6, 1.0};
@@ -191,7 +190,7 @@ inline trace synthetic_rag(const synthetic_rag_options& o = {}) {
   }
   if (!(o.follow_up >= 0.0 && o.follow_up <= 1.0))
     hybridcache::detail::throw_invalid("follow_up", o.follow_up, "must be in [0, 1]");
-  sim::detail::rng r(sim::detail::derive_seed(o.seed, 4));
+  detail::rng r(detail::derive_seed(o.seed, 4));
   trace t("synthetic-rag");
   const std::string names[2] = {"tenant-a", "tenant-b"};
   std::uint32_t instruction[2];
@@ -200,7 +199,7 @@ inline trace synthetic_rag(const synthetic_rag_options& o = {}) {
   for (std::size_t p = 0; p < o.passages; ++p) {
     pool.push_back(t.add_piece(detail::random_tokens(r, r.between(o.min_passage, o.max_passage))));
   }
-  const sim::detail::zipf pop(pool.size(), o.zipf);
+  const detail::zipf pop(pool.size(), o.zipf);
   std::vector<std::vector<std::uint32_t>> recent[2];
   double clock = 0.0;
   for (std::size_t i = 0; i < o.requests; ++i) {
@@ -236,7 +235,7 @@ inline trace cold_segments_request(std::size_t segments = 11, std::size_t tokens
                                    std::uint64_t seed = 1) {
   if (segments == 0 || tokens == 0)
     hybridcache::detail::throw_invalid("segments*tokens", segments * tokens, "must be > 0");
-  sim::detail::rng r(sim::detail::derive_seed(seed, 5));
+  detail::rng r(detail::derive_seed(seed, 5));
   trace t("cold-segments");
   request q;
   for (std::size_t s = 0; s < segments; ++s)
@@ -245,5 +244,14 @@ inline trace cold_segments_request(std::size_t segments = 11, std::size_t tokens
   return t;
 }
 
+namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::cold_segments_request;
+using ::hybridcache::synthetic_document_qa;
+using ::hybridcache::synthetic_multimodal;
+using ::hybridcache::synthetic_options;
+using ::hybridcache::synthetic_rag;
+using ::hybridcache::synthetic_rag_options;
+using ::hybridcache::synthetic_system_prompt;
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

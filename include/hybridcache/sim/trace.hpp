@@ -35,13 +35,9 @@
 #include "hybridcache/segment/token.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace sim {
 
 /// Progress callback of the long-running simulations: (requests done, requests total).
 using progress_fn = std::function<void(std::size_t, std::size_t)>;
-
-/// A token id: the library's `hybridcache::token_id`.
-using hybridcache::token_id;
 
 /// One request of a trace: the pieces it concatenates (indices into its trace), its namespace
 /// (absent = the default namespace, which is distinct from the empty-string namespace), its
@@ -136,5 +132,10 @@ class trace {
   std::size_t total_tokens_ = 0;
 };
 
+namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::progress_fn;
+using ::hybridcache::request;
+using ::hybridcache::token_id;
+using ::hybridcache::trace;
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -24,7 +24,6 @@
 #include "hybridcache/state/summarize.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 
 /// A caller-supplied executor: `executor(n, task)` must call `task(i)` once for every i < n, on
 /// any threads (an engine's pool), and return when every call has returned. Exceptions from
@@ -45,7 +44,8 @@ struct batch_options {
 /// @throws invalid_argument as `summarize` (the first failing head's error).
 template <class Real>
 std::vector<segment_summary<Real>> summarize_heads(std::span<const token_inputs<Real>> heads,
-                                                   rule r, const batch_options& opts = {}) {
+                                                   transition_rule r,
+                                                   const batch_options& opts = {}) {
   std::vector<segment_summary<Real>> out(heads.size());
   detail::parallel_for(heads.size(), opts.threads, opts.executor,
                        [&](std::size_t h) { out[h] = summarize(heads[h], r, opts.summarize); });
@@ -77,5 +77,10 @@ std::vector<Real> apply_heads(std::span<const std::vector<segment_summary<Real>>
   return out;
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::apply_heads;
+using ::hybridcache::batch_options;
+using ::hybridcache::bulk_executor;
+using ::hybridcache::summarize_heads;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

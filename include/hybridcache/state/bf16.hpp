@@ -27,7 +27,6 @@
 #include "hybridcache/state/summary.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 
 /// fp32 → bf16 → fp32: the value a bf16 store keeps.
 HYBRIDCACHE_HOST_DEVICE inline float round_to_bf16(float f) noexcept {
@@ -36,7 +35,7 @@ HYBRIDCACHE_HOST_DEVICE inline float round_to_bf16(float f) noexcept {
 
 /// A segment summary with bf16 storage (see the file comment).
 struct bf16_summary {
-  state::family family = state::family::scalar;
+  transition_family family = transition_family::scalar;
   std::size_t length = 0;
   std::size_t dk = 0;
   std::size_t dv = 0;
@@ -59,7 +58,7 @@ inline bf16_summary to_bf16(const segment_summary<float>& s) {
   b.dk = s.dk();
   b.dv = s.dv();
   b.log_decay.assign(s.log_decay().begin(), s.log_decay().end());
-  if (s.family() == family::dense) {
+  if (s.family() == transition_family::dense) {
     const auto t = s.transition();
     b.transition.resize(t.size());
     for (std::size_t i = 0; i < t.size(); ++i) b.transition[i] = bfloat16(t[i]);
@@ -76,13 +75,13 @@ inline segment_summary<float> to_float(const bf16_summary& b) {
   std::vector<float> st(b.end_state.size());
   for (std::size_t i = 0; i < st.size(); ++i) st[i] = static_cast<float>(b.end_state[i]);
   switch (b.family) {
-    case family::scalar:
+    case transition_family::scalar:
       if (b.log_decay.size() != 1)
         detail::throw_invalid("log_decay.size()", b.log_decay.size(), "scalar summaries keep 1");
       return segment_summary<float>::scalar(b.dk, b.dv, b.length, b.log_decay[0], std::move(st));
-    case family::diagonal:
+    case transition_family::diagonal:
       return segment_summary<float>::diagonal(b.dk, b.dv, b.length, b.log_decay, std::move(st));
-    case family::dense: {
+    case transition_family::dense: {
       std::vector<float> t(b.transition.size());
       for (std::size_t i = 0; i < t.size(); ++i) t[i] = static_cast<float>(b.transition[i]);
       return segment_summary<float>::dense(b.dk, b.dv, b.length, std::move(t), std::move(st));
@@ -96,5 +95,11 @@ inline std::vector<float> apply(const bf16_summary& b, std::span<const float> pr
   return state::apply(to_float(b), prefix_state);
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::apply;
+using ::hybridcache::bf16_summary;
+using ::hybridcache::round_to_bf16;
+using ::hybridcache::to_bf16;
+using ::hybridcache::to_float;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -36,7 +36,6 @@
 #include "hybridcache/state/summary.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 namespace detail {
 
 template <class Real>
@@ -67,13 +66,13 @@ void apply_to(const segment_summary<Real>& s, const Real* prev, Real* out) {
   const std::size_t dk = s.dk(), dv = s.dv();
   const Real* st = s.end_state().data();
   switch (s.family()) {
-    case family::scalar:
+    case transition_family::scalar:
       affine_scalar(out, prev, st, dk * dv, static_cast<Real>(decay_factor(s.log_decay()[0])));
       break;
-    case family::diagonal:
+    case transition_family::diagonal:
       affine_diagonal(out, prev, st, s.log_decay().data(), dk, dv);
       break;
-    case family::dense: {
+    case transition_family::dense: {
       auto o = as_matrix(out, dk, dv);
       o = as_matrix(st, dk, dv);
       o.noalias() += as_matrix(s.transition().data(), dk, dk) * as_matrix(prev, dk, dv);
@@ -91,10 +90,10 @@ segment_summary<Real> compose(const segment_summary<Real>& first,
                               const segment_summary<Real>& then) {
   detail::check_compatible(first, then, "then");
   const std::size_t dk = first.dk(), dv = first.dv();
-  const family f = promote(first.family(), then.family());
+  const transition_family f = promote(first.family(), then.family());
   const std::size_t length = first.length() + then.length();
   using acc = detail::summary_access;
-  if (f != family::dense) {
+  if (f != transition_family::dense) {
     const auto l1 = first.log_decay(), l2 = then.log_decay();
     std::vector<double> ld(std::max(l1.size(), l2.size()));
     std::vector<Real> st(dk * dv);
@@ -104,9 +103,9 @@ segment_summary<Real> compose(const segment_summary<Real>& first,
     return acc::make<Real>(f, length, dk, dv, std::move(ld), {}, std::move(st));
   }
   std::vector<Real> t(dk * dk), st(dk * dv);
-  if (then.family() == family::dense) {
+  if (then.family() == transition_family::dense) {
     const auto T2 = detail::as_matrix(then.transition().data(), dk, dk);
-    if (first.family() == family::dense) {
+    if (first.family() == transition_family::dense) {
       detail::as_matrix(t.data(), dk, dk).noalias() =
           T2 * detail::as_matrix(first.transition().data(), dk, dk);
     } else {  // T2 · Diag(e^{ℓ1}): scale columns
@@ -120,7 +119,7 @@ segment_summary<Real> compose(const segment_summary<Real>& first,
     detail::scale_rows_by_decay(t.data(), l2.data(), dk, dk);
   }
   detail::apply_to(then, first.end_state().data(), st.data());
-  return acc::make<Real>(family::dense, length, dk, dv, {}, std::move(t), std::move(st));
+  return acc::make<Real>(transition_family::dense, length, dk, dv, {}, std::move(t), std::move(st));
 }
 
 namespace detail {
@@ -128,7 +127,7 @@ template <class Real>
 segment_summary<Real> fold_range(std::span<const segment_summary<Real>> run) {
   if (run.size() == 1) return run[0];
   const std::size_t mid = run.size() / 2;
-  return state::compose(fold_range(run.first(mid)), fold_range(run.subspan(mid)));
+  return hybridcache::compose(fold_range(run.first(mid)), fold_range(run.subspan(mid)));
 }
 
 }  // namespace detail
@@ -169,7 +168,7 @@ std::vector<Real> apply(std::span<const segment_summary<Real>> run,
 template <class Real>
 std::vector<Real> apply(const std::vector<segment_summary<Real>>& run,
                         std::span<const std::type_identity_t<Real>> prefix_state) {
-  return state::apply(std::span<const segment_summary<Real>>(run), prefix_state);
+  return hybridcache::apply(std::span<const segment_summary<Real>>(run), prefix_state);
 }
 
 /// Composes a run C₁, …, C_n into one summary as a balanced binary tree.
@@ -190,5 +189,10 @@ segment_summary<Real> fold(const std::vector<segment_summary<Real>>& run) {
   return fold(std::span<const segment_summary<Real>>(run));
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::apply;
+using ::hybridcache::compose;
+using ::hybridcache::fold;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -42,7 +42,6 @@
 #include "hybridcache/storage/view.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 namespace detail {
 
 /// out_b = Diag(e^{ℓ_b})·prev_b + add_b, row by row, as the CUDA kernel does it: one decay factor
@@ -200,5 +199,11 @@ requires(device_view<T1> || device_view<S1> || device_view<T2> || device_view<S2
   HYBRIDCACHE_DETAIL_REQUIRE_DEVICE_BACKEND(S1, "hybridcache/cuda/state/compose.cuh");
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::apply_dense;
+using ::hybridcache::apply_elementwise;
+using ::hybridcache::compose_dense;
+using ::hybridcache::compose_elementwise;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -34,7 +34,6 @@
 #include "hybridcache/state/token_inputs.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 
 /// One head's Gated DeltaProduct inputs, token-major and contiguous.
 /// @tparam Real float or double.
@@ -121,7 +120,7 @@ segment_summary<Real> summarize(const delta_product_inputs<Real>& in,
                                 const summarize_options& opts = {}) {
   expanded_delta_product<Real> ex;
   expand(in, ex);
-  auto s = summarize(ex.steps, rule::delta, opts);
+  auto s = summarize(ex.steps, transition_rule::delta, opts);
   detail::summary_access::set_length(s, in.length);
   return s;
 }
@@ -133,8 +132,15 @@ std::vector<Real> run_recurrence(const delta_product_inputs<Real>& in,
                                  std::span<const std::type_identity_t<Real>> initial_state) {
   expanded_delta_product<Real> ex;
   expand(in, ex);
-  return run_recurrence(ex.steps, rule::delta, initial_state);
+  return run_recurrence(ex.steps, transition_rule::delta, initial_state);
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::delta_product_inputs;
+using ::hybridcache::expand;
+using ::hybridcache::expanded_delta_product;
+using ::hybridcache::run_recurrence;
+using ::hybridcache::summarize;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

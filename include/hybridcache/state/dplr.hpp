@@ -37,7 +37,6 @@
 #include "hybridcache/state/token_inputs.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 
 /// One head's DPLR (RWKV-7) inputs, token-major and contiguous.
 /// @tparam Real float or double.
@@ -153,8 +152,8 @@ segment_summary<Real> summarize(const dplr_inputs<Real>& in) {
   for (std::size_t r = 0; r < dk; ++r)
     for (std::size_t c = 0; c < w; ++c)
       (c < dk ? tr[r * dk + c] : st[r * dv + c - dk]) = m[r * w + c];
-  return detail::summary_access::make<Real>(family::dense, in.length, dk, dv, {}, std::move(tr),
-                                            std::move(st));
+  return detail::summary_access::make<Real>(transition_family::dense, in.length, dk, dv, {},
+                                            std::move(tr), std::move(st));
 }
 
 /// Runs the DPLR recurrence token by token from `initial_state` (dk·dv) to the end state.
@@ -169,5 +168,10 @@ std::vector<Real> run_recurrence(const dplr_inputs<Real>& in,
   return s;
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::dplr_inputs;
+using ::hybridcache::run_recurrence;
+using ::hybridcache::summarize;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

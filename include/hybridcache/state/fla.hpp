@@ -50,7 +50,6 @@
 #include "hybridcache/state/token_inputs.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 namespace fla {
 
 /// Tensor dimensions shared by one call: batch B, time T, heads H, key K, value V.
@@ -155,7 +154,7 @@ result<Real> per_head(const dims& d, const args<Real>& a, Head&& head) {
 
 /// The six unified-recurrence ops: `gate` names the FLA argument holding the gate (or empty).
 template <class Real>
-result<Real> unified(std::string_view op, const dims& d, const args<Real>& a, rule r,
+result<Real> unified(std::string_view op, const dims& d, const args<Real>& a, transition_rule r,
                      std::string_view gate_name, bool per_key_gate) {
   check_dims(d);
   const std::size_t n = d.B * d.T * d.H;
@@ -180,7 +179,7 @@ result<Real> unified(std::string_view op, const dims& d, const args<Real>& a, ru
   if (!gate_name.empty() && !(op == "chunk_simple_gla" && gate.empty()))
     require(op, gate_name, gate, per_key_gate ? n * d.K : n,
             per_key_gate ? "[B, T, H, K]" : "[B, T, H]");
-  if (r == rule::delta)
+  if (r == transition_rule::delta)
     require(op, "beta", a.beta, n, "[B, T, H]");
   else
     forbid(op, "beta", a.beta);
@@ -190,7 +189,8 @@ result<Real> unified(std::string_view op, const dims& d, const args<Real>& a, ru
   return per_head(d, a, [&](std::size_t b, std::size_t h, std::span<const Real> init) {
     const auto q = gather(a.q, d, d.T, d.K, b, h), k = gather(a.k, d, d.T, d.K, b, h);
     const auto v = gather(a.v, d, d.T, d.V, b, h);
-    const auto beta = r == rule::delta ? gather(a.beta, d, d.T, 1, b, h) : std::vector<Real>{};
+    const auto beta =
+        r == transition_rule::delta ? gather(a.beta, d, d.T, 1, b, h) : std::vector<Real>{};
     const auto g = gate.empty() ? std::vector<Real>{} : gather(gate, d, d.T, gx, b, h);
     token_inputs<Real> in{d.T, d.K, d.V, k, v, beta, g};
     return outputs(in, r, std::span<const Real>(q), a.scale, init);
@@ -204,21 +204,21 @@ result<Real> unified(std::string_view op, const dims& d, const args<Real>& a, ru
 /// @throws invalid_argument naming the argument on a missing, extra or mis-sized tensor.
 template <class Real>
 result<Real> chunk_simple_gla(const dims& d, const args<Real>& a) {
-  return detail::unified<Real>("chunk_simple_gla", d, a, rule::additive, "g", false);
+  return detail::unified<Real>("chunk_simple_gla", d, a, transition_rule::additive, "g", false);
 }
 
 /// GLA (fla/ops/gla): S_t = Diag(e^{gk_t}) S_{t−1} + k_t v_tᵀ. Needs q, k, v, gk `[B, T, H, K]`.
 /// @throws invalid_argument as chunk_simple_gla.
 template <class Real>
 result<Real> chunk_gla(const dims& d, const args<Real>& a) {
-  return detail::unified<Real>("chunk_gla", d, a, rule::additive, "gk", true);
+  return detail::unified<Real>("chunk_gla", d, a, transition_rule::additive, "gk", true);
 }
 
 /// DeltaNet (fla/ops/delta_rule): S_t = (I − β k kᵀ) S_{t−1} + β k vᵀ. Needs q, k, v, beta.
 /// @throws invalid_argument as chunk_simple_gla.
 template <class Real>
 result<Real> chunk_delta_rule(const dims& d, const args<Real>& a) {
-  return detail::unified<Real>("chunk_delta_rule", d, a, rule::delta, "", false);
+  return detail::unified<Real>("chunk_delta_rule", d, a, transition_rule::delta, "", false);
 }
 
 /// Gated DeltaNet (fla/ops/gated_delta_rule): S_t = e^{g_t}(I − β k kᵀ) S_{t−1} + β k vᵀ.
@@ -226,7 +226,7 @@ result<Real> chunk_delta_rule(const dims& d, const args<Real>& a) {
 /// @throws invalid_argument as chunk_simple_gla.
 template <class Real>
 result<Real> chunk_gated_delta_rule(const dims& d, const args<Real>& a) {
-  return detail::unified<Real>("chunk_gated_delta_rule", d, a, rule::delta, "g", false);
+  return detail::unified<Real>("chunk_gated_delta_rule", d, a, transition_rule::delta, "g", false);
 }
 
 /// KDA (fla/ops/kda): S_t = (I − β k kᵀ) Diag(e^{g_t}) S_{t−1} + β k vᵀ. Needs q, k, v,
@@ -234,7 +234,7 @@ result<Real> chunk_gated_delta_rule(const dims& d, const args<Real>& a) {
 /// @throws invalid_argument as chunk_simple_gla.
 template <class Real>
 result<Real> chunk_kda(const dims& d, const args<Real>& a) {
-  return detail::unified<Real>("chunk_kda", d, a, rule::delta, "g", true);
+  return detail::unified<Real>("chunk_kda", d, a, transition_rule::delta, "g", true);
 }
 
 /// RWKV-7 (fla/ops/rwkv7/fused_recurrent.py → dplr): S_t = (Diag(e^{w_t}) + b_t a_tᵀ) S_{t−1}
@@ -384,5 +384,10 @@ scan_result<Real> selective_scan(const scan_args<Real>& s) {
 }
 
 }  // namespace mamba
+
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+namespace fla = ::hybridcache::fla;
+namespace mamba = ::hybridcache::mamba;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

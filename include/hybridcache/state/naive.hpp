@@ -20,7 +20,6 @@
 #include "hybridcache/state/summary.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 
 /// Norms of the naive-addition error.
 struct naive_error_report {
@@ -71,5 +70,9 @@ naive_error_report naive_error(const segment_summary<Real>& then,
   return naive_error(std::span<const segment_summary<Real>>(&then, 1), prefix_state);
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::naive_addition;
+using ::hybridcache::naive_error;
+using ::hybridcache::naive_error_report;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

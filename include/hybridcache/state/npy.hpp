@@ -27,7 +27,6 @@
 #include "hybridcache/rope/half.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 namespace npy {
 
 static_assert(std::endian::native == std::endian::little,
@@ -198,5 +197,9 @@ inline array load(const std::string& path) {
 }
 
 }  // namespace npy
+
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+namespace npy = ::hybridcache::npy;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

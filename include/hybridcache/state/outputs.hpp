@@ -34,7 +34,6 @@
 #include "hybridcache/state/token_inputs.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 
 /// The outputs of one head over a segment and the state after its last token.
 template <class Real>
@@ -102,7 +101,7 @@ segment_outputs<Real> read_out(std::size_t length, std::size_t dk, std::size_t d
 ///   // r.o == {1, 3} (scale 1^{-1/2} = 1), r.final_state == {3}
 /// @endcode
 template <class Real>
-segment_outputs<Real> outputs(const token_inputs<Real>& in, rule r,
+segment_outputs<Real> outputs(const token_inputs<Real>& in, transition_rule r,
                               std::span<const std::type_identity_t<Real>> q,
                               std::optional<double> scale = std::nullopt,
                               std::span<const std::type_identity_t<Real>> initial_state = {}) {
@@ -148,14 +147,20 @@ segment_outputs<Real> outputs(const delta_product_inputs<Real>& in,
                               std::span<const std::type_identity_t<Real>> initial_state = {}) {
   expanded_delta_product<Real> ex;
   expand(in, ex);
-  detail::validate(ex.steps, rule::delta);
+  detail::validate(ex.steps, transition_rule::delta);
   std::vector<Real> x(in.dv), f(in.dk);
   const std::size_t nh = in.householder;
-  return detail::read_out<Real>(
-      in.length, in.dk, in.dv, q, scale, initial_state, [&](std::size_t t, Real* s) {
-        detail::advance(ex.steps, rule::delta, t * nh, (t + 1) * nh, s, x.data(), f.data());
-      });
+  return detail::read_out<Real>(in.length, in.dk, in.dv, q, scale, initial_state,
+                                [&](std::size_t t, Real* s) {
+                                  detail::advance(ex.steps, transition_rule::delta, t * nh,
+                                                  (t + 1) * nh, s, x.data(), f.data());
+                                });
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::default_scale;
+using ::hybridcache::outputs;
+using ::hybridcache::segment_outputs;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

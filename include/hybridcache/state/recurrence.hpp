@@ -28,15 +28,14 @@
 #include "hybridcache/state/token_inputs.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 namespace detail {
 
 /// Advances the dk×dv state `s` (in `Real`) over tokens [begin, end) of `in`, in place.
 /// Preconditions: `in` validated for `r`; `s` has dk·dv entries; `x` has dv entries and
 /// `f` has dk.
 template <class Real>
-void advance(const token_inputs<Real>& in, rule r, std::size_t begin, std::size_t end, Real* s,
-             Real* x, Real* f) noexcept {
+void advance(const token_inputs<Real>& in, transition_rule r, std::size_t begin, std::size_t end,
+             Real* s, Real* x, Real* f) noexcept {
   const std::size_t dk = in.dk, dv = in.dv;
   const gate_kind gk = in.gate();
   for (std::size_t t = begin; t < end; ++t) {
@@ -45,7 +44,7 @@ void advance(const token_inputs<Real>& in, rule r, std::size_t begin, std::size_
     const Real* g = gk == gate_kind::none     ? nullptr
                     : gk == gate_kind::scalar ? in.log_gate.data() + t
                                               : in.log_gate.data() + t * dk;
-    if (r == rule::delta) {
+    if (r == transition_rule::delta) {
       delta_token(s, dk, dv, 0, k, v, in.beta[t], gk, g, x, f);
       continue;
     }
@@ -89,7 +88,7 @@ void check_initial_state(std::span<const Storage> s, std::size_t dk, std::size_t
 /// @returns the dk·dv end state.
 /// @throws invalid_argument on bad inputs or a non-finite / mis-sized initial state.
 template <class Real>
-std::vector<Real> run_recurrence(const token_inputs<Real>& in, rule r,
+std::vector<Real> run_recurrence(const token_inputs<Real>& in, transition_rule r,
                                  std::span<const std::type_identity_t<Real>> initial_state) {
   detail::validate(in, r);
   detail::check_initial_state(initial_state, in.dk, in.dv, "initial_state");
@@ -102,7 +101,7 @@ std::vector<Real> run_recurrence(const token_inputs<Real>& in, rule r,
 /// The recurrence with the state stored in bfloat16 between tokens and each token computed in
 /// fp32 (load, update, round to nearest even).
 /// @throws invalid_argument as the fp32 overload.
-inline std::vector<bfloat16> run_recurrence(const token_inputs<float>& in, rule r,
+inline std::vector<bfloat16> run_recurrence(const token_inputs<float>& in, transition_rule r,
                                             std::span<const bfloat16> initial_state) {
   detail::validate(in, r);
   detail::check_initial_state(initial_state, in.dk, in.dv, "initial_state");
@@ -116,5 +115,8 @@ inline std::vector<bfloat16> run_recurrence(const token_inputs<float>& in, rule 
   return s;
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::run_recurrence;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

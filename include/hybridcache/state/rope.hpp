@@ -30,7 +30,6 @@
 #include "hybridcache/state/summary.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 
 namespace detail {
 
@@ -64,7 +63,7 @@ void rerotate_state(std::span<Real> state, std::size_t dk, std::size_t dv, std::
 template <class Real>
 segment_summary<Real> rerotate(const segment_summary<Real>& s, std::int64_t offset,
                                const rope_params& rope) {
-  if (s.family() != family::scalar || s.dk() == 0)
+  if (s.family() != transition_family::scalar || s.dk() == 0)
     detail::throw_invalid("summary.family()", std::string(to_string(s.family())),
                           "RoPE re-rotation (HYPIC eq. 7) is exact only for scalar-family "
                           "summaries, whose transition commutes with the rotation");
@@ -74,5 +73,9 @@ segment_summary<Real> rerotate(const segment_summary<Real>& s, std::int64_t offs
   return out;
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::rerotate;
+using ::hybridcache::rerotate_state;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -39,12 +39,9 @@
 #include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 
 // The library-wide vocabulary (types.hpp); `state::token_range` and `state::segment_role` stay
 // valid spellings.
-using ::hybridcache::segment_role;
-using ::hybridcache::token_range;
 
 /// Seam and conv parameters.
 struct seam_options {
@@ -180,7 +177,7 @@ struct splice_options {
 /// @throws invalid_argument on a count, length or shape mismatch, or bad inputs.
 template <class Real>
 std::vector<Real> splice(const seam_plan& plan, std::span<const segment_summary<Real>> cached,
-                         const token_inputs<Real>& request, rule r,
+                         const token_inputs<Real>& request, transition_rule r,
                          std::span<const std::type_identity_t<Real>> prefix_state,
                          const splice_options& opts = {}) {
   detail::validate(request, r);
@@ -240,12 +237,23 @@ std::vector<Real> splice(const seam_plan& plan, std::span<const segment_summary<
 
 template <class Real>
 std::vector<Real> splice(const seam_plan& plan, const std::vector<segment_summary<Real>>& cached,
-                         const token_inputs<Real>& request, rule r,
+                         const token_inputs<Real>& request, transition_rule r,
                          std::span<const std::type_identity_t<Real>> prefix_state,
                          const splice_options& opts = {}) {
   return splice(plan, std::span<const segment_summary<Real>>(cached), request, r, prefix_state,
                 opts);
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::cached_interior;
+using ::hybridcache::plan_seams;
+using ::hybridcache::role_of;
+using ::hybridcache::seam_options;
+using ::hybridcache::seam_plan;
+using ::hybridcache::segment_role;
+using ::hybridcache::splice;
+using ::hybridcache::splice_options;
+using ::hybridcache::splice_step;
+using ::hybridcache::token_range;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

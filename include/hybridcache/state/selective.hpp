@@ -48,7 +48,6 @@
 #include "hybridcache/state/token_inputs.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 namespace detail {
 struct elementwise_access;
 }  // namespace detail
@@ -273,7 +272,7 @@ std::vector<double> elementwise_log_decay(const segment_summary<Real>& s, std::s
   if (s.dk() == 0)
     throw_invalid(std::string(name) + ".dk()", 0,
                   "empty (default-constructed) summary; use identity(dk, dv)");
-  if (s.family() == family::dense)
+  if (s.family() == transition_family::dense)
     throw_invalid(std::string(name) + ".family()", std::string(to_string(s.family())),
                   "a dense transition does not compose with an elementwise (selective SSM) one");
   const auto ld = s.log_decay();
@@ -350,5 +349,13 @@ std::vector<Real> apply(const elementwise_summary<Real>& s,
   return out;
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::apply;
+using ::hybridcache::compose;
+using ::hybridcache::elementwise_summary;
+using ::hybridcache::run_recurrence;
+using ::hybridcache::selective_inputs;
+using ::hybridcache::summarize;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

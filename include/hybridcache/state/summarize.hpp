@@ -42,7 +42,6 @@
 #include "hybridcache/state/token_inputs.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 
 /// How `summarize` computes a dense (delta-rule) summary. Scalar and diagonal families always
 /// use their closed form.
@@ -99,8 +98,9 @@ segment_summary<Real> summarize_diagonal_family(const token_inputs<Real>& in) {
         as_matrix(static_cast<const Real*>(kw.data()), L, dk).transpose() *
         as_matrix(in.v.data(), L, dv);
   }
-  return summary_access::make<Real>(gk == gate_kind::diagonal ? family::diagonal : family::scalar,
-                                    L, dk, dv, std::move(ld), {}, std::move(st));
+  return summary_access::make<Real>(
+      gk == gate_kind::diagonal ? transition_family::diagonal : transition_family::scalar, L, dk,
+      dv, std::move(ld), {}, std::move(st));
 }
 
 template <class Real>
@@ -112,7 +112,8 @@ segment_summary<Real> split_augmented(const std::vector<Real>& m, std::size_t L,
     std::copy_n(m.data() + r * w, dk, t.data() + r * dk);
     std::copy_n(m.data() + r * w + dk, dv, s.data() + r * dv);
   }
-  return summary_access::make<Real>(family::dense, L, dk, dv, {}, std::move(t), std::move(s));
+  return summary_access::make<Real>(transition_family::dense, L, dk, dv, {}, std::move(t),
+                                    std::move(s));
 }
 
 /// Dense summary, token by token.
@@ -330,12 +331,12 @@ segment_summary<Real> summarize_dense_chunked(const token_inputs<Real>& in, std:
 ///   // s.family() == family::dense, s.transition().size() == 4, s.end_state().size() == 2
 /// @endcode
 template <class Real>
-segment_summary<Real> summarize(const token_inputs<Real>& in, rule r,
+segment_summary<Real> summarize(const token_inputs<Real>& in, transition_rule r,
                                 const summarize_options& opts = {}) {
   detail::validate(in, r);
   if (opts.chunk == 0 || opts.chunk > 256)
     hybridcache::detail::throw_invalid("opts.chunk", opts.chunk, "must lie in [1, 256]");
-  if (r == rule::additive) return detail::summarize_diagonal_family(in);
+  if (r == transition_rule::additive) return detail::summarize_diagonal_family(in);
   const bool chunked =
       opts.method == summarize_method::chunked ||
       (opts.method == summarize_method::automatic && in.length >= detail::chunked_min_length &&
@@ -344,5 +345,10 @@ segment_summary<Real> summarize(const token_inputs<Real>& in, rule r,
                  : detail::summarize_dense_per_token(in);
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::summarize;
+using ::hybridcache::summarize_method;
+using ::hybridcache::summarize_options;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

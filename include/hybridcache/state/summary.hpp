@@ -37,7 +37,6 @@
 #include "hybridcache/state/token_inputs.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 
 template <class Real>
 class segment_summary;
@@ -63,7 +62,7 @@ class segment_summary {
   /// @throws invalid_argument if dk or dv is 0.
   static segment_summary identity(std::size_t dk, std::size_t dv) {
     check_dims(dk, dv);
-    return segment_summary(state::family::scalar, 0, dk, dv, std::vector<double>(1, 0.0), {},
+    return segment_summary(transition_family::scalar, 0, dk, dv, std::vector<double>(1, 0.0), {},
                            std::vector<Real>(dk * dv, Real(0)));
   }
 
@@ -75,7 +74,7 @@ class segment_summary {
     check_state(end_state, dk, dv);
     std::vector<double> ld{log_decay};
     check_log_decay(ld);
-    return segment_summary(state::family::scalar, length, dk, dv, std::move(ld), {},
+    return segment_summary(transition_family::scalar, length, dk, dv, std::move(ld), {},
                            std::move(end_state));
   }
 
@@ -90,7 +89,7 @@ class segment_summary {
                                              " log-decays");
     check_log_decay(log_decay);
     check_state(end_state, dk, dv);
-    return segment_summary(state::family::diagonal, length, dk, dv, std::move(log_decay), {},
+    return segment_summary(transition_family::diagonal, length, dk, dv, std::move(log_decay), {},
                            std::move(end_state));
   }
 
@@ -104,7 +103,7 @@ class segment_summary {
                                          "must equal dk*dk = " + std::to_string(dk * dk));
     check_finite(std::span<const Real>(transition), "transition");
     check_state(end_state, dk, dv);
-    return segment_summary(state::family::dense, length, dk, dv, {}, std::move(transition),
+    return segment_summary(transition_family::dense, length, dk, dv, {}, std::move(transition),
                            std::move(end_state));
   }
 
@@ -145,7 +144,7 @@ class segment_summary {
   ~segment_summary() { delete materialised_.load(std::memory_order_acquire); }
 
   /// The transition family (scalar ⊂ diagonal ⊂ dense).
-  [[nodiscard]] state::family family() const noexcept { return family_; }
+  [[nodiscard]] transition_family family() const noexcept { return family_; }
   /// Number of tokens summarised (0 for the identity).
   [[nodiscard]] std::size_t length() const noexcept { return length_; }
   [[nodiscard]] std::size_t dk() const noexcept { return dk_; }
@@ -161,13 +160,13 @@ class segment_summary {
   /// diagonal: built from the log-decays on first call and cached (safe to call concurrently;
   /// the span stays valid while the summary lives and is not assigned to).
   [[nodiscard]] std::span<const Real> transition() const {
-    if (family_ == state::family::dense) return dense_;
+    if (family_ == transition_family::dense) return dense_;
     std::vector<Real>* m = materialised_.load(std::memory_order_acquire);
     if (m == nullptr) {
       auto* fresh = new std::vector<Real>(dk_ * dk_, Real(0));
       for (std::size_t r = 0; r < dk_; ++r)
         (*fresh)[r * dk_ + r] = static_cast<Real>(
-            detail::decay_factor(log_decay_[family_ == state::family::scalar ? 0 : r]));
+            detail::decay_factor(log_decay_[family_ == transition_family::scalar ? 0 : r]));
       if (materialised_.compare_exchange_strong(m, fresh, std::memory_order_acq_rel,
                                                 std::memory_order_acquire)) {
         m = fresh;
@@ -180,14 +179,14 @@ class segment_summary {
 
   /// The decay factor e^{ℓ_r} of row r for scalar/diagonal summaries.
   [[nodiscard]] double decay(std::size_t r) const noexcept {
-    HYBRIDCACHE_ASSERT(family_ != state::family::dense, "decay() of a dense summary");
-    return detail::decay_factor(log_decay_[family_ == state::family::scalar ? 0 : r]);
+    HYBRIDCACHE_ASSERT(family_ != transition_family::dense, "decay() of a dense summary");
+    return detail::decay_factor(log_decay_[family_ == transition_family::scalar ? 0 : r]);
   }
 
  private:
   friend struct detail::summary_access;
 
-  segment_summary(state::family f, std::size_t length, std::size_t dk, std::size_t dv,
+  segment_summary(transition_family f, std::size_t length, std::size_t dk, std::size_t dv,
                   std::vector<double> log_decay, std::vector<Real> dense, std::vector<Real> st)
       : family_(f),
         length_(length),
@@ -222,7 +221,7 @@ class segment_summary {
     detail::check_finite(xs, name);
   }
 
-  state::family family_ = state::family::scalar;
+  transition_family family_ = transition_family::scalar;
   std::size_t length_ = 0;
   std::size_t dk_ = 0;
   std::size_t dv_ = 0;
@@ -237,9 +236,9 @@ namespace detail {
 /// Write access for the library's own algorithms (summarize, compose, rerotate, bf16).
 struct summary_access {
   template <class Real>
-  static segment_summary<Real> make(family f, std::size_t length, std::size_t dk, std::size_t dv,
-                                    std::vector<double> log_decay, std::vector<Real> dense,
-                                    std::vector<Real> st) {
+  static segment_summary<Real> make(transition_family f, std::size_t length, std::size_t dk,
+                                    std::size_t dv, std::vector<double> log_decay,
+                                    std::vector<Real> dense, std::vector<Real> st) {
     return segment_summary<Real>(f, length, dk, dv, std::move(log_decay), std::move(dense),
                                  std::move(st));
   }
@@ -264,5 +263,9 @@ struct summary_access {
 };
 
 }  // namespace detail
+
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::segment_summary;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -33,35 +33,34 @@
 #include "hybridcache/error.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
-namespace detail {
-// The library-wide error helpers, visible unqualified inside state::detail.
-using ::hybridcache::detail::indexed;
-using ::hybridcache::detail::throw_invalid;
-}  // namespace detail
 
 /// The write rule: additive (u = k vᵀ) or delta (T gains the factor I − β k kᵀ, u = β k vᵀ).
-enum class rule : std::uint8_t { additive = 0, delta = 1 };
+enum class transition_rule : std::uint8_t { additive = 0, delta = 1 };
 
 /// Transition families, ordered by inclusion: scalar ⊂ diagonal ⊂ dense. Composition promotes to
 /// the larger family (`promote`).
-enum class family : std::uint8_t { scalar = 0, diagonal = 1, dense = 2 };
+enum class transition_family : std::uint8_t { scalar = 0, diagonal = 1, dense = 2 };
 
 /// The family of a composition: the larger of the two (scalar ∘ diagonal = diagonal,
 /// anything ∘ dense = dense).
-constexpr family promote(family a, family b) noexcept { return a < b ? b : a; }
+constexpr transition_family promote(transition_family a, transition_family b) noexcept {
+  return a < b ? b : a;
+}
 
 /// Human-readable names, for messages and tools.
-constexpr std::string_view to_string(family f) noexcept {
+constexpr std::string_view to_string(transition_family f) noexcept {
   switch (f) {
-    case family::scalar: return "scalar";
-    case family::diagonal: return "diagonal";
-    case family::dense: return "dense";
+    case transition_family::scalar:
+      return "scalar";
+    case transition_family::diagonal:
+      return "diagonal";
+    case transition_family::dense:
+      return "dense";
   }
   return "?";
 }
-constexpr std::string_view to_string(rule r) noexcept {
-  return r == rule::additive ? "additive" : "delta";
+constexpr std::string_view to_string(transition_rule r) noexcept {
+  return r == transition_rule::additive ? "additive" : "delta";
 }
 
 /// How the gate of a token_inputs is shaped.
@@ -107,9 +106,10 @@ struct token_inputs {
 
 /// The family a rule and inputs produce (DESIGN.md §3 table).
 template <class Real>
-[[nodiscard]] constexpr family family_of(const token_inputs<Real>& in, rule r) noexcept {
-  if (r == rule::delta) return family::dense;
-  return in.gate() == gate_kind::diagonal ? family::diagonal : family::scalar;
+[[nodiscard]] constexpr transition_family family_of(const token_inputs<Real>& in,
+                                                    transition_rule r) noexcept {
+  if (r == transition_rule::delta) return transition_family::dense;
+  return in.gate() == gate_kind::diagonal ? transition_family::diagonal : transition_family::scalar;
 }
 
 namespace detail {
@@ -131,7 +131,7 @@ void check_log_gates(std::span<const Real> g, std::string_view name) {
 /// Validates shapes and values of `in` for rule `r`.
 /// @throws invalid_argument naming the field and the bad value.
 template <class Real>
-void validate(const token_inputs<Real>& in, rule r) {
+void validate(const token_inputs<Real>& in, transition_rule r) {
   static_assert(std::is_floating_point_v<Real>, "token_inputs<Real>: Real must be float or double");
   if (in.dk == 0) throw_invalid("dk", in.dk, "must be >= 1");
   if (in.dv == 0) throw_invalid("dv", in.dv, "must be >= 1");
@@ -146,7 +146,7 @@ void validate(const token_inputs<Real>& in, rule r) {
     throw_invalid("k.size()", in.k.size(), "must equal length*dk = " + std::to_string(kn));
   if (in.v.size() != vn)
     throw_invalid("v.size()", in.v.size(), "must equal length*dv = " + std::to_string(vn));
-  if (r == rule::delta) {
+  if (r == transition_rule::delta) {
     if (in.beta.size() != in.length)
       throw_invalid("beta.size()", in.beta.size(),
                     "rule::delta needs one beta per token (" + std::to_string(in.length) + ")");
@@ -165,5 +165,15 @@ void validate(const token_inputs<Real>& in, rule r) {
 }
 
 }  // namespace detail
+
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using rule = ::hybridcache::transition_rule;
+using family = ::hybridcache::transition_family;
+using ::hybridcache::family_of;
+using ::hybridcache::gate_kind;
+using ::hybridcache::promote;
+using ::hybridcache::to_string;
+using ::hybridcache::token_inputs;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -72,7 +72,6 @@
 #include "hybridcache/state/token_inputs.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 
 /// Floating-point formats a kernel accumulates, stores or writes in.
 enum class precision : std::uint8_t { fp64 = 0, fp32 = 1, fp16 = 2, bf16 = 3 };
@@ -247,13 +246,14 @@ Eigen::VectorXd vec(std::span<const Real> x, std::size_t offset, std::size_t n) 
 /// Bound weights of the unified recurrence (token_inputs table) over a segment.
 /// @param q empty (state only) or L·dk queries; `scale` the read-out scale.
 template <class Real>
-bound_weights abs_bound_weights(const token_inputs<Real>& in, rule r, std::span<const double> q,
-                                double scale, std::span<const double> initial_state) {
+bound_weights abs_bound_weights(const token_inputs<Real>& in, transition_rule r,
+                                std::span<const double> q, double scale,
+                                std::span<const double> initial_state) {
   detail::validate(in, r);
   const std::size_t dk = in.dk, dv = in.dv;
   const gate_kind gk = in.gate();
   const double gate_ops = gk == gate_kind::none ? 0.0 : 1.0 + exp_budget_ulps;
-  if (r == rule::delta) {
+  if (r == transition_rule::delta) {
     auto w = detail::normwise_run(
         in.length, 1, dk, dv, q, scale, initial_state,
         [&](std::size_t t, const Eigen::MatrixXd& S) {
@@ -401,5 +401,19 @@ inline check_report check_close(std::span<const double> candidate,
   return rep;
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::abs_bound_weights;
+using ::hybridcache::bound_weights;
+using ::hybridcache::check_close;
+using ::hybridcache::check_report;
+using ::hybridcache::element_tolerance;
+using ::hybridcache::error_model;
+using ::hybridcache::exp_budget_ulps;
+using ::hybridcache::gamma_of;
+using ::hybridcache::parse_precision;
+using ::hybridcache::precision;
+using ::hybridcache::to_string;
+using ::hybridcache::unit_roundoff;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -38,7 +38,6 @@
 #include "hybridcache/store/lru_pool.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace store {
 
 /// Frozen-block pool over `lru_pool<Key, Value, KeyHash, KeyEqual>` (file comment).
 template <class Key, class Value, class KeyHash = std::hash<Key>,
@@ -249,5 +248,7 @@ class frozen_pool {
   std::uint64_t sequence_ = 0;
 };
 
+namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::frozen_pool;
 }  // namespace store
 HYBRIDCACHE_NAMESPACE_END

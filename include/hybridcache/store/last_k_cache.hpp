@@ -52,7 +52,6 @@
 #include "hybridcache/segment/token.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace store {
 
 /// The result of matching a request against the retained entries.
 struct last_k_match {
@@ -241,5 +240,9 @@ class last_k_cache {
   std::deque<std::unique_ptr<entry>> order_;   // oldest first
 };
 
+namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::last_k_cache;
+using ::hybridcache::last_k_match;
+using ::hybridcache::last_k_overlap;
 }  // namespace store
 HYBRIDCACHE_NAMESPACE_END

@@ -45,7 +45,6 @@
 #include "hybridcache/error.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace store {
 
 /// Budget class of an entry.
 enum class entry_class : std::uint8_t {
@@ -511,5 +510,11 @@ class lru_pool {
   std::shared_ptr<state> st_;
 };
 
+namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::entry_class;
+using ::hybridcache::insert_status;
+using ::hybridcache::lru_pool;
+using ::hybridcache::pool_stats;
+using ::hybridcache::release_reason;
 }  // namespace store
 HYBRIDCACHE_NAMESPACE_END

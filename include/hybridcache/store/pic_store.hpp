@@ -39,7 +39,6 @@
 #include "hybridcache/store/lru_pool.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace store {
 
 /// Budgets of a `pic_store`.
 struct pic_store_options {
@@ -169,5 +168,8 @@ class pic_store {
   private_pool private_;
 };
 
+namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::pic_store;
+using ::hybridcache::pic_store_options;
 }  // namespace store
 HYBRIDCACHE_NAMESPACE_END

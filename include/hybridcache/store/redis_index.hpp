@@ -84,7 +84,6 @@
 #include "hybridcache/store/segment_location.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace store {
 
 /// What went wrong talking to Redis.
 enum class redis_errc {
@@ -842,5 +841,12 @@ class redis_segment_index {
   std::atomic<std::uint64_t> hits_{0}, misses_{0}, rejected_{0}, errors_{0}, reconnects_{0};
 };
 
+namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+using ::hybridcache::redis_errc;
+using ::hybridcache::redis_error;
+using ::hybridcache::redis_index_stats;
+using ::hybridcache::redis_options;
+using ::hybridcache::redis_segment_index;
 }  // namespace store
 HYBRIDCACHE_NAMESPACE_END

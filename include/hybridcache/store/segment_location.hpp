@@ -12,7 +12,6 @@
 #include "hybridcache/config.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace store {
 
 /// A cached segment's location: on node `node`, in that node's pool `pool`, at byte `offset`,
 /// `bytes` long, covering `tokens` tokens (the segment's, or one block's for a chained block).
@@ -26,5 +25,7 @@ struct segment_location {
   friend constexpr bool operator==(const segment_location&, const segment_location&) = default;
 };
 
+namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::segment_location;
 }  // namespace store
 HYBRIDCACHE_NAMESPACE_END

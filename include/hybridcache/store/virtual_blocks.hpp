@@ -27,7 +27,6 @@
 #include "hybridcache/segment/token.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace store {
 
 /// Virtual-block views over the blocks of `Pool` (an `lru_pool`). See the file comment.
 template <class Pool, segment::hash_policy Hash = segment::xxh3_hash>
@@ -79,5 +78,7 @@ class virtual_block_index {
   segment::segment_index<view, Hash> views_;
 };
 
+namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::virtual_block_index;
 }  // namespace store
 HYBRIDCACHE_NAMESPACE_END

@@ -76,7 +76,6 @@
 #include "hybridcache/tree/detail/node_index.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace tree {
 
 /// A node of the policy's tree. Ids are reused after `erase`.
 using node_id = std::uint32_t;
@@ -831,5 +830,14 @@ class basic_state_policy {
 /// The policy with keyed XXH3-128 block keys (a fresh secret per instance).
 using state_policy = basic_state_policy<segment::xxh3_hash>;
 
+namespace tree {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::admit_result;
+using ::hybridcache::basic_state_policy;
+using ::hybridcache::match_result;
+using ::hybridcache::no_node;
+using ::hybridcache::node_id;
+using ::hybridcache::policy_options;
+using ::hybridcache::replan_result;
+using ::hybridcache::state_policy;
 }  // namespace tree
 HYBRIDCACHE_NAMESPACE_END

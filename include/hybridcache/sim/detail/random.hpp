@@ -19,7 +19,7 @@
 #include "hybridcache/config.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace sim::detail {
+namespace detail {
 
 /// SplitMix64: x_{k+1} = x_k + 0x9E3779B97F4A7C15, output = mix(x_{k+1}).
 class rng {
@@ -77,5 +77,9 @@ class zipf {
   std::vector<double> cdf_;
 };
 
-}  // namespace sim::detail
+}  // namespace detail
+
+namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -48,7 +48,6 @@
 #include "hybridcache/tree/policy.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace sim {
 
 /// Adapter of `tree::state_policy` to the replay engine (see the file comment).
 class library_policy final : public tree_policy {
@@ -178,6 +177,9 @@ inline tree_metrics static_optimum(const tree_trace& t, std::size_t budget,
   return m;
 }
 
+namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::library_policy;
+using ::hybridcache::static_optimum;
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END
 

@@ -50,7 +50,6 @@
 #include "hybridcache/sim/tree/replay.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace sim {
 
 /// Recency (or insertion) order of held states: an ordered set of (stamp, node).
 class recency_order {
@@ -450,5 +449,16 @@ class oracle_exact_policy final : public tree_policy {
   std::set<std::pair<std::size_t, std::uint32_t>> order_;
 };
 
+namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::engine_policy;
+using ::hybridcache::llamacpp_policy;
+using ::hybridcache::marconi_policy;
+using ::hybridcache::oracle_exact_policy;
+using ::hybridcache::oracle_policy;
+using ::hybridcache::recency_order;
+using ::hybridcache::sglang_extra_buffer_policy;
+using ::hybridcache::sglang_no_buffer_policy;
+using ::hybridcache::vllm_align_policy;
+using ::hybridcache::vllm_all_policy;
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -42,7 +42,6 @@
 #include "hybridcache/sim/tree/trace.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace sim {
 
 /// The pool of recurrent states: which nodes hold one, under a budget of `capacity` states.
 /// Only the engine opens a request's computable range; a policy may add a state only at a node
@@ -343,5 +342,17 @@ inline tree_metrics replay_tree(const tree_trace& t, tree_policy& policy, std::s
   return r.metrics();
 }
 
+namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::block_tree;
+using ::hybridcache::deepest_held;
+using ::hybridcache::replay_tree;
+using ::hybridcache::state_pool;
+using ::hybridcache::tree_context;
+using ::hybridcache::tree_cost_model;
+using ::hybridcache::tree_metrics;
+using ::hybridcache::tree_policy;
+using ::hybridcache::tree_replayer;
+using ::hybridcache::tree_step;
+using ::hybridcache::usable_matches;
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -25,7 +25,6 @@
 #include "hybridcache/sim/tree/trace.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace sim {
 
 /// The policies of the sweep, in report order: the library's own (`hybridcache`, when
 /// include/hybridcache/tree/policy.hpp is present), the engines', the two offline references.
@@ -158,5 +157,13 @@ inline tree_result simulate_tree(const tree_trace& t, const tree_options& o,
   return res;
 }
 
+namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::make_tree_policy;
+using ::hybridcache::simulate_tree;
+using ::hybridcache::tree_options;
+using ::hybridcache::tree_policy_names;
+using ::hybridcache::tree_policy_variants;
+using ::hybridcache::tree_result;
+using ::hybridcache::tune_marconi_alpha;
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -44,7 +44,6 @@
 #include "hybridcache/sim/trace.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace sim {
 
 /// One request of a tree trace (see the file comment).
 struct tree_request {
@@ -347,5 +346,12 @@ inline tree_trace synthetic_multi_turn(const multi_turn_options& o = {}) {
   return b.take();
 }
 
+namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::from_trace;
+using ::hybridcache::multi_turn_options;
+using ::hybridcache::synthetic_multi_turn;
+using ::hybridcache::tree_request;
+using ::hybridcache::tree_trace;
+using ::hybridcache::tree_trace_builder;
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -16,7 +16,7 @@
 #include "hybridcache/error.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state::detail {
+namespace detail {
 
 /// Checks a `[batches, rows, cols]` view with unit stride on its last axis. Shared with the CUDA
 /// backend, so both report the same errors.
@@ -98,5 +98,9 @@ concept compose_dense_views =
     SOut::rank == 3 && same_real_views<T1, S1, T2, S2, TOut, SOut> &&
     !std::is_const_v<typename TOut::element_type> && !std::is_const_v<typename SOut::element_type>;
 
-}  // namespace state::detail
+}  // namespace detail
+
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -22,7 +22,6 @@
 #include "hybridcache/rope/angle.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state {
 namespace detail {
 
 /// e^{ℓ} for a log-decay ℓ ∈ [−∞, 0]; exp(−∞) = 0 exactly, so a hard reset needs no special case.
@@ -196,5 +195,8 @@ HYBRIDCACHE_HOST_DEVICE inline void rope_rotate_rows(Real* s, std::size_t dv,
 }
 
 }  // namespace detail
+
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -18,7 +18,7 @@
 #include "hybridcache/config.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state::detail {
+namespace detail {
 
 template <class Real>
 using row_matrix = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -80,5 +80,9 @@ void invert_unit_lower(Real* a, std::size_t n, std::size_t lda, Real* scratch) {
   as_matrix(a + h, h, m, lda).setZero();
 }
 
-}  // namespace state::detail
+}  // namespace detail
+
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

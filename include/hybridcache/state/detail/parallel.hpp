@@ -21,7 +21,7 @@
 #include "hybridcache/config.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state::detail {
+namespace detail {
 
 /// Number of worker threads for `requested` (0: hardware concurrency), never more than `work`.
 inline std::size_t thread_count(std::size_t requested, std::size_t work) noexcept {
@@ -86,5 +86,9 @@ void parallel_for(std::size_t n, std::size_t threads, const Executor& executor, 
   if (failure) std::rethrow_exception(failure);
 }
 
-}  // namespace state::detail
+}  // namespace detail
+
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -13,7 +13,7 @@
 #include "hybridcache/state/token_inputs.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace state::detail {
+namespace detail {
 
 /// One delta-rule token applied to the augmented dk×w matrix M (w = dk + dv for [T | S], w = dv
 /// for a bare state with `value_offset` = 0): M ← D M; M ← M + k zᵀ, z = β(y − kᵀM), y = [0 | v].
@@ -45,5 +45,9 @@ void delta_token(Real* m, std::size_t dk, std::size_t w, std::size_t value_offse
   }
 }
 
-}  // namespace state::detail
+}  // namespace detail
+
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -16,7 +16,7 @@
 #include "hybridcache/segment/digest.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace tree::detail {
+namespace detail {
 
 inline constexpr std::uint32_t empty_slot = std::numeric_limits<std::uint32_t>::max();
 
@@ -100,5 +100,9 @@ class node_index {
   std::size_t size_ = 0;
 };
 
-}  // namespace tree::detail
+}  // namespace detail
+
+namespace tree {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+namespace detail = ::hybridcache::detail;
+}  // namespace tree
 HYBRIDCACHE_NAMESPACE_END

@@ -69,12 +69,12 @@ __global__ void apply_elementwise_kernel(elementwise_args<Real> a) {
        g += static_cast<std::size_t>(gridDim.x) * blockDim.y) {
     const std::size_t b = g / a.dk, r = g % a.dk;
     const double ld = a.log_decay[b * a.log_batch + (a.log_n == 1 ? 0 : r)];
-    const Real f = static_cast<Real>(hybridcache::state::detail::decay_factor(ld));
+    const Real f = static_cast<Real>(hybridcache::detail::decay_factor(ld));
     const Real* prev = a.prev.p + b * a.prev.batch + r * a.prev.ld;
     const Real* add = a.add.p + b * a.add.batch + r * a.add.ld;
     Real* out = a.out.p + b * a.out.batch + r * a.out.ld;
     for (std::size_t c = threadIdx.x; c < a.dv; c += blockDim.x)
-      hybridcache::state::detail::affine_scalar(out + c, prev + c, add + c, 1, f);
+      hybridcache::detail::affine_scalar(out + c, prev + c, add + c, 1, f);
   }
 }
 
@@ -90,9 +90,9 @@ __global__ void compose_log_decay_kernel(const double* first, std::size_t first_
   for (std::size_t g = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; g < total;
        g += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const std::size_t b = g / out_n, i = g % out_n;
-    hybridcache::state::detail::compose_log_decay(
-        out + b * out_batch + i, first + b * first_batch + (first_n == 1 ? 0 : i), 1,
-        then + b * then_batch + (then_n == 1 ? 0 : i), 1);
+    hybridcache::detail::compose_log_decay(out + b * out_batch + i,
+                                           first + b * first_batch + (first_n == 1 ? 0 : i), 1,
+                                           then + b * then_batch + (then_n == 1 ? 0 : i), 1);
   }
 }
 
@@ -183,9 +183,9 @@ inline unsigned elementwise_grid(std::size_t rows, unsigned rows_per_block) {
 // Host-side checks: the host overloads' own (state/detail/batch_views.hpp), so both backends
 // accept the same views and word their errors alike.
 
-using ::hybridcache::state::detail::check_batch_log_decay;
-using ::hybridcache::state::detail::check_batch_log_out;
-using ::hybridcache::state::detail::check_batch_rank3;
+using ::hybridcache::detail::check_batch_log_decay;
+using ::hybridcache::detail::check_batch_log_out;
+using ::hybridcache::detail::check_batch_rank3;
 
 /// An output batch (mutable elements).
 template <class V>
@@ -199,7 +199,7 @@ batched_matrix<const typename V::value_type> as_input(const V& v) {
 }
 
 template <class... V>
-concept same_real = ::hybridcache::state::detail::same_real_views<V...>;
+concept same_real = ::hybridcache::detail::same_real_views<V...>;
 
 }  // namespace detail
 
@@ -361,7 +361,6 @@ requires(T1::rank == 3 && S1::rank == 3 && T2::rank == 3 && S2::rank == 3 && TOu
 // `apply_dense` and `compose_dense` (state/compose_views.hpp) with device views, a stream last
 // and a `cudaError_t` result. They are more specialised than the host header's missing-backend
 // fallback, so including this header is what makes device views compile.
-namespace state {
 
 /// Device overload of `state::apply_elementwise` (host contract in state/compose_views.hpp).
 template <device_view LogDecay, device_view Prev, device_view Add, device_view Out>
@@ -425,5 +424,10 @@ compose_dense(T1 first_t, S1 first_s, T2 then_t, S2 then_s, TOut out_t, SOut out
   return cuda::compose_dense(first_t, first_s, then_t, then_s, out_t, out_s, cudaStream_t{});
 }
 
+namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
+using ::hybridcache::apply_dense;
+using ::hybridcache::apply_elementwise;
+using ::hybridcache::compose_dense;
+using ::hybridcache::compose_elementwise;
 }  // namespace state
 HYBRIDCACHE_NAMESPACE_END
