@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The composition-law algebra against the independent double-precision reference
-// (tests/support/state_reference.hpp): every variant, lengths 1/63/65/1000, dk != dv, both dense
-// paths, apply on random prefixes, split invariance, monoid laws, promotion, errors, batching.
+// The composition-law algebra (state/compose.hpp, with the summary.hpp / summarize.hpp /
+// batch.hpp / eigen.hpp it composes: one group, see tests/README.md) against the independent
+// double-precision reference (tests/support/state_reference.hpp): every variant, lengths
+// 1/63/65/1000, dk != dv, both dense paths, apply on random prefixes, split invariance, monoid
+// laws, promotion, errors, batching.
 #include <doctest/doctest.h>
 
 #include <algorithm>
