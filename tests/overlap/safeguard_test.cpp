@@ -2,7 +2,7 @@
 // The safeguard's held-out scores on hits worked out by hand.
 #include <doctest/doctest.h>
 
-#include <hybridcache/overlap/refresh_policy.hpp>
+#include <hybridcache/placement/refresh_policy.hpp>
 #include <hybridcache/overlap/safeguard.hpp>
 #include <vector>
 

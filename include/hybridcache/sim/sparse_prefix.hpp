@@ -81,6 +81,7 @@
 #include "hybridcache/overlap/safeguard.hpp"
 #include "hybridcache/placement.hpp"
 #include "hybridcache/placement/block_planner.hpp"
+#include "hybridcache/placement/refresh_policy.hpp"
 #include "hybridcache/placement/strategies.hpp"
 #include "hybridcache/sim/model.hpp"
 #include "hybridcache/sim/trace.hpp"
