@@ -66,7 +66,7 @@ void print_sparse_table(std::FILE* out, const hybridcache::sim::sparse_prefix_re
   fmt::print(out, "  last-K cache K = {}, block B = {}, {}, model {} ({} / checkpoint, {} KV / token)\n",
              o.cache_entries, o.granularity,
              o.oracle ? std::string("DP on the trace's own depth law (oracle)")
-                      : fmt::format("re-solve every {} requests, gamma = {}{}{}", o.resolve_every, o.gamma,
+                      : fmt::format("re-solve every {} requests, gamma = {}{}{}", o.replan_every, o.gamma,
                                     o.smoothing > 0 ? fmt::format(", smoothing {}", o.smoothing) : std::string(),
                                     fmt::format(", {} law{}", hybridcache::to_string(o.law), o.safeguard ? " + safeguard" : "")),
              o.model.name, human_bytes(o.model.checkpoint_bytes()), human_bytes(o.model.kv_bytes_per_token()));
@@ -186,6 +186,7 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     written.push_back(dir / name);
   };
   if (!r.sparse.empty()) {
+    // Column names are the file format and stay as they are: resolve_every holds replan_every.
     std::string csv =
         "trace,strategy,budget,mean_checkpoints,max_checkpoints,depth_tokens,recomputed_tokens,"
         "savings,reduction,checkpoint_bytes,kv_bytes,"
@@ -199,7 +200,7 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
             csv_num(row.mean_checkpoints), row.max_checkpoints, csv_num(row.depth_tokens),
             csv_num(row.recomputed_tokens), csv_num(row.savings), csv_num(row.reduction),
             csv_num(row.checkpoint_bytes), csv_num(row.kv_bytes), csv_num(row.cache_bytes),
-            s.options.cache_entries, s.options.granularity, s.options.resolve_every,
+            s.options.cache_entries, s.options.granularity, s.options.replan_every,
             s.options.gamma, s.options.model.name);
       }
       for (auto kind : {strategy::dp, strategy::dp_frontier}) {
@@ -251,12 +252,12 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     t["hits"] = s.hits;
     t["prompt_tokens"] = s.prompt_tokens;
     t["depth_tokens"] = s.depth_tokens;
-    t["resolves"] = s.resolves;
+    t["resolves"] = s.replans;  // file keys keep their names
     t["dp_fallbacks"] = s.dp_fallbacks;
     t["options"] = {{"cache_entries", s.options.cache_entries}, {"granularity", s.options.granularity},
                     {"smoothing", s.options.smoothing}, {"oracle", s.options.oracle},
                     {"law", hybridcache::to_string(s.options.law)}, {"safeguard", s.options.safeguard},
-                    {"resolve_every", s.options.resolve_every}, {"gamma", s.options.gamma},
+                    {"resolve_every", s.options.replan_every}, {"gamma", s.options.gamma},
                     {"frontier_tolerance", s.options.frontier_tolerance}, {"model", s.options.model.name},
                     {"checkpoint_bytes", s.options.model.checkpoint_bytes()},
                     {"kv_bytes_per_token", s.options.model.kv_bytes_per_token()}};

@@ -129,7 +129,7 @@ std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std
           gp += fmt::format(
               "set title \"{}: {} (K={}, B={}, R={})\"\n", s.trace_name,
               panel == 0 ? "reduction vs budget M" : "reduction vs checkpoints stored per entry",
-              s.options.cache_entries, s.options.granularity, s.options.resolve_every);
+              s.options.cache_entries, s.options.granularity, s.options.replan_every);
           gp += fmt::format("set xlabel \"{}\"\nset ylabel \"recurrent-work reduction (x)\"\n",
                             panel == 0 ? "checkpoint budget M" : "mean checkpoints per entry");
           gp += "plot ";
