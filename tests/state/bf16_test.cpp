@@ -53,7 +53,7 @@ TEST_CASE("bf16 drift: state stored in bf16 between tokens, fp32 compute, 2k-32k
       // fp32 state over the same tokens, for comparison in the message.
       MESSAGE(std::string(var.name) << ": " << cp << " steps, bf16-state drift " << err);
       const std::string vname(var.name);
-        CAPTURE(vname);
+      CAPTURE(vname);
       CAPTURE(cp);
       CHECK(err < bf16_drift_bound(var, cp));
       CHECK(all_finite(got));
@@ -79,7 +79,7 @@ TEST_CASE("bf16 summaries: 32 cached segments of 1024 tokens applied with a bf16
     }
     MESSAGE(std::string(var.name) << ": bf16 summaries over 32k tokens, worst drift " << worst);
     const std::string vname(var.name);
-        CAPTURE(vname);
+    CAPTURE(vname);
     CHECK(worst < 0.02);
   }
   // Round trip: the fp32 summary of a bf16 summary holds exactly the rounded values.

@@ -23,9 +23,7 @@ struct owned_inputs {
   std::vector<Real> k, v, beta, g;
   hc_ref::tokens ref;  // the same numbers in double (rounded through Real)
   hcs::rule rule = hcs::rule::additive;
-  hcs::token_inputs<Real> view() const {
-    return {ref.L, ref.dk, ref.dv, k, v, beta, g};
-  }
+  hcs::token_inputs<Real> view() const { return {ref.L, ref.dk, ref.dv, k, v, beta, g}; }
 };
 
 template <class Real>

@@ -21,7 +21,8 @@ using hc_ref::gate;
 
 TEST_CASE("HYPIC Table 2: naive addition errs by (1 - gamma^L) of the prefix norm for RetNet") {
   // Table 2 as printed in the paper (3 decimals); rows gamma = 1 - 2^-5, 1 - 2^-7, 1 - 2^-10.
-  const double printed[3][3] = {{1.000, 1.000, 1.000}, {0.866, 0.982, 1.000}, {0.221, 0.394, 0.632}};
+  const double printed[3][3] = {
+      {1.000, 1.000, 1.000}, {0.866, 0.982, 1.000}, {0.221, 0.394, 0.632}};
   const int exps[3] = {5, 7, 10};
   const std::size_t lengths[3] = {256, 512, 1024};
   std::mt19937_64 rng(2);
@@ -66,7 +67,8 @@ TEST_CASE("naive addition over a run of segments vs the reference") {
   for (const variant& var : all_variants) {
     auto in = own<double>(hc_ref::random_tokens(rng, 90, 5, 3, var.delta, var.gate));
     std::vector<hcs::segment_summary<double>> run;
-    for (std::size_t b = 0; b < 90; b += 30) run.push_back(hcs::summarize(in.view().slice(b, b + 30), in.rule));
+    for (std::size_t b = 0; b < 90; b += 30)
+      run.push_back(hcs::summarize(in.view().slice(b, b + 30), in.rule));
     const auto p = hc_ref::random_state(rng, 5, 3);
     const auto exact = hc_ref::run(in.ref, p).S;
     hc_ref::mat naive = p;  // prefix + Σ S_{C_i|0}, each from zero
@@ -80,7 +82,7 @@ TEST_CASE("naive addition over a run of segments vs the reference") {
     const auto rep = hcs::naive_error(std::span<const hcs::segment_summary<double>>(run),
                                       std::span<const double>(p.a));
     const std::string vname(var.name);
-        CAPTURE(vname);
+    CAPTURE(vname);
     CHECK(rep.error_norm == doctest::Approx(std::sqrt(e)).epsilon(1e-9));
     if (var.gate == gate::none && !var.delta) CHECK(rep.relative < 1e-12);  // eq. 3 is exact
   }

@@ -28,7 +28,8 @@ TEST_CASE_TEMPLATE("rerotate: S_C|b = R(b - a) S_C|a for scalar-family layers", 
   };
   const shift shifts[] = {{0, 37}, {1000, 5}, {0, 1000000}, {123456, 2000000}, {7, 7}};
   for (const variant& var : {all_variants[0], all_variants[1]}) {
-    for (auto layout : {hybridcache::rope_layout::half_split, hybridcache::rope_layout::interleaved}) {
+    for (auto layout :
+         {hybridcache::rope_layout::half_split, hybridcache::rope_layout::interleaved}) {
       for (std::size_t rot : {8u, 4u}) {
         for (double factor : {1.0, 2.0}) {
           hybridcache::rope_params rp;
@@ -42,17 +43,16 @@ TEST_CASE_TEMPLATE("rerotate: S_C|b = R(b - a) S_C|a for scalar-family layers", 
             auto at = [&](long long start) {
               auto t = base_t;
               for (std::size_t i = 0; i < L; ++i)
-                hc_ref::rope_key(&t.k[i * dk], rot,
-                                 layout == hybridcache::rope_layout::half_split, 10000.0, factor,
-                                 start + static_cast<long long>(i));
+                hc_ref::rope_key(&t.k[i * dk], rot, layout == hybridcache::rope_layout::half_split,
+                                 10000.0, factor, start + static_cast<long long>(i));
               return t;
             };
             auto in_a = own<Real>(at(sh.a));
             const auto ref_b = hc_ref::run(hc_ref::rounded<Real>(at(sh.b)));
-            const auto moved = hcs::rerotate(hcs::summarize(in_a.view(), in_a.rule),
-                                             sh.b - sh.a, rp);
+            const auto moved =
+                hcs::rerotate(hcs::summarize(in_a.view(), in_a.rule), sh.b - sh.a, rp);
             const std::string vname(var.name);
-        CAPTURE(vname);
+            CAPTURE(vname);
             CAPTURE(rot);
             CAPTURE(sh.b);
             // The float inputs at a and at b round differently; allow that on top of tol.

@@ -23,9 +23,9 @@ TEST_CASE("plan_seams lays out interiors, joint seam recomputes and conv context
     K what;
     std::size_t b, e, seg;
   };
-  const expect_step want[] = {{K::cached, 0, 20, 0},   {K::recompute, 20, 24, 1},
-                              {K::cached, 24, 46, 1},  {K::recompute, 46, 59, 1},
-                              {K::cached, 59, 91, 3},  {K::recompute, 91, 107, 3}};
+  const expect_step want[] = {{K::cached, 0, 20, 0},  {K::recompute, 20, 24, 1},
+                              {K::cached, 24, 46, 1}, {K::recompute, 46, 59, 1},
+                              {K::cached, 59, 91, 3}, {K::recompute, 91, 107, 3}};
   REQUIRE(p.steps.size() == 6);
   for (std::size_t i = 0; i < 6; ++i) {
     CAPTURE(i);
@@ -100,15 +100,15 @@ TEST_CASE_TEMPLATE("splice of cached interiors and recomputed seams equals the f
     const auto pr = to_real<Real>(p);
     const auto got = hcs::splice(plan, cached, in.view(), in.rule, std::span<const Real>(pr));
     const std::string vname(var.name);
-        CAPTURE(vname);
+    CAPTURE(vname);
     CHECK(hc_ref::rel_err(got, hc_ref::run(in.ref, p).S.a) < tol<Real>());
     // Wrong inputs are refused.
     CHECK_THROWS_AS(hcs::splice(plan, std::span<const hcs::segment_summary<Real>>(cached).first(2),
                                 in.view(), in.rule, std::span<const Real>(pr)),
                     hybridcache::invalid_argument);
-    CHECK_THROWS_AS(hcs::splice(plan, cached, in.view().slice(0, 200), in.rule,
-                                std::span<const Real>(pr)),
-                    hybridcache::invalid_argument);
+    CHECK_THROWS_AS(
+        hcs::splice(plan, cached, in.view().slice(0, 200), in.rule, std::span<const Real>(pr)),
+        hybridcache::invalid_argument);
     std::swap(cached[0], cached[1]);
     CHECK_THROWS_AS(hcs::splice(plan, cached, in.view(), in.rule, std::span<const Real>(pr)),
                     hybridcache::invalid_argument);
@@ -148,10 +148,10 @@ TEST_CASE("splice with RoPE: interiors cached at segment-local positions, moved 
     const std::vector<double> zero(dk * dv, 0.0);
     hcs::splice_options so;
     so.rope = rp;
-    const auto got =
-        hcs::splice(plan, cached, req.view(), hcs::rule::additive, std::span<const double>(zero), so);
+    const auto got = hcs::splice(plan, cached, req.view(), hcs::rule::additive,
+                                 std::span<const double>(zero), so);
     const std::string vname(var.name);
-        CAPTURE(vname);
+    CAPTURE(vname);
     CHECK(hc_ref::rel_err(got, hc_ref::run(req.ref).S.a) < 1e-10);
     // Without the re-rotation the middle segments land at the wrong positions.
     const auto wrong =

@@ -61,12 +61,12 @@ TEST_CASE("1e5-token segments with gates near 1 and near 0: no underflow error, 
     for (const variant& var : vars) {
       // 10⁵ tokens for the log-decay families; 2·10⁴ for the dense ones, whose summaries hold
       // T itself (the reference's O(dk³)-per-token cost keeps the test fast under ASan).
-      const auto t = long_tokens(var.delta ? 20000 : 100000, 2, var.delta, var.gate, rg.lo, rg.hi,
-                                 ++seed);
+      const auto t =
+          long_tokens(var.delta ? 20000 : 100000, 2, var.delta, var.gate, rg.lo, rg.hi, ++seed);
       const auto ref = hc_ref::run(t);
       CAPTURE(rg.name);
       const std::string vname(var.name);
-        CAPTURE(vname);
+      CAPTURE(vname);
       check_long<float>(t, ref, var.name);
       check_long<double>(t, ref, var.name);
     }
@@ -86,7 +86,7 @@ TEST_CASE_TEMPLATE("a -inf gate is a hard reset: composes to -inf, never NaN", R
     auto in = own<Real>(t);
     const auto ref = hc_ref::run(in.ref);
     const std::string vname(var.name);
-        CAPTURE(vname);
+    CAPTURE(vname);
     for (auto m : {hcs::summarize_method::per_token, hcs::summarize_method::chunked}) {
       const auto s = hcs::summarize(in.view(), in.rule, {m, 64});
       CHECK(all_finite(s.end_state()));

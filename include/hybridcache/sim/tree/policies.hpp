@@ -8,28 +8,31 @@
 /// k+1 … n (k = its resume point, n = path length, prompt and output), so only j in (k, n] can
 /// be snapshotted. P = prompt tokens, B = block size, pb = ⌊P/B⌋, m = match, u = usable match.
 ///
-/// | policy | snapshots (admission) | eviction | follows |
-/// |---|---|---|---|
-/// | `vllm_align` | j = pb (the replay boundary, the prompt's last full block) and j = m when 0 < m
-/// < pb (the shared-prefix junction) | one LRU over states; a hit touches the states on the matched
-/// path | vLLM v1 `vllm/v1/core/single_type_kv_cache_manager.py` (`MambaManager`),
-/// `--mamba-cache-mode align` | | `vllm_all` | every prompt block j in (k, pb] | LRU | same,
-/// `--mamba-cache-mode all` | | `sglang_no_buffer` | the ends of the prefill chunks (kB + i·C,
-/// floored to the grid) and the request end (j = n) | LRU over states (KV is never evicted here) |
-/// SGLang `python/sglang/srt/mem_cache/mamba_radix_cache.py` (`MambaRadixCache`), no_buffer | |
-/// `sglang_extra_buffer` | the prefill extend end (j = pb), the branch point found at match time (j
-/// = m when 0 < m < n), the request end (j = n) | LRU; with `path_cap` > 0 at most that many states
-/// on the request's root→leaf path, the shallowest dropped first | same, extra_buffer | | `marconi`
-/// | at request end at most two: the leaf after the last output token (j = n) and the branch-off
-/// point found by speculative insertion (j = m when the matched node already has a child) | among
-/// states whose node has ≤ 1 child: min of norm(recency) + α · norm(FLOPs saved / byte), α tuned
-/// over a grid by replaying a window | Marconi (MLSys'25) `radix_cache_hybrid.py` | | `llamacpp` |
-/// near the prompt end: P − 4 − n_ubatch and P − 4 tokens, floored to the grid | FIFO, at most
-/// `per_slot` (32) checkpoints | llama.cpp `tools/server/server.cpp` (context checkpoints) | |
-/// `oracle` | only nodes that are some later request's usable match | Belady: drop the state whose
-/// next use as a match is furthest | offline reference (future knowledge) |
-/// | `oracle_exact` | only nodes that are some later request's usable match node | Belady on those
-/// exact uses | offline reference (future knowledge) |
+/// Per policy: snapshots (admission); eviction; the engine it follows.
+/// - `vllm_align`: j = pb (the replay boundary, the prompt's last full block) and j = m when
+///   0 < m < pb (the shared-prefix junction); one LRU over states, a hit touches the states on the
+///   matched path; vLLM v1 `vllm/v1/core/single_type_kv_cache_manager.py` (`MambaManager`),
+///   `--mamba-cache-mode align`.
+/// - `vllm_all`: every prompt block j in (k, pb]; LRU; the same, `--mamba-cache-mode all`.
+/// - `sglang_no_buffer`: the ends of the prefill chunks (kB + i·C, floored to the grid) and the
+///   request end (j = n); LRU over states (KV is never evicted here); SGLang
+///   `python/sglang/srt/mem_cache/mamba_radix_cache.py` (`MambaRadixCache`), no_buffer.
+/// - `sglang_extra_buffer`: the prefill extend end (j = pb), the branch point found at match time
+///   (j = m when 0 < m < n), the request end (j = n); LRU, and with `path_cap` > 0 at most that
+///   many states on the request's root→leaf path, the shallowest dropped first; the same,
+///   extra_buffer.
+/// - `marconi`: at request end at most two, the leaf after the last output token (j = n) and the
+///   branch-off point found by speculative insertion (j = m when the matched node already has a
+///   child); among states whose node has ≤ 1 child, the min of norm(recency) + α · norm(FLOPs
+///   saved / byte), α tuned over a grid by replaying a window; Marconi (MLSys'25)
+///   `radix_cache_hybrid.py`.
+/// - `llamacpp`: near the prompt end, P − 4 − n_ubatch and P − 4 tokens, floored to the grid;
+///   FIFO, at most `per_slot` (32) checkpoints; llama.cpp `tools/server/server.cpp` (context
+///   checkpoints).
+/// - `oracle`: only nodes that are some later request's usable match; Belady, dropping the state
+///   whose next use as a match is furthest; offline reference (future knowledge).
+/// - `oracle_exact`: only nodes that are some later request's usable match node; Belady on those
+///   exact uses; offline reference (future knowledge).
 ///
 /// These are re-implementations of the published behaviour on one shared model (block grid,
 /// KV always cached, one state pool); no engine code is copied.
@@ -149,7 +152,7 @@ class engine_policy : public tree_policy {
   std::size_t limit_ = std::numeric_limits<std::size_t>::max();
 };
 
-/// vLLM v1 `--mamba-cache-mode align`: the replay boundary and the junction (see the file table).
+/// vLLM v1 `--mamba-cache-mode align`: the replay boundary and the junction (see the file comment).
 class vllm_align_policy final : public engine_policy {
  public:
   [[nodiscard]] std::string name() const override { return "vllm_align"; }
