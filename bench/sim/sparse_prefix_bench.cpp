@@ -59,7 +59,7 @@ void run(benchmark::State& state, sim::sparse_prefix_options o) {
   const auto& reqs = pool();
   o.cache_entries = 35;
   o.granularity = 64;
-  o.resolve_every = 10;
+  o.replan_every = 10;
   sim::sparse_prefix_simulator s(o, doc_len + 64);
   std::size_t i = 0;
   for (auto _ : state) {

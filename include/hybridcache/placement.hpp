@@ -12,5 +12,6 @@
 #include "hybridcache/placement/metrics.hpp"
 #include "hybridcache/placement/optimal.hpp"
 #include "hybridcache/placement/options.hpp"
+#include "hybridcache/placement/refresh_policy.hpp"
 #include "hybridcache/placement/strategies.hpp"
 #include "hybridcache/placement/tree.hpp"

@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets with clang++ (fuzzer + ASan + UBSan) and runs each briefly:
 #   tests/fuzz/store_fuzz.cpp    HC_FUZZ_SECONDS (default 30) seconds
+#   tests/fuzz/weights_fuzz.cpp  HC_FUZZ_WEIGHTS_SECONDS (default 10) seconds: the overlap-weights
+#                                parser
 #   tests/fuzz/readers_fuzz.cpp  HC_FUZZ_READERS_SECONDS (default 25) seconds: every trace reader
 #                                of `hybridcache simulate` (tools/hybridcache/sim_readers.cpp, which
 #                                needs nlohmann-json's headers)
@@ -16,48 +18,45 @@ if ! command -v "$cxx" >/dev/null 2>&1; then
   exit 1
 fi
 out=build/fuzz
-mkdir -p "$out/corpus"
-echo "fuzz: building $out/store_fuzz with $cxx"
-"$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -DHYBRIDCACHE_ASSERTIONS=1 -Iinclude -Itests \
-  tests/fuzz/store_fuzz.cpp -o "$out/store_fuzz"
 
+# build NAME SOURCE... : compiles a libFuzzer target (fuzzer + ASan + UBSan) to $out/NAME.
+build() {
+  local name=$1
+  shift
+  echo "fuzz: building $out/$name with $cxx"
+  "$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer \
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+    -DHYBRIDCACHE_ASSERTIONS=1 -Iinclude -Itests -Itools \
+    "$@" -o "$out/$name"
+}
+
+# run NAME SECONDS MAX_LEN CORPUS : runs $out/NAME on CORPUS for SECONDS; non-zero on any finding.
+run() {
+  local name=$1 seconds=$2 max_len=$3 corpus=$4
+  echo "fuzz: running $name for ${seconds}s"
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+  "$out/$name" -max_total_time="$seconds" -max_len="$max_len" -rss_limit_mb=2048 \
+    -print_final_stats=1 "$corpus"
+  echo "fuzz: $name: no crash in ${seconds}s"
+}
+
+mkdir -p "$out/corpus"
+build store_fuzz tests/fuzz/store_fuzz.cpp
 # Seeds: a pool sequence and a namespace encoding.
 printf '\x00\x04\x00\x00\x00\x08\x03\x00\x00\x00\x01\x08\x03\x00\x00\x00\x02\x08' > "$out/corpus/seed_pool"
 printf '\x01HCNS\x01\x01\x03\x00\x00\x00org\x00' > "$out/corpus/seed_ns"
+run store_fuzz "${HC_FUZZ_SECONDS:-30}" 2048 "$out/corpus"
 
-seconds=${HC_FUZZ_SECONDS:-30}
-echo "fuzz: running for ${seconds}s"
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
-"$out/store_fuzz" -max_total_time="$seconds" -max_len=2048 -rss_limit_mb=2048 \
-  -print_final_stats=1 "$out/corpus"
-echo "fuzz: no crash in ${seconds}s"
-
-# The overlap-weights parser (tests/fuzz/weights_fuzz.cpp): a short run, HC_FUZZ_WEIGHTS_SECONDS
-# (default 10) seconds.
-echo "fuzz: building $out/weights_fuzz with $cxx"
-"$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -DHYBRIDCACHE_ASSERTIONS=1 -Iinclude -Itests \
-  tests/fuzz/weights_fuzz.cpp -o "$out/weights_fuzz"
+# The overlap-weights parser.
+build weights_fuzz tests/fuzz/weights_fuzz.cpp
 mkdir -p "$out/corpus_weights"
 printf '# depth 1..5\n0 0.1 0 0.2\n0.7\n' > "$out/corpus_weights/seed_text"
 printf '4.9e-324 1e-320 2.5e-310\n' > "$out/corpus_weights/seed_subnormal"
 printf '1e400 +3 nan\x00 7' > "$out/corpus_weights/seed_bad"
-wseconds=${HC_FUZZ_WEIGHTS_SECONDS:-10}
-echo "fuzz: running weights_fuzz for ${wseconds}s"
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
-"$out/weights_fuzz" -max_total_time="$wseconds" -max_len=4096 -rss_limit_mb=2048 \
-  -print_final_stats=1 "$out/corpus_weights"
-echo "fuzz: weights_fuzz no crash in ${wseconds}s"
+run weights_fuzz "${HC_FUZZ_WEIGHTS_SECONDS:-10}" 4096 "$out/corpus_weights"
 
 # The trace readers: the first byte picks the reader (see the target's file comment).
-echo "fuzz: building $out/readers_fuzz with $cxx"
-"$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -DHYBRIDCACHE_ASSERTIONS=1 -Iinclude -Itests -Itools \
-  tests/fuzz/readers_fuzz.cpp tools/hybridcache/sim_readers.cpp -o "$out/readers_fuzz"
+build readers_fuzz tests/fuzz/readers_fuzz.cpp tools/hybridcache/sim_readers.cpp
 rc="$out/readers_corpus"
 mkdir -p "$rc"
 printf '\000[1, 2, 3]\n{"tokens": [4], "namespace": "t", "arrival": 0.5}\n{"segments": [[1], [2]], "query_last": true}\n' > "$rc/seed_tokens"
@@ -67,9 +66,4 @@ printf '\004[{"conversations": [{"from": "human", "value": "hi"}]}]' > "$rc/seed
 printf '\005{"timestamp": 0, "input_length": 6, "hash_ids": [1, 18446744073709551615]}\n{"timestamp": 3, "hash_ids": [1]}\n' > "$rc/seed_mooncake"
 printf '\006[{"ctxs": [{"title": "A", "text": "x y"}], "question": "q?"}]' > "$rc/seed_musique"
 printf '\007{"context": "Passage 1:\\nabc\\nPassage 2:\\ndef\\n"}\n' > "$rc/seed_multi_news"
-rseconds=${HC_FUZZ_READERS_SECONDS:-25}
-echo "fuzz: running readers_fuzz for ${rseconds}s"
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
-"$out/readers_fuzz" -max_total_time="$rseconds" -max_len=4096 -rss_limit_mb=2048 \
-  -print_final_stats=1 "$rc"
-echo "fuzz: readers_fuzz: no crash in ${rseconds}s"
+run readers_fuzz "${HC_FUZZ_READERS_SECONDS:-25}" 4096 "$rc"

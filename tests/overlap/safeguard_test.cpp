@@ -2,8 +2,8 @@
 // The safeguard's held-out scores on hits worked out by hand.
 #include <doctest/doctest.h>
 
-#include <hybridcache/overlap/refresh_policy.hpp>
 #include <hybridcache/overlap/safeguard.hpp>
+#include <hybridcache/placement/refresh_policy.hpp>
 #include <vector>
 
 namespace hc = hybridcache;

@@ -129,7 +129,7 @@ TEST_CASE("DP on a point-mass workload: hand-computed recompute and the fallback
   }
   sim::sparse_prefix_options o;
   o.cache_entries = 4;
-  o.resolve_every = 1;
+  o.replan_every = 1;
   o.budgets = {1};
   o.strategies = {strategy::balanced, strategy::dp};
   o.law = hybridcache::law_kind::pooled;  // the paper's setting
@@ -167,7 +167,7 @@ TEST_CASE("tail law: each request reads its predecessor up to 5 tokens before it
   const auto tr = make_trace(reqs);
   sim::sparse_prefix_options o;
   o.granularity = 1;
-  o.resolve_every = 1;
+  o.replan_every = 1;
   o.budgets = {1};
   o.strategies = {strategy::dp};
   o.safeguard = false;
@@ -202,7 +202,7 @@ TEST_CASE("DP placements are optimal for the re-solved EW histogram (brute force
   sim::sparse_prefix_options o;
   o.cache_entries = 6;
   o.granularity = 16;
-  o.resolve_every = 3;
+  o.replan_every = 3;
   o.gamma = 0.9;
   o.budgets = {1, 2, 4};
   o.strategies = {strategy::dp};
@@ -352,7 +352,7 @@ TEST_CASE("safeguard: documents with short questions switch the DP's entries to 
   const auto t = make_trace(reqs);
   sim::sparse_prefix_options o;
   o.cache_entries = 10;
-  o.resolve_every = 1;
+  o.replan_every = 1;
   o.budgets = {1};
   o.strategies = {strategy::last, strategy::dp};
   o.law = hybridcache::law_kind::pooled;

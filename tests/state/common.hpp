@@ -2,7 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Test glue: owning copies of reference inputs in the library's types. No algorithm here.
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,9 +23,7 @@ struct owned_inputs {
   std::vector<Real> k, v, beta, g;
   hc_ref::tokens ref;  // the same numbers in double (rounded through Real)
   hcs::rule rule = hcs::rule::additive;
-  hcs::token_inputs<Real> view() const {
-    return {ref.L, ref.dk, ref.dv, k, v, beta, g};
-  }
+  hcs::token_inputs<Real> view() const { return {ref.L, ref.dk, ref.dv, k, v, beta, g}; }
 };
 
 template <class Real>
@@ -60,4 +62,20 @@ inline constexpr variant all_variants[] = {
 template <class Real>
 constexpr double tol() {
   return std::is_same_v<Real, float> ? 2e-4 : 1e-10;
+}
+
+/// True if no element is NaN or ±inf.
+inline bool all_finite(std::span<const float> x) {
+  return std::all_of(x.begin(), x.end(), [](float v) { return std::isfinite(v); });
+}
+inline bool all_finite(std::span<const double> x) {
+  return std::all_of(x.begin(), x.end(), [](double v) { return std::isfinite(v); });
+}
+
+/// Long-segment inputs whose numbers are exactly representable in float, so one double reference
+/// serves the float and the double runs.
+inline hc_ref::tokens long_tokens(std::size_t L, std::size_t dk, bool delta, hc_ref::gate g,
+                                  double lo, double hi, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  return hc_ref::rounded<float>(hc_ref::random_tokens(rng, L, dk, 2, delta, g, lo, hi));
 }

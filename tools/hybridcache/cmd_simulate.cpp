@@ -79,7 +79,8 @@ sparse prefix caching:
                       100 otherwise; the paper's settings)
   --budgets LIST      checkpoint budgets M (default 1,2,4,8,16,32,64)
   --granularity B     block size of every strategy (default 64)
-  --resolve-every R   histogram snapshot / DP re-solve period in requests (default 10)
+  --replan-every R    histogram snapshot / DP re-plan period in requests (default 10; the old
+                      spelling --resolve-every is still accepted)
   --gamma G           EW histogram decay (default 0.99)
   --smoothing E       DP on (1-E)*histogram + E*uniform (default 0: the paper's plug-in DP)
   --law pooled|tail|conditioned   depth law the DP estimates: conditioned (default: head- and
@@ -388,7 +389,9 @@ int run(std::span<const std::string_view> argv) {
   sim::sparse_prefix_options so;
   if (auto b = a.get("budgets")) so.budgets = size_list("budgets", *b, 1);
   so.granularity = size_option(a, "granularity", 1).value_or(64);
-  so.resolve_every = size_option(a, "resolve-every", 1).value_or(10);
+  const auto replan_every = size_option(a, "replan-every", 1);
+  const auto resolve_every = size_option(a, "resolve-every", 1);  // the old spelling
+  so.replan_every = replan_every ? *replan_every : resolve_every.value_or(10);
   so.gamma = real_option(a, "gamma", {0.0, 1.0, true, true}).value_or(0.99);
   so.smoothing = real_option(a, "smoothing", {0.0, 1.0, false, false}).value_or(0.0);
   so.oracle = a.has("oracle");

@@ -44,9 +44,7 @@ std::string csv_num(double x) {
 }
 
 // A reduction factor: +inf (nothing left to recompute) is written "inf", as in the CSV.
-json reduction_json(double x) {
-  return std::isinf(x) && x > 0 ? json("inf") : num(x);
-}
+json reduction_json(double x) { return std::isinf(x) && x > 0 ? json("inf") : num(x); }
 
 // A namespace in tables and files: the tenant's name for a tenant-only namespace (the traces'
 // form), else the key's text form (`ns{}` for the shared namespace).
@@ -60,18 +58,26 @@ std::string ns_label(const hybridcache::segment::namespace_key& ns) {
 
 void print_sparse_table(std::FILE* out, const hybridcache::sim::sparse_prefix_result& r) {
   const auto& o = r.options;
-  fmt::print(out, "\nsparse prefix caching — trace {}: {} requests, {} hits ({:.1f}%), mean depth of a hit {:.0f} tokens\n",
-             r.trace_name, r.requests, r.hits, r.requests ? 100.0 * static_cast<double>(r.hits) / static_cast<double>(r.requests) : 0.0,
-             r.hits ? r.depth_tokens / static_cast<double>(r.hits) : 0.0);
-  fmt::print(out, "  last-K cache K = {}, block B = {}, {}, model {} ({} / checkpoint, {} KV / token)\n",
-             o.cache_entries, o.granularity,
-             o.oracle ? std::string("DP on the trace's own depth law (oracle)")
-                      : fmt::format("re-solve every {} requests, gamma = {}{}{}", o.resolve_every, o.gamma,
-                                    o.smoothing > 0 ? fmt::format(", smoothing {}", o.smoothing) : std::string(),
-                                    fmt::format(", {} law{}", hybridcache::to_string(o.law), o.safeguard ? " + safeguard" : "")),
-             o.model.name, human_bytes(o.model.checkpoint_bytes()), human_bytes(o.model.kv_bytes_per_token()));
-  fmt::print(out, "  {:<12} {:>6} {:>10} {:>14} {:>9} {:>10} {:>12} {:>12}\n", "strategy", "budget", "ckpt/entry",
-             "recomputed", "savings", "reduction", "state/entry", "cache (K)");
+  fmt::print(
+      out,
+      "\nsparse prefix caching — trace {}: {} requests, {} hits ({:.1f}%), mean depth of a hit "
+      "{:.0f} tokens\n",
+      r.trace_name, r.requests, r.hits,
+      r.requests ? 100.0 * static_cast<double>(r.hits) / static_cast<double>(r.requests) : 0.0,
+      r.hits ? r.depth_tokens / static_cast<double>(r.hits) : 0.0);
+  fmt::print(
+      out, "  last-K cache K = {}, block B = {}, {}, model {} ({} / checkpoint, {} KV / token)\n",
+      o.cache_entries, o.granularity,
+      o.oracle ? std::string("DP on the trace's own depth law (oracle)")
+               : fmt::format(
+                     "re-solve every {} requests, gamma = {}{}{}", o.replan_every, o.gamma,
+                     o.smoothing > 0 ? fmt::format(", smoothing {}", o.smoothing) : std::string(),
+                     fmt::format(", {} law{}", hybridcache::to_string(o.law),
+                                 o.safeguard ? " + safeguard" : "")),
+      o.model.name, human_bytes(o.model.checkpoint_bytes()),
+      human_bytes(o.model.kv_bytes_per_token()));
+  fmt::print(out, "  {:<12} {:>6} {:>10} {:>14} {:>9} {:>10} {:>12} {:>12}\n", "strategy", "budget",
+             "ckpt/entry", "recomputed", "savings", "reduction", "state/entry", "cache (K)");
   for (const auto& row : r.rows) {
     fmt::print(out, "  {:<12} {:>6} {:>10.1f} {:>14.0f} {:>8.1f}% {:>10} {:>12} {:>12}\n",
                to_string(row.kind), budget_text(row), row.mean_checkpoints, row.recomputed_tokens,
@@ -93,13 +99,20 @@ void print_dominance(std::FILE* out, const hybridcache::sim::sparse_prefix_resul
     std::size_t n[5] = {};
     for (const auto& c : checks) ++n[static_cast<int>(c.status)];
     if (n[static_cast<int>(dominance_status::nothing_to_save)] == checks.size()) {
-      fmt::print(out, "  {} vs every fixed baseline: nothing to save (no request overlaps a cached entry)\n", to_string(kind));
+      fmt::print(
+          out,
+          "  {} vs every fixed baseline: nothing to save (no request overlaps a cached entry)\n",
+          to_string(kind));
       continue;
     }
-    const std::size_t compared = checks.size() - n[static_cast<int>(dominance_status::not_comparable)];
-    fmt::print(out, "  {} >= every fixed baseline storing <= M per entry: {}/{} hold, {} within 1%, {} fail; {} not comparable"
+    const std::size_t compared =
+        checks.size() - n[static_cast<int>(dominance_status::not_comparable)];
+    fmt::print(out,
+               "  {} >= every fixed baseline storing <= M per entry: {}/{} hold, {} within 1%, {} "
+               "fail; {} not comparable"
                " (the baseline stored more than M in an entry)",
-               to_string(kind), n[0], compared, n[1], n[2], n[static_cast<int>(dominance_status::not_comparable)]);
+               to_string(kind), n[0], compared, n[1], n[2],
+               n[static_cast<int>(dominance_status::not_comparable)]);
     if (n[2] == 0) {
       fmt::print(out, "\n");
       continue;
@@ -107,9 +120,10 @@ void print_dominance(std::FILE* out, const hybridcache::sim::sparse_prefix_resul
     fmt::print(out, "; exceptions:\n");
     for (const auto& c : checks) {
       if (c.status != dominance_status::fails) continue;
-      fmt::print(out, "    M={:<4} {} {} < {} {} ({:.1f} ckpt/entry, max {})\n", c.budget, to_string(kind),
-                 fmt_reduction(c.dp_reduction), to_string(c.baseline), fmt_reduction(c.baseline_reduction),
-                 c.baseline_checkpoints, c.baseline_max_checkpoints);
+      fmt::print(out, "    M={:<4} {} {} < {} {} ({:.1f} ckpt/entry, max {})\n", c.budget,
+                 to_string(kind), fmt_reduction(c.dp_reduction), to_string(c.baseline),
+                 fmt_reduction(c.baseline_reduction), c.baseline_checkpoints,
+                 c.baseline_max_checkpoints);
     }
   }
 }
@@ -186,11 +200,14 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     written.push_back(dir / name);
   };
   if (!r.sparse.empty()) {
+    // Column names are the file format and stay as they are: resolve_every holds replan_every.
     std::string csv =
         "trace,strategy,budget,mean_checkpoints,max_checkpoints,depth_tokens,recomputed_tokens,"
         "savings,reduction,checkpoint_bytes,kv_bytes,"
         "cache_bytes,cache_entries,granularity,resolve_every,gamma,model\n";
-    std::string dom = "trace,dp_strategy,budget,baseline,dp_reduction,baseline_reduction,baseline_checkpoints,holds,status\n";
+    std::string dom =
+        "trace,dp_strategy,budget,baseline,dp_reduction,baseline_reduction,baseline_checkpoints,"
+        "holds,status\n";
     for (const auto& s : r.sparse) {
       for (const auto& row : s.rows) {
         csv += fmt::format(
@@ -199,13 +216,14 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
             csv_num(row.mean_checkpoints), row.max_checkpoints, csv_num(row.depth_tokens),
             csv_num(row.recomputed_tokens), csv_num(row.savings), csv_num(row.reduction),
             csv_num(row.checkpoint_bytes), csv_num(row.kv_bytes), csv_num(row.cache_bytes),
-            s.options.cache_entries, s.options.granularity, s.options.resolve_every,
-            s.options.gamma, s.options.model.name);
+            s.options.cache_entries, s.options.granularity, s.options.replan_every, s.options.gamma,
+            s.options.model.name);
       }
       for (auto kind : {strategy::dp, strategy::dp_frontier}) {
         for (const auto& c : hybridcache::sim::check_dominance(s, kind)) {
-          dom += fmt::format("{},{},{},{},{},{},{},{},{}\n", s.trace_name, to_string(kind), c.budget, to_string(c.baseline),
-                             csv_num(c.dp_reduction), csv_num(c.baseline_reduction), csv_num(c.baseline_checkpoints),
+          dom += fmt::format("{},{},{},{},{},{},{},{},{}\n", s.trace_name, to_string(kind),
+                             c.budget, to_string(c.baseline), csv_num(c.dp_reduction),
+                             csv_num(c.baseline_reduction), csv_num(c.baseline_checkpoints),
                              c.holds() ? 1 : 0, to_string(c.status));
         }
       }
@@ -251,32 +269,45 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     t["hits"] = s.hits;
     t["prompt_tokens"] = s.prompt_tokens;
     t["depth_tokens"] = s.depth_tokens;
-    t["resolves"] = s.resolves;
+    t["resolves"] = s.replans;  // file keys keep their names
     t["dp_fallbacks"] = s.dp_fallbacks;
-    t["options"] = {{"cache_entries", s.options.cache_entries}, {"granularity", s.options.granularity},
-                    {"smoothing", s.options.smoothing}, {"oracle", s.options.oracle},
-                    {"law", hybridcache::to_string(s.options.law)}, {"safeguard", s.options.safeguard},
-                    {"resolve_every", s.options.resolve_every}, {"gamma", s.options.gamma},
-                    {"frontier_tolerance", s.options.frontier_tolerance}, {"model", s.options.model.name},
+    t["options"] = {{"cache_entries", s.options.cache_entries},
+                    {"granularity", s.options.granularity},
+                    {"smoothing", s.options.smoothing},
+                    {"oracle", s.options.oracle},
+                    {"law", hybridcache::to_string(s.options.law)},
+                    {"safeguard", s.options.safeguard},
+                    {"resolve_every", s.options.replan_every},
+                    {"gamma", s.options.gamma},
+                    {"frontier_tolerance", s.options.frontier_tolerance},
+                    {"model", s.options.model.name},
                     {"checkpoint_bytes", s.options.model.checkpoint_bytes()},
                     {"kv_bytes_per_token", s.options.model.kv_bytes_per_token()}};
     t["rows"] = json::array();
     for (const auto& row : s.rows) {
-      t["rows"].push_back({{"strategy", to_string(row.kind)},
-                           {"budget", hybridcache::sim::uses_budget(row.kind) ? json(row.budget) : json(nullptr)},
-                           {"mean_checkpoints", num(row.mean_checkpoints)}, {"max_checkpoints", row.max_checkpoints},
-                           {"depth_tokens", num(row.depth_tokens)},
-                           {"recomputed_tokens", num(row.recomputed_tokens)}, {"savings", num(row.savings)},
-                           {"reduction", reduction_json(row.reduction)}, {"checkpoint_bytes", num(row.checkpoint_bytes)},
-                           {"kv_bytes", num(row.kv_bytes)}, {"cache_bytes", num(row.cache_bytes)}});
+      t["rows"].push_back(
+          {{"strategy", to_string(row.kind)},
+           {"budget", hybridcache::sim::uses_budget(row.kind) ? json(row.budget) : json(nullptr)},
+           {"mean_checkpoints", num(row.mean_checkpoints)},
+           {"max_checkpoints", row.max_checkpoints},
+           {"depth_tokens", num(row.depth_tokens)},
+           {"recomputed_tokens", num(row.recomputed_tokens)},
+           {"savings", num(row.savings)},
+           {"reduction", reduction_json(row.reduction)},
+           {"checkpoint_bytes", num(row.checkpoint_bytes)},
+           {"kv_bytes", num(row.kv_bytes)},
+           {"cache_bytes", num(row.cache_bytes)}});
     }
     t["dominance"] = json::array();
     for (auto kind : {strategy::dp, strategy::dp_frontier}) {
       for (const auto& c : hybridcache::sim::check_dominance(s, kind)) {
-        t["dominance"].push_back({{"dp", to_string(kind)}, {"budget", c.budget}, {"baseline", to_string(c.baseline)},
+        t["dominance"].push_back({{"dp", to_string(kind)},
+                                  {"budget", c.budget},
+                                  {"baseline", to_string(c.baseline)},
                                   {"dp_reduction", reduction_json(c.dp_reduction)},
                                   {"baseline_reduction", reduction_json(c.baseline_reduction)},
-                                  {"holds", c.holds()}, {"status", to_string(c.status)}});
+                                  {"holds", c.holds()},
+                                  {"status", to_string(c.status)}});
       }
     }
     j["sparse_prefix"].push_back(t);

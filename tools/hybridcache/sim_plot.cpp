@@ -24,17 +24,6 @@ using hybridcache::sim::to_string;
 // A reduction for log-scale plots: +inf is drawn at 1e4.
 double plot_value(double x) { return std::isfinite(x) ? std::min(x, 1e4) : 1e4; }
 
-std::string gp_quote(const fs::path& p) {
-  std::string s = p.string(), out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
@@ -48,25 +37,52 @@ std::string shell_quote(const std::string& s) {
 
 }  // namespace
 
+std::string gp_quote(const fs::path& p) {
+  std::string s = p.string(), out = "'";
+  for (char c : s) {
+    if (c == '\'')
+      out += "''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+std::string gp_terminal(bool png, int w, int h) {
+  if (!png)
+    return fmt::format(
+        "set terminal svg size {},{} dynamic font 'Helvetica,11'\nset termoption noenhanced\n", w,
+        h);
+  return fmt::format(
+      "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {{ set terminal pngcairo size {},{} font "
+      "',10' }} else {{ set terminal png size {},{} }}\nset termoption noenhanced\n",
+      w, h, w, h);
+}
+
+std::vector<fs::path> run_gnuplot(const std::vector<std::pair<fs::path, fs::path>>& jobs,
+                                  std::string_view written, std::string& note) {
+  std::vector<fs::path> plots;
+  const char* env = std::getenv("HYBRIDCACHE_GNUPLOT");
+  const std::string prog = env && *env ? env : "gnuplot";
+  if (std::system(("command -v " + shell_quote(prog) + " >/dev/null 2>&1").c_str()) != 0) {
+    note = fmt::format("gnuplot not found (install gnuplot-nox): wrote {}, no plots", written);
+    return plots;
+  }
+  for (const auto& [plot, script] : jobs) {
+    const int rc = std::system(
+        (shell_quote(prog) + " " + shell_quote(fs::absolute(script).string()) + " 2>&1").c_str());
+    if (rc != 0) {
+      note = "gnuplot failed on " + script.string();
+      continue;
+    }
+    plots.push_back(plot);
+  }
+  return plots;
+}
+
 std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std::string& note) {
   const fs::path abs = fs::absolute(dir);
-  std::vector<std::pair<std::string, fs::path>> scripts;  // (stem, script)
-  const std::string term =
-      "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { set terminal pngcairo size {W},{H} font "
-      "',10' } "
-      "else { set terminal png size {W},{H} }\n";
-  auto terminal = [&](bool png, int w, int h) {
-    if (!png)
-      return fmt::format(
-          "set terminal svg size {},{} dynamic font 'Helvetica,11'\nset termoption noenhanced\n", w,
-          h);
-    std::string t = term;
-    for (auto [k, v] : {std::pair<std::string, int>{"{W}", w}, {"{H}", h}}) {
-      for (std::size_t p; (p = t.find(k)) != std::string::npos;)
-        t.replace(p, k.size(), std::to_string(v));
-    }
-    return t + "set termoption noenhanced\n";
-  };
+  std::vector<std::pair<fs::path, fs::path>> scripts;  // (plot, script)
   if (!r.sparse.empty()) {
     // reduction.dat: one gnuplot index block per (trace, strategy): x = budget, mean ckpt,
     // reduction.
@@ -100,7 +116,7 @@ std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std
     write_atomic(dir / "reduction.dat", dat);
     for (bool png : {true, false}) {
       const int h = 360 * static_cast<int>(r.sparse.size());
-      std::string gp = terminal(png, 1200, h);
+      std::string gp = gp_terminal(png, 1200, h);
       gp +=
           fmt::format("set output {}\n", gp_quote(abs / (png ? "reduction.png" : "reduction.svg")));
       gp += fmt::format(
@@ -113,7 +129,7 @@ std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std
           gp += fmt::format(
               "set title \"{}: {} (K={}, B={}, R={})\"\n", s.trace_name,
               panel == 0 ? "reduction vs budget M" : "reduction vs checkpoints stored per entry",
-              s.options.cache_entries, s.options.granularity, s.options.resolve_every);
+              s.options.cache_entries, s.options.granularity, s.options.replan_every);
           gp += fmt::format("set xlabel \"{}\"\nset ylabel \"recurrent-work reduction (x)\"\n",
                             panel == 0 ? "checkpoint budget M" : "mean checkpoints per entry");
           gp += "plot ";
@@ -141,8 +157,8 @@ std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std
       else
         write_atomic(dir / "reduction_svg.gp", gp);
     }
-    scripts.emplace_back("reduction.png", dir / "reduction_png.gp");
-    scripts.emplace_back("reduction.svg", dir / "reduction_svg.gp");
+    scripts.emplace_back(dir / "reduction.png", dir / "reduction_png.gp");
+    scripts.emplace_back(dir / "reduction.svg", dir / "reduction_svg.gp");
   }
   if (!r.fig14.empty() || !r.segments.empty()) {
     // Two files, so a missing half never shifts gnuplot's index numbering.
@@ -169,7 +185,7 @@ std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std
     if (!r.segments.empty()) write_atomic(dir / "ttft_segments.dat", seg);
     const bool both = !r.fig14.empty() && !r.segments.empty();
     for (bool png : {true, false}) {
-      std::string gp = terminal(png, both ? 1200 : 640, 420);
+      std::string gp = gp_terminal(png, both ? 1200 : 640, 420);
       gp += fmt::format("set output {}\n",
                         gp_quote(abs / (png ? "ttft_workers.png" : "ttft_workers.svg")));
       gp += fmt::format(
@@ -203,26 +219,10 @@ std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std
       gp += "unset multiplot\n";
       write_atomic(dir / (png ? "ttft_workers_png.gp" : "ttft_workers_svg.gp"), gp);
     }
-    scripts.emplace_back("ttft_workers.png", dir / "ttft_workers_png.gp");
-    scripts.emplace_back("ttft_workers.svg", dir / "ttft_workers_svg.gp");
+    scripts.emplace_back(dir / "ttft_workers.png", dir / "ttft_workers_png.gp");
+    scripts.emplace_back(dir / "ttft_workers.svg", dir / "ttft_workers_svg.gp");
   }
-  std::vector<fs::path> plots;
-  const char* env = std::getenv("HYBRIDCACHE_GNUPLOT");
-  const std::string prog = env && *env ? env : "gnuplot";
-  if (std::system(("command -v " + shell_quote(prog) + " >/dev/null 2>&1").c_str()) != 0) {
-    note = "gnuplot not found (install gnuplot-nox): wrote the data and the .gp scripts, no plots";
-    return plots;
-  }
-  for (const auto& [out, script] : scripts) {
-    const int rc = std::system(
-        (shell_quote(prog) + " " + shell_quote(fs::absolute(script).string()) + " 2>&1").c_str());
-    if (rc != 0) {
-      note = "gnuplot failed on " + script.string();
-      continue;
-    }
-    plots.push_back(dir / out);
-  }
-  return plots;
+  return run_gnuplot(scripts, "the data and the .gp scripts", note);
 }
 
 }  // namespace hybridcache_cli::sim_out

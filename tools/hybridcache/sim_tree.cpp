@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "hybridcache/sim_output.hpp"
+#include "hybridcache/sim_plot.hpp"
 #include "hybridcache/sim_readers.hpp"
 
 namespace hybridcache_cli::sim_tree {
@@ -184,28 +185,6 @@ std::string file_id(const std::string& name) {
   return s;
 }
 
-std::string gp_quote(const fs::path& p) {
-  std::string s = p.string(), out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
 }  // namespace
 
 options parse(const hybridcache_cli::args& a) {
@@ -309,12 +288,8 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<sim::tree_res
     hybridcache_cli::sim_out::write_atomic(dir / (id + ".dat"), dat);
     files.push_back(dir / (id + ".dat"));
     for (bool png : {true, false}) {
-      std::string gp = png ? "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { set terminal "
-                             "pngcairo size 800,480 font ',10' } "
-                             "else { set terminal png size 800,480 }\n"
-                           : "set terminal svg size 800,480 dynamic font 'Helvetica,11'\n";
-      gp += "set termoption noenhanced\n";
-      gp += fmt::format("set output {}\n", gp_quote(abs / (id + (png ? ".png" : ".svg"))));
+      std::string gp = sim_out::gp_terminal(png, 800, 480);
+      gp += fmt::format("set output {}\n", sim_out::gp_quote(abs / (id + (png ? ".png" : ".svg"))));
       gp += fmt::format(
           "set title \"{}: tokens recomputed vs state memory (B = {} tokens, {} requests)\"\nset "
           "grid\nset logscale x 2\n"
@@ -325,7 +300,7 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<sim::tree_res
       for (std::size_t i = 0; i < policies.size(); ++i) {
         gp += fmt::format(
             "{}{} index {} using 1:2 with linespoints lw {} title '{}'", i ? ", \\\n     " : "",
-            gp_quote(abs / (id + ".dat")), i,
+            sim_out::gp_quote(abs / (id + ".dat")), i,
             policies[i].rfind("oracle", 0) == 0 || policies[i] == "static_optimum" ? 3 : 2,
             policies[i]);
       }
@@ -336,20 +311,8 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<sim::tree_res
     }
   }
   if (!plot) return files;
-  const char* env = std::getenv("HYBRIDCACHE_GNUPLOT");
-  const std::string prog = env && *env ? env : "gnuplot";
-  if (std::system(("command -v " + shell_quote(prog) + " >/dev/null 2>&1").c_str()) != 0) {
-    note = "gnuplot not found (install gnuplot-nox): wrote the tree data and .gp scripts, no plots";
-    return files;
-  }
-  for (const auto& [out, script] : scripts) {
-    if (std::system((shell_quote(prog) + " " + shell_quote(fs::absolute(script).string()) + " 2>&1")
-                        .c_str()) != 0) {
-      note = "gnuplot failed on " + script.string();
-      continue;
-    }
-    files.push_back(out);
-  }
+  const auto plots = sim_out::run_gnuplot(scripts, "the tree data and .gp scripts", note);
+  files.insert(files.end(), plots.begin(), plots.end());
   return files;
 }
 

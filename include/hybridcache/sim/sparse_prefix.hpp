@@ -81,6 +81,7 @@
 #include "hybridcache/overlap/safeguard.hpp"
 #include "hybridcache/placement.hpp"
 #include "hybridcache/placement/block_planner.hpp"
+#include "hybridcache/placement/refresh_policy.hpp"
 #include "hybridcache/placement/strategies.hpp"
 #include "hybridcache/sim/model.hpp"
 #include "hybridcache/sim/trace.hpp"
@@ -97,7 +98,7 @@ constexpr std::optional<placement_strategy> parse_strategy(std::string_view name
 struct sparse_prefix_options {
   std::size_t cache_entries = 35;  ///< K of the last-K cache (paper: 35 / 50 / 100)
   std::size_t granularity = 64;    ///< block size B of every strategy
-  std::size_t resolve_every = 10;  ///< R: histogram snapshot / DP re-solve period, in requests
+  std::size_t replan_every = 10;  ///< R: histogram snapshot / DP re-plan period, in requests
   double gamma = 0.99;             ///< EW histogram decay
   std::vector<std::size_t> budgets{1, 2, 4, 8, 16, 32, 64};
   std::vector<placement_strategy> strategies{std::begin(all_placement_strategies),
@@ -157,7 +158,7 @@ struct sparse_prefix_result {
   std::size_t hits = 0;        ///< requests with overlap depth t >= 1
   double prompt_tokens = 0.0;  ///< Σ request lengths
   double depth_tokens = 0.0;   ///< Σ t
-  std::size_t resolves = 0;    ///< histogram snapshots taken
+  std::size_t replans = 0;     ///< histogram snapshots taken (re-plans)
   std::size_t dp_fallbacks =
       0;  ///< (entry, DP configuration) placements that used the balanced fallback
   std::size_t max_depth = 0;          ///< histogram support N
@@ -182,8 +183,8 @@ inline void check_sparse_options(const sparse_prefix_options& o) {
     hybridcache::detail::throw_invalid("cache_entries", o.cache_entries, "must be >= 1");
   if (o.granularity == 0)
     hybridcache::detail::throw_invalid("granularity", o.granularity, "must be >= 1");
-  if (o.resolve_every == 0)
-    hybridcache::detail::throw_invalid("resolve_every", o.resolve_every, "must be >= 1");
+  if (o.replan_every == 0)
+    hybridcache::detail::throw_invalid("replan_every", o.replan_every, "must be >= 1");
   if (!(o.gamma > 0.0 && o.gamma < 1.0))
     hybridcache::detail::throw_invalid("gamma", o.gamma, "must be in (0, 1)");
   if (!(o.smoothing >= 0.0 && o.smoothing <= 1.0))
@@ -228,7 +229,7 @@ class sparse_prefix_simulator {
         cache_(opts_.cache_entries),
         policy_(max_depth, 0, {},
                 {.gamma = opts_.gamma,
-                 .interval = opts_.resolve_every,
+                 .interval = opts_.replan_every,
                  .placement = {.granularity = std::min(opts_.granularity, max_depth)},
                  .record_misses = false,
                  .law = opts_.oracle ? law_kind::pooled : opts_.law,
@@ -337,7 +338,7 @@ class sparse_prefix_simulator {
   /// The results so far.
   [[nodiscard]] sparse_prefix_result result() const {
     sparse_prefix_result r = result_;
-    r.resolves = policy_.snapshots() + (opts_.oracle ? 1 : 0);
+    r.replans = policy_.snapshots() + (opts_.oracle ? 1 : 0);
     const double k = static_cast<double>(opts_.cache_entries);
     for (std::size_t c = 0; c < configs_.size(); ++c) {
       strategy_result row;

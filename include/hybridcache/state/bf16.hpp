@@ -7,7 +7,7 @@
 /// `hybridcache::bfloat16` (numeric.hpp: round to nearest even, host/device). A bf16-state
 /// overload of `run_recurrence` lives in recurrence.hpp.
 ///
-/// Measured drift (tests/state/numerics_test.cpp, "bf16 drift"; numbers in docs/state.md): with
+/// Measured drift (tests/state/bf16_test.cpp, "bf16 drift"; numbers in docs/state.md): with
 /// the state kept in bf16 between tokens and each token computed in fp32, the relative Frobenius
 /// error against the double reference over 2k–32k steps stays within `bf16_drift_bound`: a few
 /// bf16 half-ulps (2⁻⁹ ≈ 0.2 %) for decaying and delta-rule variants, growing like √steps only

@@ -8,28 +8,31 @@
 /// k+1 … n (k = its resume point, n = path length, prompt and output), so only j in (k, n] can
 /// be snapshotted. P = prompt tokens, B = block size, pb = ⌊P/B⌋, m = match, u = usable match.
 ///
-/// | policy | snapshots (admission) | eviction | follows |
-/// |---|---|---|---|
-/// | `vllm_align` | j = pb (the replay boundary, the prompt's last full block) and j = m when 0 < m
-/// < pb (the shared-prefix junction) | one LRU over states; a hit touches the states on the matched
-/// path | vLLM v1 `vllm/v1/core/single_type_kv_cache_manager.py` (`MambaManager`),
-/// `--mamba-cache-mode align` | | `vllm_all` | every prompt block j in (k, pb] | LRU | same,
-/// `--mamba-cache-mode all` | | `sglang_no_buffer` | the ends of the prefill chunks (kB + i·C,
-/// floored to the grid) and the request end (j = n) | LRU over states (KV is never evicted here) |
-/// SGLang `python/sglang/srt/mem_cache/mamba_radix_cache.py` (`MambaRadixCache`), no_buffer | |
-/// `sglang_extra_buffer` | the prefill extend end (j = pb), the branch point found at match time (j
-/// = m when 0 < m < n), the request end (j = n) | LRU; with `path_cap` > 0 at most that many states
-/// on the request's root→leaf path, the shallowest dropped first | same, extra_buffer | | `marconi`
-/// | at request end at most two: the leaf after the last output token (j = n) and the branch-off
-/// point found by speculative insertion (j = m when the matched node already has a child) | among
-/// states whose node has ≤ 1 child: min of norm(recency) + α · norm(FLOPs saved / byte), α tuned
-/// over a grid by replaying a window | Marconi (MLSys'25) `radix_cache_hybrid.py` | | `llamacpp` |
-/// near the prompt end: P − 4 − n_ubatch and P − 4 tokens, floored to the grid | FIFO, at most
-/// `per_slot` (32) checkpoints | llama.cpp `tools/server/server.cpp` (context checkpoints) | |
-/// `oracle` | only nodes that are some later request's usable match | Belady: drop the state whose
-/// next use as a match is furthest | offline reference (future knowledge) |
-/// | `oracle_exact` | only nodes that are some later request's usable match node | Belady on those
-/// exact uses | offline reference (future knowledge) |
+/// Per policy: snapshots (admission); eviction; the engine it follows.
+/// - `vllm_align`: j = pb (the replay boundary, the prompt's last full block) and j = m when
+///   0 < m < pb (the shared-prefix junction); one LRU over states, a hit touches the states on the
+///   matched path; vLLM v1 `vllm/v1/core/single_type_kv_cache_manager.py` (`MambaManager`),
+///   `--mamba-cache-mode align`.
+/// - `vllm_all`: every prompt block j in (k, pb]; LRU; the same, `--mamba-cache-mode all`.
+/// - `sglang_no_buffer`: the ends of the prefill chunks (kB + i·C, floored to the grid) and the
+///   request end (j = n); LRU over states (KV is never evicted here); SGLang
+///   `python/sglang/srt/mem_cache/mamba_radix_cache.py` (`MambaRadixCache`), no_buffer.
+/// - `sglang_extra_buffer`: the prefill extend end (j = pb), the branch point found at match time
+///   (j = m when 0 < m < n), the request end (j = n); LRU, and with `path_cap` > 0 at most that
+///   many states on the request's root→leaf path, the shallowest dropped first; the same,
+///   extra_buffer.
+/// - `marconi`: at request end at most two, the leaf after the last output token (j = n) and the
+///   branch-off point found by speculative insertion (j = m when the matched node already has a
+///   child); among states whose node has ≤ 1 child, the min of norm(recency) + α · norm(FLOPs
+///   saved / byte), α tuned over a grid by replaying a window; Marconi (MLSys'25)
+///   `radix_cache_hybrid.py`.
+/// - `llamacpp`: near the prompt end, P − 4 − n_ubatch and P − 4 tokens, floored to the grid;
+///   FIFO, at most `per_slot` (32) checkpoints; llama.cpp `tools/server/server.cpp` (context
+///   checkpoints).
+/// - `oracle`: only nodes that are some later request's usable match; Belady, dropping the state
+///   whose next use as a match is furthest; offline reference (future knowledge).
+/// - `oracle_exact`: only nodes that are some later request's usable match node; Belady on those
+///   exact uses; offline reference (future knowledge).
 ///
 /// These are re-implementations of the published behaviour on one shared model (block grid,
 /// KV always cached, one state pool); no engine code is copied.
@@ -148,7 +151,7 @@ class engine_policy : public tree_policy {
   std::size_t limit_ = std::numeric_limits<std::size_t>::max();
 };
 
-/// vLLM v1 `--mamba-cache-mode align`: the replay boundary and the junction (see the file table).
+/// vLLM v1 `--mamba-cache-mode align`: the replay boundary and the junction (see the file comment).
 class vllm_align_policy final : public engine_policy {
  public:
   [[nodiscard]] std::string name() const override { return "vllm_align"; }
@@ -300,6 +303,68 @@ class marconi_policy final : public engine_policy {
   double alpha_;
 };
 
+/// Shared machinery of the two offline references (Belady on states): for every node, the
+/// requests that would use a state there (in request order, one compressed row per node), the
+/// next use after a given request, and the held states ordered by next use.
+class belady_policy : public tree_policy {
+ public:
+  std::size_t resume(const tree_step& s) override {
+    return deepest_held(*ctx_.pool, s.path(), s.usable);
+  }
+
+ protected:
+  static constexpr std::size_t never = std::numeric_limits<std::size_t>::max();
+
+  /// Starts a replay: `uses(i, f)` calls f(v) for every node v that request i uses.
+  template <class Uses>
+  void index_uses(const tree_context& ctx, Uses&& uses) {
+    ctx_ = ctx;
+    const auto& t = *ctx.trace;
+    start_.assign(t.node_count() + 1, 0);
+    for (std::size_t i = 0; i < t.size(); ++i) uses(i, [&](std::uint32_t v) { ++start_[v + 1]; });
+    for (std::size_t v = 0; v < t.node_count(); ++v) start_[v + 1] += start_[v];
+    uses_.assign(start_.back(), 0);
+    cursor_.assign(start_.begin(), start_.end() - 1);
+    auto fill = cursor_;
+    for (std::size_t i = 0; i < t.size(); ++i)
+      uses(i, [&](std::uint32_t v) { uses_[fill[v]++] = i; });
+    key_.assign(t.node_count(), never);
+    order_.clear();
+  }
+  /// The first use of node v after request `now` (`never` if none).
+  std::size_t next_use(std::uint32_t v, std::size_t now) {
+    auto& c = cursor_[v];
+    while (c < start_[v + 1] && uses_[c] <= now) ++c;
+    return c < start_[v + 1] ? uses_[c] : never;
+  }
+  /// A held state was used by request `now`: order it by its next use.
+  void rekey(std::uint32_t v, std::size_t now) {
+    order_.erase({key_[v], v});
+    key_[v] = next_use(v, now);
+    order_.emplace(key_[v], v);
+  }
+  /// Admits the state at v, next used by request `nu`. A full pool drops the held state used
+  /// furthest in the future, unless v would be used later still (then v is not admitted).
+  void admit(std::uint32_t v, std::size_t nu) {
+    auto& pool = *ctx_.pool;
+    if (pool.full()) {
+      const auto far = *order_.rbegin();
+      if (far.first <= nu) return;
+      order_.erase(far);
+      pool.remove(far.second);
+    }
+    pool.add(v);
+    key_[v] = nu;
+    order_.emplace(nu, v);
+  }
+
+  tree_context ctx_{};
+
+ private:
+  std::vector<std::size_t> start_, uses_, cursor_, key_;
+  std::set<std::pair<std::size_t, std::uint32_t>> order_;
+};
+
 /// Offline reference with future knowledge: Belady on states, counting a state as *used* by
 /// every later request whose usable match passes through its node (it could resume there).
 /// After request i it snapshots, on the path it computed, the deepest node for each distinct
@@ -309,29 +374,14 @@ class marconi_policy final : public engine_policy {
 /// unit costs; here a miss costs a variable number of tokens and a shallower state can still
 /// serve, so this is a strong offline reference, not a certified lower bound (it can lose to an
 /// online policy, and docs/tree_simulation.md reports where it does).
-class oracle_policy final : public tree_policy {
+class oracle_policy final : public belady_policy {
  public:
   [[nodiscard]] std::string name() const override { return "oracle"; }
   void reset(const tree_context& ctx) override {
-    ctx_ = ctx;
-    const auto& t = *ctx.trace;
-    const auto& u = *ctx.usable;
-    start_.assign(t.node_count() + 1, 0);
-    for (std::size_t i = 0; i < t.size(); ++i) {
-      for (std::size_t j = 0; j < u[i]; ++j) ++start_[t.requests()[i].path[j] + 1];
-    }
-    for (std::size_t v = 0; v < t.node_count(); ++v) start_[v + 1] += start_[v];
-    uses_.assign(start_.back(), 0);
-    cursor_.assign(start_.begin(), start_.end() - 1);
-    auto fill = cursor_;
-    for (std::size_t i = 0; i < t.size(); ++i) {
-      for (std::size_t j = 0; j < u[i]; ++j) uses_[fill[t.requests()[i].path[j]]++] = i;
-    }
-    key_.assign(t.node_count(), never);
-    order_.clear();
-  }
-  std::size_t resume(const tree_step& s) override {
-    return deepest_held(*ctx_.pool, s.path(), s.usable);
+    index_uses(ctx, [&](std::size_t i, auto&& use) {
+      const auto& path = ctx.trace->requests()[i].path;
+      for (std::size_t j = 0; j < (*ctx.usable)[i]; ++j) use(path[j]);
+    });
   }
   void finish(const tree_step& s) override {
     const auto path = s.path();
@@ -347,35 +397,9 @@ class oracle_policy final : public tree_policy {
       const std::size_t nu = next_use(v, s.index);
       if (nu == never || nu == deeper) continue;  // not needed, or a deeper node serves it
       deeper = nu;
-      if (pool.holds(v)) continue;
-      if (pool.full()) {
-        const auto far = *order_.rbegin();
-        if (far.first <= nu) continue;
-        order_.erase(far);
-        pool.remove(far.second);
-      }
-      pool.add(v);
-      key_[v] = nu;
-      order_.emplace(nu, v);
+      if (!pool.holds(v)) admit(v, nu);
     }
   }
-
- private:
-  static constexpr std::size_t never = std::numeric_limits<std::size_t>::max();
-  std::size_t next_use(std::uint32_t v, std::size_t now) {
-    auto& c = cursor_[v];
-    while (c < start_[v + 1] && uses_[c] <= now) ++c;
-    return c < start_[v + 1] ? uses_[c] : never;
-  }
-  void rekey(std::uint32_t v, std::size_t now) {
-    order_.erase({key_[v], v});
-    key_[v] = next_use(v, now);
-    order_.emplace(key_[v], v);
-  }
-
-  tree_context ctx_{};
-  std::vector<std::size_t> start_, uses_, cursor_, key_;
-  std::set<std::pair<std::size_t, std::uint32_t>> order_;
 };
 
 /// Offline reference with future knowledge, exact-match variant: Belady where a state is used
@@ -384,29 +408,14 @@ class oracle_policy final : public tree_policy {
 /// whose next exact use is furthest in the future (never-used-again first). Minimising the
 /// number of requests that miss their exact match state is what Belady optimises; token
 /// recompute is a weighted objective, so this is a strong reference, not a certified bound.
-class oracle_exact_policy final : public tree_policy {
+class oracle_exact_policy final : public belady_policy {
  public:
   [[nodiscard]] std::string name() const override { return "oracle_exact"; }
   void reset(const tree_context& ctx) override {
-    ctx_ = ctx;
-    const auto& t = *ctx.trace;
-    const auto& u = *ctx.usable;
-    start_.assign(t.node_count() + 1, 0);
-    for (std::size_t i = 0; i < t.size(); ++i) {
-      if (u[i] > 0) ++start_[t.requests()[i].path[u[i] - 1] + 1];
-    }
-    for (std::size_t v = 0; v < t.node_count(); ++v) start_[v + 1] += start_[v];
-    uses_.assign(start_.back(), 0);
-    cursor_.assign(start_.begin(), start_.end() - 1);
-    auto fill = cursor_;
-    for (std::size_t i = 0; i < t.size(); ++i) {
-      if (u[i] > 0) uses_[fill[t.requests()[i].path[u[i] - 1]]++] = i;
-    }
-    key_.assign(t.node_count(), never);
-    order_.clear();
-  }
-  std::size_t resume(const tree_step& s) override {
-    return deepest_held(*ctx_.pool, s.path(), s.usable);
+    index_uses(ctx, [&](std::size_t i, auto&& use) {
+      const std::size_t u = (*ctx.usable)[i];
+      if (u > 0) use(ctx.trace->requests()[i].path[u - 1]);
+    });
   }
   void finish(const tree_step& s) override {
     const auto path = s.path();
@@ -418,35 +427,9 @@ class oracle_exact_policy final : public tree_policy {
       const auto v = path[j - 1];
       if (pool.holds(v)) continue;
       const std::size_t nu = next_use(v, s.index);
-      if (nu == never) continue;
-      if (pool.full()) {
-        const auto far = *order_.rbegin();
-        if (far.first <= nu) continue;
-        order_.erase(far);
-        pool.remove(far.second);
-      }
-      pool.add(v);
-      key_[v] = nu;
-      order_.emplace(nu, v);
+      if (nu != never) admit(v, nu);
     }
   }
-
- private:
-  static constexpr std::size_t never = std::numeric_limits<std::size_t>::max();
-  std::size_t next_use(std::uint32_t v, std::size_t now) {
-    auto& c = cursor_[v];
-    while (c < start_[v + 1] && uses_[c] <= now) ++c;
-    return c < start_[v + 1] ? uses_[c] : never;
-  }
-  void rekey(std::uint32_t v, std::size_t now) {
-    order_.erase({key_[v], v});
-    key_[v] = next_use(v, now);
-    order_.emplace(key_[v], v);
-  }
-
-  tree_context ctx_{};
-  std::vector<std::size_t> start_, uses_, cursor_, key_;
-  std::set<std::pair<std::size_t, std::uint32_t>> order_;
 };
 
 namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X

@@ -77,8 +77,8 @@ std::vector<std::vector<double>> multi_news_requests(const fs::path& file) {
         if (k > next + 8 && k < ctx.size() && ctx[k] == ':') break;
         next = ctx.find("Passage ", next + 1);
       }
-      lens.push_back(static_cast<double>(
-          word_count(ctx.substr(colon + 1, (next == std::string::npos ? ctx.size() : next) - colon - 1))));
+      lens.push_back(static_cast<double>(word_count(
+          ctx.substr(colon + 1, (next == std::string::npos ? ctx.size() : next) - colon - 1))));
       pos = next;
     }
     if (!lens.empty()) out.push_back(std::move(lens));
@@ -97,11 +97,10 @@ struct gap_stats {
     };
     const auto within = std::count_if(gaps.begin(), gaps.end(), [](double g) { return g <= 0.02; });
     const auto exact = std::count_if(gaps.begin(), gaps.end(), [](double g) { return g <= 1e-12; });
-    MESSAGE(name << " m=" << m << ": " << gaps.size() << " requests, gap median "
-                 << 100 * q(0.5) << "%, p90 " << 100 * q(0.9) << "%, p99 " << 100 * q(0.99)
-                 << "%, max " << 100 * gaps.back() << "%; LPT optimal in " << exact
-                 << ", within 2% in " << within << " (" << 100.0 * double(within) / double(gaps.size())
-                 << "%)");
+    MESSAGE(name << " m=" << m << ": " << gaps.size() << " requests, gap median " << 100 * q(0.5)
+                 << "%, p90 " << 100 * q(0.9) << "%, p99 " << 100 * q(0.99) << "%, max "
+                 << 100 * gaps.back() << "%; LPT optimal in " << exact << ", within 2% in "
+                 << within << " (" << 100.0 * double(within) / double(gaps.size()) << "%)");
   }
 };
 

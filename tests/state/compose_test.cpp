@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The composition-law algebra against the independent double-precision reference
-// (tests/support/state_reference.hpp): every variant, lengths 1/63/65/1000, dk != dv, both dense
-// paths, apply on random prefixes, split invariance, monoid laws, promotion, errors, batching.
+// The composition-law algebra (state/compose.hpp, with the summary.hpp / summarize.hpp /
+// batch.hpp / eigen.hpp it composes: one group, see tests/README.md) against the independent
+// double-precision reference (tests/support/state_reference.hpp): every variant, lengths
+// 1/63/65/1000, dk != dv, both dense paths, apply on random prefixes, split invariance, monoid
+// laws, promotion, errors, batching.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -104,7 +106,7 @@ TEST_CASE_TEMPLATE("apply and run_recurrence on random prefix states match the r
         return q;
       }());
       const std::string vname(var.name);
-        CAPTURE(vname);
+      CAPTURE(vname);
       CAPTURE(sh.L);
       const auto s = hcs::summarize(in.view(), in.rule);
       CHECK(hc_ref::rel_err(hcs::apply(s, std::span<const Real>(pr)), ref_p.S.a) < tol<Real>());
@@ -136,7 +138,7 @@ TEST_CASE_TEMPLATE("split invariance: one pass equals any split, composed either
       for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
         pieces.push_back(hcs::summarize(in.view().slice(cuts[i], cuts[i + 1]), in.rule));
       const std::string vname(var.name);
-        CAPTURE(vname);
+      CAPTURE(vname);
       CAPTURE(trial);
       // left-to-right
       auto left = pieces[0];
@@ -244,9 +246,9 @@ TEST_CASE("factories validate and transition() materialises scalar and diagonal 
                   hybridcache::invalid_argument);
   CHECK_THROWS_AS(hcs::segment_summary<float>::scalar(3, 2, 5, 0.0, std::vector<float>(5)),
                   hybridcache::invalid_argument);
-  CHECK_THROWS_AS(hcs::segment_summary<float>::dense(2, 2, 1, std::vector<float>(3),
-                                                     std::vector<float>(4)),
-                  hybridcache::invalid_argument);
+  CHECK_THROWS_AS(
+      hcs::segment_summary<float>::dense(2, 2, 1, std::vector<float>(3), std::vector<float>(4)),
+      hybridcache::invalid_argument);
   CHECK_THROWS_AS(hcs::segment_summary<double>::diagonal(2, 2, 1, {0.0}, std::vector<double>(4)),
                   hybridcache::invalid_argument);
   CHECK_THROWS_AS(hcs::segment_summary<double>::identity(0, 2), hybridcache::invalid_argument);
@@ -263,29 +265,50 @@ TEST_CASE("bad inputs are errors that name the argument and value") {
     }
   };
   using in_t = hcs::token_inputs<float>;
-  expect([&] { (void)hcs::summarize(in_t{2, 3, 2, k, v, {}, g}, hcs::rule::delta); },
-         "beta.size()");
-  expect([&] { (void)hcs::summarize(in_t{2, 3, 2, k, v, beta, g}, hcs::rule::additive); },
-         "beta.size()");
-  expect([&] { (void)hcs::summarize(in_t{2, 2, 2, k, v, {}, {}}, hcs::rule::additive); },
-         "k.size()");
-  expect([&] { (void)hcs::summarize(in_t{2, 3, 2, k, v, {}, std::span<const float>(k).first(3)},
-                                    hcs::rule::additive); },
-         "log_gate.size()");
+  expect(
+      [&] {
+        (void)hcs::summarize(in_t{2, 3, 2, k, v, {}, g}, hcs::rule::delta);
+      },
+      "beta.size()");
+  expect(
+      [&] {
+        (void)hcs::summarize(in_t{2, 3, 2, k, v, beta, g}, hcs::rule::additive);
+      },
+      "beta.size()");
+  expect(
+      [&] {
+        (void)hcs::summarize(in_t{2, 2, 2, k, v, {}, {}}, hcs::rule::additive);
+      },
+      "k.size()");
+  expect(
+      [&] {
+        (void)hcs::summarize(in_t{2, 3, 2, k, v, {}, std::span<const float>(k).first(3)},
+                             hcs::rule::additive);
+      },
+      "log_gate.size()");
   std::vector<float> bad = k;
   bad[4] = std::numeric_limits<float>::quiet_NaN();
   expect([&] { (void)hcs::summarize(in_t{2, 3, 2, bad, v, {}, {}}, hcs::rule::additive); }, "k[4]");
   std::vector<float> pos = g;
   pos[1] = 0.25f;
-  expect([&] { (void)hcs::summarize(in_t{2, 3, 2, k, v, {}, pos}, hcs::rule::additive); },
-         "log_gate[1]");
+  expect(
+      [&] {
+        (void)hcs::summarize(in_t{2, 3, 2, k, v, {}, pos}, hcs::rule::additive);
+      },
+      "log_gate[1]");
   pos[1] = std::numeric_limits<float>::quiet_NaN();
-  expect([&] { (void)hcs::summarize(in_t{2, 3, 2, k, v, {}, pos}, hcs::rule::additive); },
-         "log_gate[1]");
+  expect(
+      [&] {
+        (void)hcs::summarize(in_t{2, 3, 2, k, v, {}, pos}, hcs::rule::additive);
+      },
+      "log_gate[1]");
   expect([&] { (void)hcs::summarize(in_t{2, 0, 2, k, v, {}, {}}, hcs::rule::additive); }, "dk");
-  expect([&] {
-    (void)hcs::summarize(in_t{2, 3, 2, k, v, beta, g}, hcs::rule::delta, {hcs::summarize_method::chunked, 0});
-  }, "opts.chunk");
+  expect(
+      [&] {
+        (void)hcs::summarize(in_t{2, 3, 2, k, v, beta, g}, hcs::rule::delta,
+                             {hcs::summarize_method::chunked, 0});
+      },
+      "opts.chunk");
   const auto s = hcs::summarize(in_t{2, 3, 2, k, v, {}, g}, hcs::rule::additive);
   const auto other = hcs::segment_summary<float>::identity(2, 2);
   expect([&] { (void)hcs::compose(s, other); }, "then.shape");
@@ -324,15 +347,16 @@ TEST_CASE_TEMPLATE("batched heads on two threads equal the single-head calls", R
   for (std::size_t h = 0; h < H; ++h) {
     const auto one =
         hcs::apply(runs[h], std::span<const Real>(prefixes).subspan(h * dk * dv, dk * dv));
-    CHECK(std::equal(one.begin(), one.end(), out.begin() + static_cast<std::ptrdiff_t>(h * dk * dv)));
+    CHECK(
+        std::equal(one.begin(), one.end(), out.begin() + static_cast<std::ptrdiff_t>(h * dk * dv)));
   }
   // A failing head's error reaches the caller.
   std::vector<Real> nan_k(owned[0].k);
   nan_k[0] = std::numeric_limits<Real>::quiet_NaN();
   heads[3].k = nan_k;
-  CHECK_THROWS_AS(hcs::summarize_heads(std::span<const hcs::token_inputs<Real>>(heads),
-                                       hcs::rule::delta, {2}),
-                  hybridcache::invalid_argument);
+  CHECK_THROWS_AS(
+      hcs::summarize_heads(std::span<const hcs::token_inputs<Real>>(heads), hcs::rule::delta, {2}),
+      hybridcache::invalid_argument);
 }
 
 TEST_CASE("Eigen overloads view the same numbers") {
@@ -442,8 +466,8 @@ TEST_CASE("batched heads: serial by default, or on the caller's executor") {
       ++tasks;
     }
   };
-  const auto batch =
-      hcs::summarize_heads(std::span<const hcs::token_inputs<double>>(heads), hcs::rule::delta, opts);
+  const auto batch = hcs::summarize_heads(std::span<const hcs::token_inputs<double>>(heads),
+                                          hcs::rule::delta, opts);
   CHECK(calls == 1);
   CHECK(tasks == H);
   for (std::size_t h = 0; h < H; ++h) {

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Bad input: every public function throws hybridcache::invalid_argument naming the argument.
+// The input checks and normalisation every placement entry shares (placement/detail/problem.hpp),
+// through the public calls that use them: bad input throws hybridcache::invalid_argument naming
+// the argument; all-subnormal weights normalise like their normal multiples.
 #include <doctest/doctest.h>
 
 #include <cmath>
