@@ -528,7 +528,7 @@ class basic_state_policy {
   static constexpr std::uint32_t max_pins = (1u << 24) - 1;
   static constexpr std::uint32_t no_state = std::numeric_limits<std::uint32_t>::max();
   static constexpr std::uint32_t live_flag = 1, planned_flag = 2, fresh_flag = 4, junction_flag = 8,
-                                 once_flag = 16, repeat_flag = 32;
+                                 once_flag = 16, repeat_flag = 32, junction_hit_flag = 64;
 
   /// EW counts at a junction J (see policy_options::junction_prior).
   struct junction_stat {
@@ -637,15 +637,15 @@ class basic_state_policy {
         nodes_[anchor].state != no_state ? &states_v_[nodes_[anchor].state].region : nullptr;
     if (nodes_[v].flags & fresh_flag) {  // the first real match at a fresh end replaces π
       // Its age in observations, from π's decay: w / scale = p̂_insert · γ^age, p̂_insert ≈ p̂.
-      junction_stat* js = junction_of(v);
-      const double ratio = nodes_[v].weight / scale_ / junction_share(js);
+      const node_id j = junction_of(v);
+      const double ratio = nodes_[v].weight / scale_ / junction_share(j);
       const double age =
           (gamma_ < 1.0 && ratio > 0.0 && ratio < 1.0) ? std::log(ratio) / std::log(gamma_) : 0.0;
       delay_sum_ = delay_sum_ * gamma_ + age;
       delay_n_ = delay_n_ * gamma_ + 1.0;
       drop_prior(v, anchor);
       ends_hit_ += 1.0;
-      if (js) js->hits += 1.0;
+      if (j != no_node) credit_junction(j);
     }
     scale_ *= inv_gamma_;
     if (scale_ > 1e150) {
@@ -683,24 +683,41 @@ class basic_state_policy {
 
   /// p̂ = (h + 1)/(n + 2): EW share of fresh ends that a later match ended at.
   [[nodiscard]] double fresh_share() const noexcept { return (ends_hit_ + 1.0) / (ends_ + 2.0); }
-  /// p̂_J = min(1, (h_J + k·p̂)/(n_J + k)) of junction `js` (p̂ when null).
-  [[nodiscard]] double junction_share(const junction_stat* js) const noexcept {
-    const double p = fresh_share();
-    if (js == nullptr) return p;
-    const double k = opts_.junction_strength;
-    return std::min(1.0, (js->hits + k * p) / (js->ends + k));
+  /// The counts (n_J, h_J) of junction `j`. A junction with one tail so far has no table entry:
+  /// its counts are exactly (1, 0) or (1, 1), the latter flagged junction_hit (the counts decay
+  /// only when a tail is added), so the table holds only junctions with ≥ 2 tails (or 2 hits).
+  [[nodiscard]] junction_stat counts_of(node_id j) const {
+    const auto it = junctions_.find(j);
+    if (it != junctions_.end()) return it->second;
+    return {1.0, (nodes_[j].flags & junction_hit_flag) ? 1.0 : 0.0};
   }
-  /// The statistics of the junction that fresh end `v` was inserted under: the nearest proper
-  /// ancestor flagged as a junction (null without one, or with `junction_prior` off). O(depth
-  /// of v − depth of J); called at v's first match only, whose path was just walked.
-  [[nodiscard]] junction_stat* junction_of(node_id v) {
-    if (!opts_.junction_prior) return nullptr;
+  /// p̂_J = min(1, (h_J + k·p̂)/(n_J + k)) of junction `j` (p̂ for no_node).
+  [[nodiscard]] double junction_share(node_id j) const {
+    const double p = fresh_share();
+    if (j == no_node) return p;
+    const junction_stat js = counts_of(j);
+    const double k = opts_.junction_strength;
+    return std::min(1.0, (js.hits + k * p) / (js.ends + k));
+  }
+  /// h_J += 1 for junction `j`.
+  void credit_junction(node_id j) {
+    const auto it = junctions_.find(j);
+    if (it != junctions_.end()) {
+      it->second.hits += 1.0;
+    } else if (!(nodes_[j].flags & junction_hit_flag)) {
+      nodes_[j].flags |= junction_hit_flag;
+    } else {
+      junctions_.emplace(j, junction_stat{1.0, 2.0});
+    }
+  }
+  /// The junction that fresh end `v` was inserted under: the nearest proper ancestor flagged as
+  /// a junction (no_node without one, or with `junction_prior` off). O(depth of v − depth of J);
+  /// called at v's first match only, whose path was just walked.
+  [[nodiscard]] node_id junction_of(node_id v) const {
+    if (!opts_.junction_prior) return no_node;
     for (node_id a = nodes_[v].parent; a != no_node; a = nodes_[a].parent)
-      if (nodes_[a].flags & junction_flag) {
-        auto it = junctions_.find(a);
-        return it == junctions_.end() ? nullptr : &it->second;
-      }
-    return nullptr;
+      if (nodes_[a].flags & junction_flag) return a;
+    return no_node;
   }
   /// The prior's size in observations: p̂ · min(1, 1 / ((1 − γ) D̂)), D̂ the EW mean age at which
   /// fresh ends were first matched — a match expected within the EW memory 1/(1 − γ) counts as
@@ -725,11 +742,15 @@ class basic_state_policy {
     double prior = fresh_prior() * scale_;
     if (opts_.junction_prior) {
       if (junction == no_node) junction = n.parent;
-      junction_stat& js = junctions_[junction];
-      nodes_[junction].flags |= junction_flag;
-      prior *= junction_share(&js) / fresh_share();
-      js.ends = js.ends * gamma_ + 1.0;
-      js.hits *= gamma_;
+      if (!(nodes_[junction].flags & junction_flag)) {  // first tail: n_J = h_J = 0, p̂_J = p̂
+        nodes_[junction].flags |= junction_flag;        // now (1, 0), kept in the flags
+      } else {
+        prior *= junction_share(junction) / fresh_share();
+        const junction_stat before = counts_of(junction);
+        junction_stat& js = junctions_[junction];
+        js.ends = before.ends * gamma_ + 1.0;
+        js.hits = before.hits * gamma_;
+      }
     }
     n.weight = prior;
     n.flags |= fresh_flag;
@@ -930,7 +951,7 @@ class basic_state_policy {
   std::vector<std::uint32_t> free_states_;
   detail::node_index index_;
   std::unordered_map<std::string, node_id> roots_;
-  std::unordered_map<node_id, junction_stat> junctions_;  // flagged junction_flag
+  std::unordered_map<node_id, junction_stat> junctions_;  // junctions with ≥ 2 tails (or hits)
   double scale_ = 1.0, total_ = 0.0;
   std::uint64_t observations_ = 0;
   double once_n_ = 0.0, once_hit_ = 0.0;    // EW counts of first matches / of those repeated
