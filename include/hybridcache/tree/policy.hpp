@@ -18,6 +18,10 @@
 ///   EW share of such ends that a later match ended at, D̂ their mean age then; the first real
 ///   match at e replaces it
 ///   (`policy_options::fresh_prior`; a conversation's next turn resumes at its last turn's end);
+///   p̂ conditioned on the end's junction J (p̂_J = (h_J + k·p̂)/(n_J + k), `junction_prior`);
+///   a node's first real match counts q = (h₂ + 1)/(n₁ + 2) observations until a second one
+///   (`repeat_discount`); γ is raised to max(γ, 1 − 1/(c·M + W₀)) for a pool of M states
+///   (`memory_per_state`, `memory_floor`);
 /// - whether v holds a state (and its bytes), pins of in-flight requests, the re-planned set.
 ///
 /// Cost model (DESIGN §7): a request whose match ends at v replays
