@@ -260,6 +260,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     ht::tree_policy_model model;
     model.gamma = plain ? gamma : std::max(gamma, 1.0 - 1.0 / (6.0 + 256.0));
     model.junction_prior = model.repeat = !plain;
+    int refused = 0;  // admissions refused by value (the branch must be exercised)
     // Reference of what is cached: (namespace, block prefix) per node.
     std::map<node_id, std::pair<int, std::vector<token_id>>> prefix_of;
     std::set<std::pair<int, std::vector<token_id>>> present;
@@ -352,6 +353,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
             model.nodes.at(v).bytes = bytes;
             check_victims(model, r.victims, hc::tree::no_node);
             if (!r.admitted) {
+              ++refused;
               const long double mine =
                   (model.cost(v) - model.cost()) / static_cast<long double>(bytes);
               CHECK(
@@ -410,6 +412,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
                 doctest::Approx(static_cast<double>(n.weight / tot)).epsilon(1e-9).scale(1e-12));
       }
     }
+    if (!plain) CHECK(refused > 0);
   }
 }
 
