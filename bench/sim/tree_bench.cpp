@@ -9,7 +9,9 @@
 //   BM_tree_noop        the replay with a policy that never stores a state (engine overhead).
 // BM_tree_library_no_replan is the library's policy with automatic re-plans off (its request-path
 // cost); BM_tree_policy/hybridcache_base is the policy before the fresh-end prior and
-// work-bounded re-plans (re-plan every 10 observations).
+// work-bounded re-plans (re-plan every 10 observations), BM_tree_policy/hybridcache_prev the
+// previous default (before the junction prior, repeat discount, pool-scaled window and admission
+// by value); the other hybridcache_* rows drop one option each (sim/tree/simulate.hpp).
 #include <benchmark/benchmark.h>
 
 #include <hybridcache/sim/tree.hpp>

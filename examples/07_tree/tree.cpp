@@ -53,7 +53,8 @@ int main() {
     for (std::size_t p : snapshots) {
       const auto r = pol.admit(path[p / 16 - 1], 1 << 20);
       // r.victims: states the engine frees now (never pinned, least ΔE[r] per byte first).
-      if (!r.admitted) std::printf("snapshot at %zu dropped: pool full of pinned states\n", p);
+      // Not admitted: worth less than every held state (admission by value), or no room.
+      if (!r.admitted) std::printf("snapshot at %zu not admitted\n", p);
     }
     pol.unpin(m.resume_node);  // the resumed state was loaded
     prompt_tokens += prompt.size();

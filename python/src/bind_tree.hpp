@@ -110,14 +110,20 @@ inline void bind_tree(nb::module_& m) {
           "__init__",
           [](tr::policy_options* o, std::size_t block_size, std::size_t state_bytes,
              std::size_t capacity_bytes, double gamma, std::size_t replan_every, double hysteresis,
-             bool snapshot_junction, bool snapshot_tail, bool fresh_prior, double replan_work) {
-            new (o) tr::policy_options{block_size,   state_bytes, capacity_bytes,    gamma,
-                                       replan_every, hysteresis,  snapshot_junction, snapshot_tail,
-                                       fresh_prior,  replan_work};
+             bool snapshot_junction, bool snapshot_tail, bool fresh_prior, double replan_work,
+             bool junction_prior, double junction_strength, double memory_per_state,
+             double memory_floor, bool repeat_discount, bool admit_by_value) {
+            new (o) tr::policy_options{
+                block_size,       state_bytes,  capacity_bytes,    gamma,
+                replan_every,     hysteresis,   snapshot_junction, snapshot_tail,
+                fresh_prior,      replan_work,  junction_prior,    junction_strength,
+                memory_per_state, memory_floor, repeat_discount,   admit_by_value};
           },
           "block_size"_a = 16, "state_bytes"_a = 1, "capacity_bytes"_a = 1, "gamma"_a = 0.99,
           "replan_every"_a = 10, "hysteresis"_a = 0.02, "snapshot_junction"_a = true,
-          "snapshot_tail"_a = true, "fresh_prior"_a = true, "replan_work"_a = 1.0)
+          "snapshot_tail"_a = true, "fresh_prior"_a = true, "replan_work"_a = 1.0,
+          "junction_prior"_a = true, "junction_strength"_a = 2.0, "memory_per_state"_a = 1.0,
+          "memory_floor"_a = 256.0, "repeat_discount"_a = true, "admit_by_value"_a = true)
       .def_rw("block_size", &tr::policy_options::block_size)
       .def_rw("state_bytes", &tr::policy_options::state_bytes)
       .def_rw("capacity_bytes", &tr::policy_options::capacity_bytes)
@@ -127,7 +133,13 @@ inline void bind_tree(nb::module_& m) {
       .def_rw("snapshot_junction", &tr::policy_options::snapshot_junction)
       .def_rw("snapshot_tail", &tr::policy_options::snapshot_tail)
       .def_rw("fresh_prior", &tr::policy_options::fresh_prior)
-      .def_rw("replan_work", &tr::policy_options::replan_work);
+      .def_rw("replan_work", &tr::policy_options::replan_work)
+      .def_rw("junction_prior", &tr::policy_options::junction_prior)
+      .def_rw("junction_strength", &tr::policy_options::junction_strength)
+      .def_rw("memory_per_state", &tr::policy_options::memory_per_state)
+      .def_rw("memory_floor", &tr::policy_options::memory_floor)
+      .def_rw("repeat_discount", &tr::policy_options::repeat_discount)
+      .def_rw("admit_by_value", &tr::policy_options::admit_by_value);
 
   nb::class_<tr::match_result>(t, "match_result", "What state_policy.match found.")
       .def_ro("node", &tr::match_result::node, "Deepest cached node (namespace root if none).")
@@ -213,7 +225,9 @@ inline void bind_tree(nb::module_& m) {
       .def_prop_ro("state_count", &tr::state_policy::state_count)
       .def_prop_ro("node_count", &tr::state_policy::node_count)
       .def_prop_ro("namespace_count", &tr::state_policy::namespace_count)
-      .def_prop_ro("observations", &tr::state_policy::observations);
+      .def_prop_ro("observations", &tr::state_policy::observations)
+      .def_prop_ro("effective_gamma", &tr::state_policy::effective_gamma,
+                   "The decay in use: max(gamma, 1 - 1/(memory_per_state*M + memory_floor)).");
 }
 
 }  // namespace hybridcache_python

@@ -87,14 +87,35 @@ def test_policy_resume_replay_and_pool():
     plan = pol.prefill_plan(m, 24, [12, 14, 16, 20, 24])
     assert list(plan) == [16, 24]  # junction (the prompt goes on past the match) + tail
     assert pol.admit(int(path[3]), 10).victims == []
-    r = pol.admit(int(path[2]), 10)  # full: path[1] is pinned, so path[3] goes
-    assert r.admitted and r.victims == [int(path[3])]
+    # Full. No match ends at path[2]: a state there is worth less than path[3]'s, so admission by
+    # value (the default) refuses it and frees nothing.
+    r = pol.admit(int(path[2]), 10)
+    assert not r.admitted and r.victims == []
+    assert pol.evict(10) == [int(path[3])]  # path[1] is pinned
+    assert pol.admit(int(path[2]), 10).admitted  # room again
     pol.unpin(m.resume_node)
     assert pol.used_bytes == 20 <= pol.capacity_bytes
     other = pol.match(segment.namespace_key().with_tenant("b"), toks)
     assert other.matched_tokens == 0  # namespaces never share nodes
     pol.unpin(other.resume_node)
     assert math.isfinite(pol.expected_recompute())
+
+
+def test_policy_options_round_trip_and_effective_gamma():
+    o = tree.policy_options(capacity_bytes=20, state_bytes=10, gamma=0.5, junction_prior=False,
+                            junction_strength=3.0, memory_per_state=2.0, memory_floor=10.0,
+                            repeat_discount=False, admit_by_value=False)
+    assert (o.junction_prior, o.junction_strength, o.memory_per_state, o.memory_floor,
+            o.repeat_discount, o.admit_by_value) == (False, 3.0, 2.0, 10.0, False, False)
+    # M = 20 / 10 = 2 states: window 2·2 + 10 = 14 observations.
+    assert tree.state_policy(o).effective_gamma == pytest.approx(1 - 1 / 14)
+    d = tree.policy_options(capacity_bytes=20, state_bytes=10)
+    assert tree.state_policy(d).effective_gamma == pytest.approx(1 - 1 / (2 + 256))
+    d.memory_per_state = 0.0
+    d.memory_floor = 0.0
+    assert tree.state_policy(d).effective_gamma == 0.99
+    with pytest.raises(hc.InvalidArgument, match="opts.junction_strength"):
+        tree.state_policy(tree.policy_options(junction_strength=0.0))
 
 
 def test_policy_errors():

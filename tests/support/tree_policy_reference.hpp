@@ -6,7 +6,14 @@
 // its own eager rule: an inserted end no match has ended at gets weight p = (h + 1)/(n + 2), h
 // and n the EW (γ per insert) counts of such ends matched later / inserted, divided by
 // (1 − γ)·D when that exceeds 1 (D the EW mean age, in observations, at the first match, read off
-// the prior's decay); a match replaces it.
+// the prior's decay); a match replaces it. With the junction prior (policy_options::
+// junction_prior) the share in p is the junction's, (h_J + k·share)/(n_J + k) capped at 1, J the
+// deepest node of the insert's path that existed before it (the end's parent when nothing was
+// new), h_J / n_J counted like h / n but only for ends under J (n_J ×γ per end under J), and a
+// first match credits h_J of the nearest proper ancestor that has been a junction.
+// Repeat discount (policy_options::repeat_discount): a non-root node's first real match adds
+// q = (h2 + 1)/(n1 + 2) instead of 1 (n1 ×γ per first match, h2 the second matches since); its
+// second match first multiplies its (decayed) weight by 1/q (q before h2 counts it), then adds 1.
 // ΔE[r] of dropping a state is computed by evaluating E[r] with and without it, walking every node
 // up to its deepest state — no shared code with include/hybridcache/tree.
 #include <cmath>
@@ -24,18 +31,41 @@ struct tree_policy_model {
     long double weight = 0;
     std::size_t bytes = 0;
     int pins = 0;
-    bool fresh = false;  // weight is the prior of an inserted end, no match ended here yet
+    bool fresh = false;     // weight is the prior of an inserted end, no match ended here yet
+    bool junction = false;  // has been the junction of an insert (has an entry in `junctions`)
+    int hits = 0;           // real matches ended here, counted up to 2
+  };
+  struct junction_counts {
+    long double ends = 0, hits = 0;
   };
   std::map<std::uint32_t, node> nodes;
+  std::map<std::uint32_t, junction_counts> junctions;
   long double gamma = 1;
   bool prior = true;
+  bool junction_prior = true;
+  bool repeat = true;
+  long double strength = 2;
+  long double once_n = 0, once_hit = 0;
+  [[nodiscard]] long double repeat_share() const { return (once_hit + 1) / (once_n + 2); }
   long double ends = 0, ends_hit = 0, delay_sum = 0, delay_n = 0;
   [[nodiscard]] long double share() const { return (ends_hit + 1) / (ends + 2); }
+  [[nodiscard]] long double junction_share(const junction_counts* j) const {
+    if (j == nullptr) return share();
+    const long double p = (j->hits + strength * share()) / (j->ends + strength);
+    return p < 1 ? p : 1;
+  }
+  junction_counts* junction_above(std::uint32_t v) {
+    if (!junction_prior) return nullptr;
+    for (std::uint32_t a = nodes.at(v).parent; a != UINT32_MAX; a = nodes.at(a).parent)
+      if (nodes.at(a).junction) return &junctions.at(a);
+    return nullptr;
+  }
 
   void observe(std::uint32_t v) {
     auto& e = nodes.at(v);
     if (e.fresh) {  // its age from the prior's eager decay: weight = p_insert · γ^age
-      const long double ratio = e.weight / share();
+      junction_counts* j = junction_above(v);
+      const long double ratio = e.weight / junction_share(j);
       const long double age =
           (gamma < 1 && ratio > 0 && ratio < 1) ? std::log(ratio) / std::log(gamma) : 0;
       delay_sum = delay_sum * gamma + age;
@@ -43,12 +73,24 @@ struct tree_policy_model {
       e.fresh = false;
       e.weight = 0;
       ends_hit += 1;
+      if (j) j->hits += 1;
     }
     for (auto& [id, n] : nodes) n.weight *= gamma;
-    e.weight += 1;
+    long double add = 1;
+    if (repeat && e.parent != UINT32_MAX && e.hits == 0) {
+      once_n = once_n * gamma + 1;
+      once_hit *= gamma;
+      add = repeat_share();
+    } else if (repeat && e.parent != UINT32_MAX && e.hits == 1) {
+      e.weight /= repeat_share();
+      once_hit += 1;
+    }
+    if (e.hits < 2) ++e.hits;
+    e.weight += add;
   }
-  /// An insert whose last full block is `v`.
-  void inserted_end(std::uint32_t v) {
+  /// An insert whose last full block is `v`; `junction`: the deepest node of its path that
+  /// existed before it (UINT32_MAX when the whole path existed).
+  void inserted_end(std::uint32_t v, std::uint32_t junction) {
     auto& e = nodes.at(v);
     if (!prior || e.parent == UINT32_MAX || e.fresh || e.weight > 0) return;
     ends = ends * gamma + 1;
@@ -58,6 +100,14 @@ struct tree_policy_model {
       const long double spread = (1 - gamma) * delay_sum / delay_n;
       if (spread > 1) p /= spread;
     }
+    if (junction_prior) {
+      if (junction == UINT32_MAX) junction = e.parent;
+      junction_counts& j = junctions[junction];
+      nodes.at(junction).junction = true;
+      p = p / share() * junction_share(&j);
+      j.ends = j.ends * gamma + 1;
+      j.hits *= gamma;
+    }
     e.weight = p;
     e.fresh = true;
   }
@@ -66,6 +116,7 @@ struct tree_policy_model {
     auto& e = nodes.at(v);
     if (!e.fresh) nodes.at(e.parent).weight += e.weight;
     nodes.erase(v);
+    junctions.erase(v);
   }
   [[nodiscard]] long double total() const {
     long double t = 0;

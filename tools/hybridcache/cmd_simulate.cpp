@@ -179,18 +179,20 @@ std::optional<double> real_option(const hybridcache_cli::args& a, const std::str
 // Every --option named in the usage text: the command line may use no other (checked before
 // parsing, so an unknown option is reported as unknown even where it would take a value).
 void reject_unknown_options(std::span<const std::string_view> argv) {
+  // The tree scenario's options are in its own usage text (sim_tree.cpp).
+  const std::string text = std::string(usage) + hybridcache_cli::sim_tree::usage;
   for (const auto arg : argv) {
     if (arg.size() <= 2 || arg.substr(0, 2) != "--") continue;
     const std::string_view name =
         arg.substr(2, arg.find('=') == std::string_view::npos ? arg.npos : arg.find('=') - 2);
     bool known = false;
-    for (std::size_t p = usage.find("--"); p != std::string_view::npos && !known;
-         p = usage.find("--", p + 2)) {
+    for (std::size_t p = text.find("--"); p != std::string_view::npos && !known;
+         p = text.find("--", p + 2)) {
       std::size_t e = p + 2;
-      while (e < usage.size() &&
-             (std::isalnum(static_cast<unsigned char>(usage[e])) || usage[e] == '-'))
+      while (e < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '-'))
         ++e;
-      known = usage.substr(p + 2, e - p - 2) == name;
+      known = text.substr(p + 2, e - p - 2) == name;
     }
     if (!known) throw usage_error{"unknown option --" + std::string(name)};
   }

@@ -36,7 +36,9 @@ const char* const usage =
   --tree-policies LIST subset of vllm_align vllm_all sglang_no_buffer sglang_extra_buffer
                       sglang_extra_buffer_cap marconi llamacpp oracle oracle_exact
                       (+ hybridcache when the library's tree policy is built in; default all)
-                      (ablations, only when named: hybridcache_base hybridcache_noprior)
+                      (ablations, only when named: hybridcache_base hybridcache_prev
+                      hybridcache_noprior hybridcache_nojunction hybridcache_norepeat
+                      hybridcache_shortmemory hybridcache_admitall)
   --tree-block B      tokens per tree node (default 64; mooncake is always 512)
   --tree-sessions N   synthetic multi-turn sessions (default 400)
   --tree-chunk C      SGLang chunked-prefill size in tokens (default 8192)

@@ -18,6 +18,10 @@
 ///   EW share of such ends that a later match ended at, D̂ their mean age then; the first real
 ///   match at e replaces it
 ///   (`policy_options::fresh_prior`; a conversation's next turn resumes at its last turn's end);
+///   p̂ conditioned on the end's junction J (p̂_J = (h_J + k·p̂)/(n_J + k), `junction_prior`);
+///   a node's first real match counts q = (h₂ + 1)/(n₁ + 2) observations until a second one
+///   (`repeat_discount`); γ is raised to max(γ, 1 − 1/(c·M + W₀)) for a pool of M states
+///   (`memory_per_state`, `memory_floor`);
 /// - whether v holds a state (and its bytes), pins of in-flight requests, the re-planned set.
 ///
 /// Cost model (DESIGN §7): a request whose match ends at v replays
@@ -102,6 +106,34 @@ struct policy_options {
   /// reach `replan_work` × the live node count, so their amortised cost per block stays
   /// ≈ (re-plan cost per node) / replan_work; 0 = every `replan_every` observations only.
   double replan_work = 1.0;
+  /// Junction-conditioned prior (needs `fresh_prior`): the share p̂ in π is replaced by the
+  /// share learned at the end's junction J (the deepest node of its path that existed before
+  /// the insert): p̂_J = (h_J + k·p̂)/(n_J + k), n_J and h_J the EW (γ per tail under J) counts
+  /// of fresh ends inserted below J and of those a later match ended at, k =
+  /// `junction_strength` (docs/tree.md, "Fresh ends"). A one-shot query tail under a rarely
+  /// repeated system prompt then gets its junction's low share, not the population's.
+  bool junction_prior = true;
+  double junction_strength = 2.0;  ///< k: pseudo-count of the global share p̂, in (0, 1e9]
+  /// Memory of the statistics scaled to the pool: the decay actually used is
+  /// γ_eff = max(γ, 1 − 1/(c·M + W₀)), M = capacity_bytes / state_bytes, c = `memory_per_state`
+  /// and W₀ = `memory_floor`, so the EW window 1/(1 − γ_eff) spans at least c observations per
+  /// state the pool can hold plus W₀ (to rank M states the statistics must have seen the M-th
+  /// most frequent match end; a short window forgets a rarely used shared prefix between two of
+  /// its uses). Both 0: γ as given.
+  double memory_per_state = 1.0;
+  double memory_floor = 256.0;  ///< W₀, observations, in [0, 1e12]
+  /// Repeat discount: a node's first real match counts q = (h₂ + 1)/(n₁ + 2) observations, n₁
+  /// the EW (γ per first match) count of nodes matched for the first time and h₂ of those
+  /// matched again since; the second match restores the first to a full observation (its weight
+  /// ×1/q, q then). A conversation's turn end is matched once, by the next turn, and never
+  /// again, so it stops holding weight once the conversation moved on; a system prompt's end,
+  /// matched again and again, keeps its full count (docs/tree.md, "Repeat discount").
+  bool repeat_discount = true;
+  /// Admission by value: when the pool is full, `admit` adds the new state and frees by the
+  /// same exact ΔE[r]-per-byte order with the new state among the candidates; if it is the
+  /// cheapest it is not admitted (states freed before it in that order stay freed: they were
+  /// cheaper still). false: the new state always displaces the cheapest held ones.
+  bool admit_by_value = true;
 };
 
 /// What `match` found.
@@ -149,7 +181,18 @@ class basic_state_policy {
       throw_invalid("opts.hysteresis", opts.hysteresis, "must be in [0, 1)");
     if (!(opts.replan_work >= 0.0 && opts.replan_work <= 1e9))
       throw_invalid("opts.replan_work", opts.replan_work, "must be in [0, 1e9]");
-    inv_gamma_ = 1.0 / opts.gamma;
+    if (!(opts.junction_strength > 0.0 && opts.junction_strength <= 1e9))
+      throw_invalid("opts.junction_strength", opts.junction_strength, "must be in (0, 1e9]");
+    if (!(opts.memory_per_state >= 0.0 && opts.memory_per_state <= 1e9))
+      throw_invalid("opts.memory_per_state", opts.memory_per_state, "must be in [0, 1e9]");
+    if (!(opts.memory_floor >= 0.0 && opts.memory_floor <= 1e12))
+      throw_invalid("opts.memory_floor", opts.memory_floor, "must be in [0, 1e12]");
+    gamma_ = opts.gamma;
+    if (opts.memory_per_state > 0.0 || opts.memory_floor > 0.0) {
+      const double m = static_cast<double>(opts.capacity_bytes / opts.state_bytes);
+      gamma_ = std::max(gamma_, 1.0 - 1.0 / (opts.memory_per_state * m + opts.memory_floor));
+    }
+    inv_gamma_ = 1.0 / gamma_;
   }
 
   // ---- request path -------------------------------------------------------------------------
@@ -241,14 +284,16 @@ class basic_state_policy {
     std::vector<node_id> out;
     out.reserve(tokens.size() / B);
     segment::digest h = nodes_[root].key;
-    node_id cur = root, anchor = root;
+    node_id cur = root, anchor = root, junction = no_node;
     for (std::size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
       h = segment::chain_key(hash_, h, tokens.subspan(i * B, B));
+      const node_id prev = cur;
       cur = child(cur, h);
+      if (junction == no_node && fresh_child_) junction = prev;
       out.push_back(cur);
       if (nodes_[cur].state != no_state) anchor = cur;
     }
-    note_end(cur, anchor);
+    note_end(cur, anchor, junction);
     work_ += out.size() + 1;
     return out;
   }
@@ -256,24 +301,27 @@ class basic_state_policy {
   /// `insert` from precomputed chained keys (see `match_keys`).
   std::vector<node_id> insert_keys(const segment::namespace_key& ns,
                                    std::span<const segment::digest> keys) {
-    node_id cur = root_of(ns), anchor = cur;
+    node_id cur = root_of(ns), anchor = cur, junction = no_node;
     std::vector<node_id> out;
     out.reserve(keys.size());
     for (const auto& k : keys) {
+      const node_id prev = cur;
       cur = child(cur, k);
+      if (junction == no_node && fresh_child_) junction = prev;
       out.push_back(cur);
       if (nodes_[cur].state != no_state) anchor = cur;
     }
-    note_end(cur, anchor);
+    note_end(cur, anchor, junction);
     work_ += out.size() + 1;
     return out;
   }
 
   /// The engine stored a state of `bytes` at `node`. If the pool would overflow, the victims
-  /// (`evict`'s order, never `node` or a pinned state) are taken off the books and returned for
-  /// the engine to free; if even all unpinned states would not make room, nothing changes and
-  /// `admitted` is false (the engine discards the snapshot). Admitting a node that already holds
-  /// a state changes nothing.
+  /// (`evict`'s order, never a pinned state) are taken off the books and returned for the engine
+  /// to free; with `admit_by_value` the new state is a candidate too, and if it is the cheapest
+  /// per byte it is not admitted (`admitted` false: the engine discards the snapshot). If even
+  /// all unpinned states would not make room, nothing changes and `admitted` is false.
+  /// Admitting a node that already holds a state changes nothing.
   /// @throws invalid_argument for an unknown node, a namespace root, or bytes ∉ [1, 2^32).
   admit_result admit(node_id node, std::size_t bytes) {
     check_node(node, "node");
@@ -295,6 +343,14 @@ class basic_state_policy {
         if (st.node != no_node && st.node != node && nodes_[st.node].pins == 0)
           evictable += st.bytes;
       if (evictable < need) return r;
+      if (opts_.admit_by_value) {  // the new state competes with the held ones
+        add_state(node, static_cast<std::uint32_t>(bytes));
+        r.victims = evict_greedy(need, no_node);
+        const auto it = std::find(r.victims.begin(), r.victims.end(), node);
+        r.admitted = it == r.victims.end();
+        if (!r.admitted) r.victims.erase(it);
+        return r;
+      }
       r.victims = evict_greedy(need, node);
     }
     add_state(node, static_cast<std::uint32_t>(bytes));
@@ -340,6 +396,7 @@ class basic_state_policy {
     if (n.pins != 0) hybridcache::detail::throw_invalid("node", node, "is pinned");
     if (n.state != no_state) remove_state(node);
     if (n.flags & fresh_flag) drop_prior(node, state_above(node));
+    if (n.flags & junction_flag) junctions_.erase(node);
     if (n.parent == no_node) {
       for (auto it = roots_.begin(); it != roots_.end(); ++it)
         if (it->second == node) {
@@ -445,6 +502,8 @@ class basic_state_policy {
   [[nodiscard]] std::size_t namespace_count() const noexcept { return roots_.size(); }
   [[nodiscard]] std::uint64_t observations() const noexcept { return observations_; }
   [[nodiscard]] const policy_options& options() const noexcept { return opts_; }
+  /// The decay in use, γ_eff = max(γ, 1 − 1/(c·M)) (policy_options::memory_per_state).
+  [[nodiscard]] double effective_gamma() const noexcept { return gamma_; }
   /// The hash policy of the block keys: `segment::block_keys(pol.hash(), ns, tokens, B)` gives
   /// the keys `match_keys` / `insert_keys` expect for `tokens`.
   [[nodiscard]] const Hash& hash() const noexcept { return hash_; }
@@ -453,7 +512,10 @@ class basic_state_policy {
   [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
     return nodes_.capacity() * sizeof(node_rec) + index_.slot_count() * sizeof(std::uint32_t) +
            free_.capacity() * sizeof(node_id) + states_v_.capacity() * sizeof(state_rec) +
-           free_states_.capacity() * sizeof(std::uint32_t);
+           free_states_.capacity() * sizeof(std::uint32_t) +
+           junctions_.size() *
+               (sizeof(std::pair<const node_id, junction_stat>) + 2 * sizeof(void*)) +
+           junctions_.bucket_count() * sizeof(void*);
   }
   /// Reserves room for `nodes` nodes (records and index), so growth leaves no slack.
   void reserve(std::size_t nodes) {
@@ -468,7 +530,14 @@ class basic_state_policy {
   static constexpr std::size_t max_state_bytes = std::numeric_limits<std::uint32_t>::max();
   static constexpr std::uint32_t max_pins = (1u << 24) - 1;
   static constexpr std::uint32_t no_state = std::numeric_limits<std::uint32_t>::max();
-  static constexpr std::uint32_t live_flag = 1, planned_flag = 2, fresh_flag = 4;
+  static constexpr std::uint32_t live_flag = 1, planned_flag = 2, fresh_flag = 4, junction_flag = 8,
+                                 once_flag = 16, repeat_flag = 32, junction_hit_flag = 64;
+
+  /// EW counts at a junction J (see policy_options::junction_prior).
+  struct junction_stat {
+    double ends = 0.0;  // n_J: fresh ends inserted below J (×γ per such end)
+    double hits = 0.0;  // h_J: of those, ends a later match ended at
+  };
 
   struct node_rec {
     segment::digest key{};     // chained block key h_i (h_0 for a namespace root)
@@ -527,9 +596,11 @@ class basic_state_policy {
     return id;
   }
 
+  /// The child of `cur` with key `h`, created if absent (`fresh_child_` says which).
   node_id child(node_id cur, const segment::digest& h) {
     const node_id found = index_.find(nodes_, h, cur);
-    if (found != detail::empty_slot) return found;
+    fresh_child_ = found == detail::empty_slot;
+    if (!fresh_child_) return found;
     if (nodes_[cur].blocks == std::numeric_limits<std::uint32_t>::max())
       throw capacity_error("hybridcache: tree::state_policy path deeper than 2^32 - 1 blocks");
     const node_id id = new_node();
@@ -565,16 +636,19 @@ class basic_state_policy {
   /// common scale is folded back into every weight before it could overflow (so every value
   /// stays finite; O(n) every ~log(1e150)/log(1/γ) observations, O(1) amortised).
   void observe(node_id v, node_id anchor) {
+    double* region =
+        nodes_[anchor].state != no_state ? &states_v_[nodes_[anchor].state].region : nullptr;
     if (nodes_[v].flags & fresh_flag) {  // the first real match at a fresh end replaces π
       // Its age in observations, from π's decay: w / scale = p̂_insert · γ^age, p̂_insert ≈ p̂.
-      const double ratio = nodes_[v].weight / scale_ / fresh_share();
-      const double age = (opts_.gamma < 1.0 && ratio > 0.0 && ratio < 1.0)
-                             ? std::log(ratio) / std::log(opts_.gamma)
-                             : 0.0;
-      delay_sum_ = delay_sum_ * opts_.gamma + age;
-      delay_n_ = delay_n_ * opts_.gamma + 1.0;
+      const node_id j = junction_of(v);
+      const double ratio = nodes_[v].weight / scale_ / junction_share(j);
+      const double age =
+          (gamma_ < 1.0 && ratio > 0.0 && ratio < 1.0) ? std::log(ratio) / std::log(gamma_) : 0.0;
+      delay_sum_ = delay_sum_ * gamma_ + age;
+      delay_n_ = delay_n_ * gamma_ + 1.0;
       drop_prior(v, anchor);
       ends_hit_ += 1.0;
+      if (j != no_node) credit_junction(j);
     }
     scale_ *= inv_gamma_;
     if (scale_ > 1e150) {
@@ -584,33 +658,103 @@ class basic_state_policy {
       total_ *= f;
       scale_ = 1.0;
     }
-    nodes_[v].weight += scale_;
-    if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].region += scale_;
-    total_ += scale_;
+    double add = scale_;
+    node_rec& n = nodes_[v];
+    if (opts_.repeat_discount && n.parent != no_node && !(n.flags & repeat_flag)) {
+      if (!(n.flags & once_flag)) {  // first real match: q observations
+        once_n_ = once_n_ * gamma_ + 1.0;
+        once_hit_ *= gamma_;
+        add = repeat_share() * scale_;
+        n.flags |= once_flag;
+      } else {  // second: the first becomes a full observation
+        const double extra = n.weight * (1.0 / repeat_share() - 1.0);
+        once_hit_ += 1.0;
+        n.weight += extra;
+        if (region) *region += extra;
+        total_ += extra;
+        n.flags = static_cast<std::uint8_t>((n.flags & ~once_flag) | repeat_flag);
+      }
+    }
+    n.weight += add;
+    if (region) *region += add;
+    total_ += add;
     ++observations_;
   }
 
+  /// q = (h₂ + 1)/(n₁ + 2): EW share of first matches at a node followed by a second one.
+  [[nodiscard]] double repeat_share() const noexcept { return (once_hit_ + 1.0) / (once_n_ + 2.0); }
+
   /// p̂ = (h + 1)/(n + 2): EW share of fresh ends that a later match ended at.
   [[nodiscard]] double fresh_share() const noexcept { return (ends_hit_ + 1.0) / (ends_ + 2.0); }
+  /// The counts (n_J, h_J) of junction `j`. A junction with one tail so far has no table entry:
+  /// its counts are exactly (1, 0) or (1, 1), the latter flagged junction_hit (the counts decay
+  /// only when a tail is added), so the table holds only junctions with ≥ 2 tails (or 2 hits).
+  [[nodiscard]] junction_stat counts_of(node_id j) const {
+    const auto it = junctions_.find(j);
+    if (it != junctions_.end()) return it->second;
+    return {1.0, (nodes_[j].flags & junction_hit_flag) ? 1.0 : 0.0};
+  }
+  /// p̂_J = min(1, (h_J + k·p̂)/(n_J + k)) of junction `j` (p̂ for no_node).
+  [[nodiscard]] double junction_share(node_id j) const {
+    const double p = fresh_share();
+    if (j == no_node) return p;
+    const junction_stat js = counts_of(j);
+    const double k = opts_.junction_strength;
+    return std::min(1.0, (js.hits + k * p) / (js.ends + k));
+  }
+  /// h_J += 1 for junction `j`.
+  void credit_junction(node_id j) {
+    const auto it = junctions_.find(j);
+    if (it != junctions_.end()) {
+      it->second.hits += 1.0;
+    } else if (!(nodes_[j].flags & junction_hit_flag)) {
+      nodes_[j].flags |= junction_hit_flag;
+    } else {
+      junctions_.emplace(j, junction_stat{1.0, 2.0});
+    }
+  }
+  /// The junction that fresh end `v` was inserted under: the nearest proper ancestor flagged as
+  /// a junction (no_node without one, or with `junction_prior` off). O(depth of v − depth of J);
+  /// called at v's first match only, whose path was just walked.
+  [[nodiscard]] node_id junction_of(node_id v) const {
+    if (!opts_.junction_prior) return no_node;
+    for (node_id a = nodes_[v].parent; a != no_node; a = nodes_[a].parent)
+      if (nodes_[a].flags & junction_flag) return a;
+    return no_node;
+  }
   /// The prior's size in observations: p̂ · min(1, 1 / ((1 − γ) D̂)), D̂ the EW mean age at which
   /// fresh ends were first matched — a match expected within the EW memory 1/(1 − γ) counts as
   /// one observation, a later one as its rate p̂ / D̂ per observation times that memory.
   [[nodiscard]] double fresh_prior() const noexcept {
     const double p = fresh_share();
-    if (!(opts_.gamma < 1.0) || !(delay_n_ > 0.0)) return p;
-    const double spread = (1.0 - opts_.gamma) * (delay_sum_ / delay_n_);
+    if (!(gamma_ < 1.0) || !(delay_n_ > 0.0)) return p;
+    const double spread = (1.0 - gamma_) * (delay_sum_ / delay_n_);
     return spread > 1.0 ? p / spread : p;
   }
 
-  /// `insert` ended at `v` (deepest state on the path: `anchor`): a node no match has ended at
-  /// yet gets the prior pseudo-observation π = p̂ · scale (see policy_options::fresh_prior).
-  void note_end(node_id v, node_id anchor) {
+  /// `insert` ended at `v` (deepest state on the path: `anchor`; deepest node that existed
+  /// before: `junction`, or no_node when v existed): a node no match has ended at yet gets the
+  /// prior pseudo-observation π = p̂_J · min(1, 1/((1 − γ) D̂)) · scale (policy_options::
+  /// fresh_prior, junction_prior), p̂_J from J's counts before this end is counted.
+  void note_end(node_id v, node_id anchor, node_id junction) {
     if (!opts_.fresh_prior || nodes_[v].parent == no_node) return;
     node_rec& n = nodes_[v];
     if ((n.flags & fresh_flag) || n.weight > 0.0) return;
-    ends_ = ends_ * opts_.gamma + 1.0;
-    ends_hit_ *= opts_.gamma;
-    const double prior = fresh_prior() * scale_;
+    ends_ = ends_ * gamma_ + 1.0;
+    ends_hit_ *= gamma_;
+    double prior = fresh_prior() * scale_;
+    if (opts_.junction_prior) {
+      if (junction == no_node) junction = n.parent;
+      if (!(nodes_[junction].flags & junction_flag)) {  // first tail: n_J = h_J = 0, p̂_J = p̂
+        nodes_[junction].flags |= junction_flag;        // now (1, 0), kept in the flags
+      } else {
+        prior *= junction_share(junction) / fresh_share();
+        const junction_stat before = counts_of(junction);
+        junction_stat& js = junctions_[junction];
+        js.ends = before.ends * gamma_ + 1.0;
+        js.hits = before.hits * gamma_;
+      }
+    }
     n.weight = prior;
     n.flags |= fresh_flag;
     total_ += prior;
@@ -803,21 +947,23 @@ class basic_state_policy {
 
   policy_options opts_;
   Hash hash_;
-  double inv_gamma_ = 1.0;
+  double gamma_ = 1.0, inv_gamma_ = 1.0;
   std::vector<node_rec> nodes_;
   std::vector<node_id> free_;
   std::vector<state_rec> states_v_;
   std::vector<std::uint32_t> free_states_;
   detail::node_index index_;
   std::unordered_map<std::string, node_id> roots_;
+  std::unordered_map<node_id, junction_stat> junctions_;  // junctions with ≥ 2 tails (or hits)
   double scale_ = 1.0, total_ = 0.0;
   std::uint64_t observations_ = 0;
+  double once_n_ = 0.0, once_hit_ = 0.0;    // EW counts of first matches / of those repeated
   double ends_ = 0.0, ends_hit_ = 0.0;      // EW counts of fresh ends and of those matched later
   double delay_sum_ = 0.0, delay_n_ = 0.0;  // EW sum / count of their ages at the first match
   std::size_t work_ = 0;                    // blocks walked since the last re-plan
   std::size_t since_plan_ = 0, used_bytes_ = 0, states_ = 0, live_ = 0, plan_size_ = 0;
   std::uint32_t clock_ = 0;
-  bool has_plan_ = false;
+  bool has_plan_ = false, fresh_child_ = false;
   // scratch
   std::vector<node_id> stack_;
   std::vector<victim_entry> heap_;

@@ -36,11 +36,18 @@ inline constexpr std::string_view tree_policy_names[] = {
     "marconi",     "llamacpp", "oracle",           "oracle_exact"};
 
 /// Ablations of the library's policy, run only when named (`--tree-policies`):
-/// `hybridcache_base` = the policy before the fresh-end prior and work-bounded re-plans
-/// (`fresh_prior = false`, `replan_work = 0`); `hybridcache_noprior` = without the prior only.
+/// `hybridcache_base` = before the fresh-end prior and work-bounded re-plans (`fresh_prior`
+/// off, `replan_work = 0`, and the four options below off); `hybridcache_prev` = the previous
+/// default (global fresh-end prior, work-bounded re-plans; the four options below off); and the
+/// default without one option each: `hybridcache_noprior` (`fresh_prior`),
+/// `hybridcache_nojunction` (`junction_prior`), `hybridcache_norepeat` (`repeat_discount`),
+/// `hybridcache_shortmemory` (`memory_per_state = memory_floor = 0`), `hybridcache_admitall`
+/// (`admit_by_value`).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 2> tree_policy_variants{"hybridcache_base",
-                                                                      "hybridcache_noprior"};
+inline constexpr std::array<std::string_view, 7> tree_policy_variants{
+    "hybridcache_base",       "hybridcache_prev",     "hybridcache_noprior",
+    "hybridcache_nojunction", "hybridcache_norepeat", "hybridcache_shortmemory",
+    "hybridcache_admitall"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -85,16 +92,37 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   if (name == "oracle_exact") return std::make_unique<oracle_exact_policy>();
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
   if (name == "hybridcache") return std::make_unique<library_policy>();
-  if (name == "hybridcache_base") {
+  if (name.rfind("hybridcache_", 0) == 0) {
     tree::policy_options b;
-    b.fresh_prior = false;
-    b.replan_work = 0.0;
-    return std::make_unique<library_policy>(b, std::string(name));
-  }
-  if (name == "hybridcache_noprior") {
-    tree::policy_options b;
-    b.fresh_prior = false;
-    return std::make_unique<library_policy>(b, std::string(name));
+    const auto previous = [&b] {  // the four options of the junction/repeat/memory change off
+      b.junction_prior = false;
+      b.repeat_discount = false;
+      b.memory_per_state = 0.0;
+      b.memory_floor = 0.0;
+      b.admit_by_value = false;
+    };
+    bool known = true;
+    if (name == "hybridcache_base") {
+      previous();
+      b.fresh_prior = false;
+      b.replan_work = 0.0;
+    } else if (name == "hybridcache_prev") {
+      previous();
+    } else if (name == "hybridcache_noprior") {
+      b.fresh_prior = false;
+    } else if (name == "hybridcache_nojunction") {
+      b.junction_prior = false;
+    } else if (name == "hybridcache_norepeat") {
+      b.repeat_discount = false;
+    } else if (name == "hybridcache_shortmemory") {
+      b.memory_per_state = 0.0;
+      b.memory_floor = 0.0;
+    } else if (name == "hybridcache_admitall") {
+      b.admit_by_value = false;
+    } else {
+      known = false;
+    }
+    if (known) return std::make_unique<library_policy>(b, std::string(name));
   }
 #endif
   hybridcache::detail::throw_invalid("policy", name, "unknown tree policy");
