@@ -34,9 +34,11 @@ hv::injection parse_injection(const std::string& s) {
   if (s == "score_offset") return hv::injection::score_offset;
   if (s == "selection_swap") return hv::injection::selection_swap;
   if (s == "key_byte") return hv::injection::key_byte;
+  if (s == "non_finite") return hv::injection::non_finite;
   throw hybridcache_cli::usage_error{
       "--inject must be none, transposed_state, gate_after_update, "
-      "no_q_scale, beta_placement, ulp, score_offset, selection_swap or key_byte (got " +
+      "no_q_scale, beta_placement, ulp, score_offset, selection_swap, key_byte or non_finite "
+      "(got " +
       s + ")"};
 }
 
@@ -95,6 +97,7 @@ int run(std::span<const std::string_view> argv) {
   hv::select_cases(w, rng, cand ? &*cand : nullptr);
   hv::key_cases(w, rng, cand ? &*cand : nullptr);
   if (cand && cand->inj == hv::injection::ulp) hv::inject_ulp(w, *cand);
+  if (cand && cand->inj == hv::injection::non_finite) hv::inject_non_finite(w, *cand);
   nlohmann::json manifest = {
       {"format", "hybridcache-golden-vectors"},
       {"format_version", hv::format_version},
@@ -123,7 +126,7 @@ const hybridcache_cli::registrar reg{
      "  --candidate-out DIR  also write the library's own float32 results as a candidate\n"
      "  --inject KIND        with an injected error (negative controls): transposed_state,\n"
      "                       gate_after_update, no_q_scale, beta_placement, ulp,\n"
-     "                       score_offset, selection_swap, key_byte",
+     "                       score_offset, selection_swap, key_byte, non_finite",
      run}};
 
 }  // namespace

@@ -55,7 +55,8 @@ enum class injection {
   ulp,
   score_offset,    ///< one sparse-Q score moved past its bound
   selection_swap,  ///< two key tokens of a selection swapped
-  key_byte         ///< one byte of a chained block key flipped
+  key_byte,        ///< one byte of a chained block key flipped
+  non_finite       ///< one output element NaN, another +inf
 };
 
 /// Where a candidate goes and which error it carries.

@@ -527,4 +527,18 @@ inline void inject_ulp(const writer& w, const candidate_spec& cand) {
   }
 }
 
+/// The `non_finite` negative control: in the first output case, element 3 of the candidate
+/// becomes NaN and element 5 +inf (each must fail, whatever its tolerance).
+inline void inject_non_finite(const writer& w, const candidate_spec& cand) {
+  for (const auto& c : w.cases) {
+    if (c.at("kind") != "state_outputs") continue;
+    const auto path = cand.dir / c.at("name").get<std::string>() / "o.npy";
+    auto cv = hs::npy::load(path.string());
+    cv.values[3] = std::nan("");
+    cv.values[5] = INFINITY;
+    hs::npy::save<float>(path.string(), as<float>(cv.values), cv.shape);
+    return;
+  }
+}
+
 }  // namespace hybridcache_cli::vectors
