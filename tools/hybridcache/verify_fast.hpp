@@ -98,6 +98,7 @@ class mapped_npy {
         std::size_t v = 0;
         while (i < h.size() && h[i] >= '0' && h[i] <= '9')
           v = v * 10 + static_cast<std::size_t>(h[i++] - '0');
+        if (v != 0 && n > bytes_ / v) return false;  // more elements than bytes: not ours
         n *= v;
         any = true;
       } else {
