@@ -134,10 +134,6 @@ void advance(const dplr_inputs<Real>& in, std::size_t begin, std::size_t end, Re
                f);
 }
 
-}  // namespace detail
-
-namespace detail {
-
 /// The chunked (WY) summary of the file comment, chunks of `chunk` tokens (the last may be
 /// shorter). Inputs already validated.
 template <class Real>
