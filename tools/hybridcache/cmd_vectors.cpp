@@ -12,8 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "hybridcache/command.hpp"
+#include "hybridcache/vectors_keys.hpp"
 #include "hybridcache/vectors_planner.hpp"
 #include "hybridcache/vectors_rope.hpp"
+#include "hybridcache/vectors_select.hpp"
 #include "hybridcache/vectors_state.hpp"
 
 namespace {
@@ -29,9 +31,14 @@ hv::injection parse_injection(const std::string& s) {
   if (s == "no_q_scale") return hv::injection::no_q_scale;
   if (s == "beta_placement") return hv::injection::beta_placement;
   if (s == "ulp") return hv::injection::ulp;
+  if (s == "score_offset") return hv::injection::score_offset;
+  if (s == "selection_swap") return hv::injection::selection_swap;
+  if (s == "key_byte") return hv::injection::key_byte;
+  if (s == "non_finite") return hv::injection::non_finite;
   throw hybridcache_cli::usage_error{
       "--inject must be none, transposed_state, gate_after_update, "
-      "no_q_scale, beta_placement or ulp (got " +
+      "no_q_scale, beta_placement, ulp, score_offset, selection_swap, key_byte or non_finite "
+      "(got " +
       s + ")"};
 }
 
@@ -60,6 +67,9 @@ nlohmann::json conventions() {
            "|cand - ref| <= gamma(depth*u_acc + steps*u_store) * bound_weight + "
            "u_out*|ref|, gamma(x) = x/(1-x), depth = depth_per_token*t + depth_extra, "
            "t = 1 + index along time_axis (or steps); see docs/verification.md"},
+          {"exact",
+           "expected entries with compare = exact (selections, layer plans, namespace "
+           "encodings, keys) must match element for element; no tolerance"},
           {"inputs",
            "exact dyadic rationals j*2^-s from SplitMix64 integers: bf16 cases have "
            "<= 8 significant bits, fp32 cases <= 21; stored as float32"}};
@@ -84,7 +94,10 @@ int run(std::span<const std::string_view> argv) {
   hv::state_summary_cases(w, rng, cand ? &*cand : nullptr);
   hv::planner_cases(w, rng, cand ? &cand->dir : nullptr);
   hv::rope_cases(w, rng, cand ? &cand->dir : nullptr);
+  hv::select_cases(w, rng, cand ? &*cand : nullptr);
+  hv::key_cases(w, rng, cand ? &*cand : nullptr);
   if (cand && cand->inj == hv::injection::ulp) hv::inject_ulp(w, *cand);
+  if (cand && cand->inj == hv::injection::non_finite) hv::inject_non_finite(w, *cand);
   nlohmann::json manifest = {
       {"format", "hybridcache-golden-vectors"},
       {"format_version", hv::format_version},
@@ -107,10 +120,13 @@ const hybridcache_cli::registrar reg{
     {"vectors", "write golden test vectors (npy + manifest.json) for engine kernels",
      "usage: hybridcache vectors --out DIR [--seed N] [--candidate-out DIR [--inject KIND]]\n"
      "  Writes deterministic inputs (exact in bf16/fp32), float64 references and derived\n"
-     "  tolerance weights for every state family, and a manifest.json describing them.\n"
+     "  tolerance weights for every state family, RoPE realign, the planner, sparse-Q scores,\n"
+     "  token selections and layer plans (exact), and segment/namespace keys under a published\n"
+     "  test secret (exact), and a manifest.json describing them.\n"
      "  --candidate-out DIR  also write the library's own float32 results as a candidate\n"
      "  --inject KIND        with an injected error (negative controls): transposed_state,\n"
-     "                       gate_after_update, no_q_scale, beta_placement, ulp",
+     "                       gate_after_update, no_q_scale, beta_placement, ulp,\n"
+     "                       score_offset, selection_swap, key_byte, non_finite",
      run}};
 
 }  // namespace

@@ -11,24 +11,25 @@
 #include <string>
 #include <vector>
 
+#include <hybridcache/numeric.hpp>
 #include <hybridcache/state/npy.hpp>
 #include <hybridcache/state/tolerance.hpp>
 #include <nlohmann/json.hpp>
 
 namespace hybridcache_cli::vectors {
 
-inline constexpr int format_version = 1;
+/// 2: adds sparse-Q scores/selection/layer plans and segment/namespace keys, and the "exact"
+/// comparison (byte equality) for integer and key arrays.
+inline constexpr int format_version = 2;
 
-/// SplitMix64 (Steele, Lea & Flood 2014), written out so the stream is specified bit for bit on
-/// every platform (std distributions are implementation-defined).
+/// SplitMix64 (Steele, Lea & Flood 2014): state += 2⁶⁴/φ, output splitmix64_mix(state) — the
+/// library's one mixer (numeric.hpp), so the stream is specified bit for bit on every platform
+/// (std distributions are implementation-defined).
 class prng {
  public:
   explicit prng(std::uint64_t seed) noexcept : state_(seed) {}
   std::uint64_t next() noexcept {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
+    return hybridcache::splitmix64_mix(state_ += hybridcache::splitmix64_gamma);
   }
   /// Uniform integer in [lo, hi] by rejection (no modulo bias, no floating point).
   std::int64_t between(std::int64_t lo, std::int64_t hi) noexcept {
@@ -42,6 +43,26 @@ class prng {
 
  private:
   std::uint64_t state_;
+};
+
+/// Errors a candidate writer can inject (negative controls of `verify`).
+enum class injection {
+  none,
+  transposed_state,
+  gate_after_update,
+  no_q_scale,
+  beta_placement,
+  ulp,
+  score_offset,    ///< one sparse-Q score moved past its bound
+  selection_swap,  ///< two key tokens of a selection swapped
+  key_byte,        ///< one byte of a chained block key flipped
+  non_finite       ///< one output element NaN, another +inf
+};
+
+/// Where a candidate goes and which error it carries.
+struct candidate_spec {
+  std::filesystem::path dir;
+  injection inj = injection::none;
 };
 
 /// An input grid: values j·2^{−shift} with j an integer in [lo, hi]. Every value is an exact
@@ -106,6 +127,18 @@ inline nlohmann::json expected_entry(const std::string& ref, const std::string& 
                       {"depth_extra", extra}, {"steps", steps}};
   j["time_axis"] = time_axis < 0 ? nlohmann::json(nullptr) : nlohmann::json(time_axis);
   return j;
+}
+
+/// Manifest entry for an array compared exactly (integers, bytes, index lists): every element of
+/// the candidate must equal the reference (after conversion to double, exact for integers below
+/// 2⁵³), with the same element count.
+inline nlohmann::json exact_entry(const std::string& ref, std::vector<std::size_t> shape) {
+  return {{"reference", ref}, {"compare", "exact"}, {"shape", shape}};
+}
+
+/// True for an entry compared exactly (no bound weights).
+inline bool is_exact(const nlohmann::json& e) {
+  return e.contains("compare") && e.at("compare") == "exact";
 }
 
 /// The derived tolerance of every element of one expected array (manifest entry `e`, reference

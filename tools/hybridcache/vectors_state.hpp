@@ -23,9 +23,6 @@ namespace hybridcache_cli::vectors {
 
 namespace hs = hybridcache::state;
 
-/// Errors a candidate writer can inject (negative controls).
-enum class injection { none, transposed_state, gate_after_update, no_q_scale, beta_placement, ulp };
-
 enum class fam {
   linear,
   retnet,
@@ -191,12 +188,6 @@ hs::segment_outputs<Real> run_head(fam f, const head_inputs& h, const std::vecto
   }
 }
 
-/// Where a candidate goes and which error it carries.
-struct candidate_spec {
-  std::filesystem::path dir;
-  injection inj = injection::none;
-};
-
 /// FLA layout [B, T, H, X] offset of (b = 0, t, h).
 inline std::size_t bthx(std::size_t T, std::size_t H, std::size_t X, std::size_t t, std::size_t h) {
   (void)T;
@@ -355,7 +346,7 @@ summary_arrays summarize_head(fam f, const head_inputs& h, std::size_t chunk, st
       opts.method = hs::summarize_method::per_token;
     switch (f) {
       case fam::rwkv7:
-        return hs::summarize(hs::dplr_inputs<Real>{x.L, x.dk, x.dv, k, v, a, b, g});
+        return hs::summarize(hs::dplr_inputs<Real>{x.L, x.dk, x.dv, k, v, a, b, g}, opts);
       case fam::gated_delta_product:
         return hs::summarize(hs::delta_product_inputs<Real>{x.L, x.dk, x.dv, x.nh, k, v, beta, g},
                              opts);
@@ -398,7 +389,8 @@ summary_arrays summarize_head(fam f, const head_inputs& h, std::size_t chunk, st
   return out;
 }
 
-/// Summaries (per token and chunked at 16/32/64 where a chunked path exists) and compose/apply.
+/// Summaries (per token, or chunked at 16/32/64 for the delta families, DeltaProduct and
+/// RWKV-7, which have a chunked WY path) and compose/apply.
 inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand) {
   const std::size_t L = 100, K = 16, V = 8, split = 40;
   for (const input_grids& gr : grids)
@@ -456,7 +448,7 @@ inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand
             w.array<double>(base, "bound_log_decay", wl, {wl.size()}), {ref.log_decay.size()},
             f == fam::mamba1 ? 2.0 : 1.0, 0.0, -1, L);
       }
-      const bool chunked = is_delta(f);
+      const bool chunked = is_delta(f) || f == fam::rwkv7;  // families with a chunked WY path
       for (std::size_t chunk :
            chunked ? std::vector<std::size_t>{16, 32, 64} : std::vector<std::size_t>{0}) {
         const std::string name = chunk ? base + "/chunk" + std::to_string(chunk) : base;
@@ -530,6 +522,20 @@ inline void inject_ulp(const writer& w, const candidate_spec& cand) {
     float x = static_cast<float>(ref.values[i] + tol[i]);
     while (static_cast<double>(x) - ref.values[i] <= tol[i]) x = std::nextafter(x, INFINITY);
     cv.values[i] = static_cast<double>(x);
+    hs::npy::save<float>(path.string(), as<float>(cv.values), cv.shape);
+    return;
+  }
+}
+
+/// The `non_finite` negative control: in the first output case, element 3 of the candidate
+/// becomes NaN and element 5 +inf (each must fail, whatever its tolerance).
+inline void inject_non_finite(const writer& w, const candidate_spec& cand) {
+  for (const auto& c : w.cases) {
+    if (c.at("kind") != "state_outputs") continue;
+    const auto path = cand.dir / c.at("name").get<std::string>() / "o.npy";
+    auto cv = hs::npy::load(path.string());
+    cv.values[3] = std::nan("");
+    cv.values[5] = INFINITY;
     hs::npy::save<float>(path.string(), as<float>(cv.values), cv.shape);
     return;
   }

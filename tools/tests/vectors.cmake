@@ -31,3 +31,19 @@ foreach(_hc_inj transposed_state gate_after_update no_q_scale beta_placement ulp
     FIXTURES_REQUIRED hc_golden
     PASS_REGULAR_EXPRESSION "FAIL state/.*, [1-9][0-9]* failed, 0 missing\nverify_exit=1")
 endforeach()
+# Negative controls of the sparse-Q and key vectors: a score past its bound, two key tokens of a
+# selection swapped, one flipped byte of a chained block key (exact cases name the first
+# mismatch), and a NaN plus an +inf output element (the fused fast path must count both).
+foreach(_hc_ctl "score_offset;FAIL select/scores/gqa/fp32 scores: .*max err/tol=1"
+                "selection_swap;FAIL select/selection/tail key: n=5 exact, 2 differ. first at \\[0\\]"
+                "key_byte;FAIL segment/keys/xxh3 blocks: n=576 exact, 1 differ. first at \\[53\\]"
+                "non_finite;FAIL state/linear/outputs/T64/bf16 o: .*max err/tol=inf .*, 2 over")
+  list(GET _hc_ctl 0 _hc_inj)
+  list(GET _hc_ctl 1 _hc_re)
+  add_test(NAME cli/verify/control_${_hc_inj}
+           COMMAND ${CMAKE_COMMAND} -E chdir ${CMAKE_CURRENT_BINARY_DIR} sh -c
+                   "$<TARGET_FILE:hybridcache_cli> vectors --out ${_hc_vd}/x_${_hc_inj} --candidate-out ${_hc_vd}/c_${_hc_inj} --inject ${_hc_inj} >/dev/null && $<TARGET_FILE:hybridcache_cli> verify --vectors ${_hc_vd}/a --candidate ${_hc_vd}/c_${_hc_inj} --quiet; echo verify_exit=$?")
+  set_tests_properties(cli/verify/control_${_hc_inj} PROPERTIES LABELS cli
+    FIXTURES_REQUIRED hc_golden
+    PASS_REGULAR_EXPRESSION "${_hc_re}.*\n.* 1 failed, 0 missing\nverify_exit=1")
+endforeach()

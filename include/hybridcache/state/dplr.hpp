@@ -17,10 +17,23 @@
 /// are accepted. Summaries are dense (dk×dk T_C, see summary.hpp) and compose with every other
 /// dense, scalar or diagonal summary through state/compose.hpp.
 ///
-/// The summary is computed token by token on the augmented matrix M = [T | S] from [I | 0]:
-/// x = aᵀM, M ← Diag(e^{w})M + b xᵀ, then S-part += k vᵀ — O(dk·(dk + dv)) per token. There is no
-/// chunked (WY) path yet: FLA's chunk_dplr needs two coupled triangular solves per chunk, and
-/// the per-token path is already exact.
+/// Two summary paths (`summarize_options`; `automatic` takes the per-token one):
+///
+/// - **per token** on the augmented matrix M = [T | S] from [I | 0]: x = aᵀM,
+///   M ← Diag(e^{w})M + b xᵀ, then S-part += k vᵀ — O(dk·(dk + dv)) per token;
+/// - **chunked** (WY form, as FLA's chunk_dplr): within a chunk of n tokens (0-based t, j) let
+///   Γ_{t,j} = Diag(exp(Σ_{j<i<t} w_i)) be the decay between tokens (log-sums in double, so −∞
+///   gates give exact zeros and no ratio ever overflows). Unrolling T_t = Diag(e^{w_t}) + b_t a_tᵀ
+///   gives the chunk transition and zero-start state
+///
+///       T_C = Γ_{n,−1} + B̃ᵀ Y,           S_C = B̃ᵀ Z + K̃ᵀ V,
+///       (I − N) Y = Ã,                  (I − N) Z = N_k V,
+///
+///   with rows Ã_t = a_tᵀ Γ_{t,−1}, B̃_j = (Γ_{n,j} b_j)ᵀ, K̃_j = (Γ_{n,j} k_j)ᵀ and the strictly
+///   lower n×n matrices N[t, j] = a_tᵀ Γ_{t,j} b_j, N_k[t, j] = a_tᵀ Γ_{t,j} k_j (j < t): y_tᵀ =
+///   a_tᵀ P_{t−1} and z_tᵀ = a_tᵀ S_{t−1} are what the rank-1 term reads, and they satisfy those
+///   two unit-lower-triangular systems (one matrix, two right-hand sides: FLA's coupled solves).
+///   Chunks are then folded as T ← T_C T, S ← T_C S + S_C. O(n²·dk) pair terms per chunk.
 
 #include <cmath>
 #include <cstddef>
@@ -32,7 +45,9 @@
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/state/detail/elementwise.hpp"
+#include "hybridcache/state/detail/gemm.hpp"
 #include "hybridcache/state/recurrence.hpp"
+#include "hybridcache/state/summarize.hpp"
 #include "hybridcache/state/summary.hpp"
 #include "hybridcache/state/token_inputs.hpp"
 
@@ -74,20 +89,12 @@ namespace detail {
 /// @throws invalid_argument naming the field and the bad value.
 template <class Real>
 void validate(const dplr_inputs<Real>& in) {
-  static_assert(std::is_floating_point_v<Real>, "dplr_inputs<Real>: Real must be float or double");
-  if (in.dk == 0) throw_invalid("dk", in.dk, "must be >= 1");
-  if (in.dv == 0) throw_invalid("dv", in.dv, "must be >= 1");
-  const auto need = [](std::string_view name, std::size_t got, std::size_t want,
-                       std::string_view what) {
-    if (got != want)
-      throw_invalid(std::string(name) + ".size()", got,
-                    "must equal " + std::string(what) + " = " + std::to_string(want));
-  };
-  need("k", in.k.size(), in.length * in.dk, "length*dk");
-  need("v", in.v.size(), in.length * in.dv, "length*dv");
-  need("a", in.a.size(), in.length * in.dk, "length*dk");
-  need("b", in.b.size(), in.length * in.dk, "length*dk");
-  need("log_gate", in.log_gate.size(), in.length * in.dk, "length*dk");
+  check_family_shape<Real>(in.dk, in.dv,
+                           {{"k", in.k.size(), in.length * in.dk, "length*dk"},
+                            {"v", in.v.size(), in.length * in.dv, "length*dv"},
+                            {"a", in.a.size(), in.length * in.dk, "length*dk"},
+                            {"b", in.b.size(), in.length * in.dk, "length*dk"},
+                            {"log_gate", in.log_gate.size(), in.length * in.dk, "length*dk"}});
   check_finite(in.k, "k");
   check_finite(in.v, "v");
   check_finite(in.a, "a");
@@ -126,11 +133,81 @@ void advance(const dplr_inputs<Real>& in, std::size_t begin, std::size_t end, Re
                f);
 }
 
+/// The chunked (WY) summary of the file comment, chunks of `chunk` tokens (the last may be
+/// shorter). Inputs already validated.
+template <class Real>
+segment_summary<Real> summarize_dplr_chunked(const dplr_inputs<Real>& in, std::size_t chunk) {
+  using mat = row_matrix<Real>;
+  const auto ix = [](std::size_t v) { return static_cast<Eigen::Index>(v); };
+  const std::size_t L = in.length, dk = in.dk, dv = in.dv;
+  mat T = mat::Identity(ix(dk), ix(dk)), S = mat::Zero(ix(dk), ix(dv));
+  const std::size_t C = std::min(chunk, std::max<std::size_t>(L, 1));
+  mat N(ix(C), ix(C)), Nk(ix(C), ix(C)), Y(ix(C), ix(dk)), Bt(ix(C), ix(dk)), Kt(ix(C), ix(dk)),
+      Z(ix(C), ix(dv)), TC(ix(dk), ix(dk));
+  std::vector<double> g(dk);  // running Σ w over the tokens strictly between j and t
+  for (std::size_t s0 = 0; s0 < L; s0 += C) {
+    const std::size_t n = std::min(C, L - s0);
+    const Real* a = in.a.data() + s0 * dk;
+    const Real* b = in.b.data() + s0 * dk;
+    const Real* k = in.k.data() + s0 * dk;
+    const Real* w = in.log_gate.data() + s0 * dk;
+    N.setZero();
+    Nk.setZero();
+    // Ã_t = a_tᵀ Γ_{t,−1}; after the loop g = log Γ_{n,−1}, the chunk's own decay.
+    std::fill(g.begin(), g.end(), 0.0);
+    for (std::size_t t = 0; t < n; ++t)
+      for (std::size_t r = 0; r < dk; ++r) {
+        Y(ix(t), ix(r)) = a[t * dk + r] * static_cast<Real>(std::exp(g[r]));
+        g[r] += static_cast<double>(w[t * dk + r]);
+      }
+    TC.setZero();
+    for (std::size_t r = 0; r < dk; ++r) TC(ix(r), ix(r)) = static_cast<Real>(std::exp(g[r]));
+    // Pair terms N, N_k (column j), then B̃_j, K̃_j with g = log Γ_{n,j}.
+    for (std::size_t j = 0; j < n; ++j) {
+      std::fill(g.begin(), g.end(), 0.0);
+      for (std::size_t t = j + 1; t < n; ++t) {
+        Real nb = 0, nk = 0;
+        for (std::size_t r = 0; r < dk; ++r) {
+          const Real e = a[t * dk + r] * static_cast<Real>(std::exp(g[r]));
+          nb += e * b[j * dk + r];
+          nk += e * k[j * dk + r];
+          g[r] += static_cast<double>(w[t * dk + r]);
+        }
+        N(ix(t), ix(j)) = nb;
+        Nk(ix(t), ix(j)) = nk;
+      }
+      for (std::size_t r = 0; r < dk; ++r) {
+        const Real e = static_cast<Real>(std::exp(g[r]));
+        Bt(ix(j), ix(r)) = e * b[j * dk + r];
+        Kt(ix(j), ix(r)) = e * k[j * dk + r];
+      }
+    }
+    const auto rows = [&](mat& m) { return m.topRows(ix(n)); };
+    const const_matrix_map<Real> V(in.v.data() + s0 * dv, ix(n), ix(dv),
+                                   Eigen::OuterStride<>(ix(dv)));
+    rows(Z).noalias() = Nk.topLeftCorner(ix(n), ix(n)) * V;
+    const mat I_minus_N = -N.topLeftCorner(ix(n), ix(n));  // unit diagonal implied
+    I_minus_N.template triangularView<Eigen::UnitLower>().solveInPlace(rows(Y));
+    I_minus_N.template triangularView<Eigen::UnitLower>().solveInPlace(rows(Z));
+    TC.noalias() += rows(Bt).transpose() * rows(Y);
+    mat SC = rows(Bt).transpose() * rows(Z);
+    SC.noalias() += rows(Kt).transpose() * V;
+    SC.noalias() += TC * S;
+    S = std::move(SC);
+    T = (TC * T).eval();
+  }
+  std::vector<Real> tr(T.data(), T.data() + dk * dk), st(S.data(), S.data() + dk * dv);
+  return summary_access::make<Real>(family::dense, L, dk, dv, {}, std::move(tr), std::move(st));
+}
+
 }  // namespace detail
 
-/// The dense summary (T_C, S_C|0) of a DPLR segment, token by token on [T | S].
+/// The dense summary (T_C, S_C|0) of a DPLR segment: token by token on [T | S]
+/// (`per_token`, also what `automatic` takes) or by chunks in WY form (`chunked`, chunk length
+/// `opts.chunk` in 1..256) — see the file comment.
 /// @returns a dense summary of `in.length` tokens (identity transition for length 0).
-/// @throws invalid_argument on mismatched sizes, non-finite inputs or log-gates > 0 / NaN.
+/// @throws invalid_argument on mismatched sizes, non-finite inputs, log-gates > 0 / NaN, or a
+///         chunk length outside [1, 256].
 ///
 /// Example (dk = 1, dv = 1: T = e^{w} + b·a):
 /// @code
@@ -139,8 +216,12 @@ void advance(const dplr_inputs<Real>& in, std::size_t begin, std::size_t end, Re
 ///   auto s = hybridcache::state::summarize(in);  // T = e^{-0.1} − 0.25, S = 2
 /// @endcode
 template <class Real>
-segment_summary<Real> summarize(const dplr_inputs<Real>& in) {
+segment_summary<Real> summarize(const dplr_inputs<Real>& in, const summarize_options& opts = {}) {
   detail::validate(in);
+  if (opts.chunk == 0 || opts.chunk > 256)
+    hybridcache::detail::throw_invalid("opts.chunk", opts.chunk, "must lie in [1, 256]");
+  if (opts.method == summarize_method::chunked)
+    return detail::summarize_dplr_chunked(in, opts.chunk);
   const std::size_t dk = in.dk, dv = in.dv, w = dk + dv;
   std::vector<Real> m(dk * w, Real(0)), x(w), f(dk);
   for (std::size_t r = 0; r < dk; ++r) m[r * w + r] = Real(1);

@@ -159,20 +159,11 @@ namespace detail {
 /// @throws invalid_argument naming the field and the bad value.
 template <class Real>
 void validate(const selective_inputs<Real>& in) {
-  static_assert(std::is_floating_point_v<Real>,
-                "selective_inputs<Real>: Real must be float or double");
-  if (in.dk == 0) throw_invalid("dk", in.dk, "must be >= 1");
-  if (in.dv == 0) throw_invalid("dv", in.dv, "must be >= 1");
-  const auto need = [](std::string_view name, std::size_t got, std::size_t want,
-                       std::string_view what) {
-    if (got != want)
-      throw_invalid(std::string(name) + ".size()", got,
-                    "must equal " + std::string(what) + " = " + std::to_string(want));
-  };
-  need("k", in.k.size(), in.length * in.dk, "length*dk");
-  need("v", in.v.size(), in.length * in.dv, "length*dv");
-  need("dt", in.dt.size(), in.length * in.dv, "length*dv");
-  need("a", in.a.size(), in.dk * in.dv, "dk*dv");
+  check_family_shape<Real>(in.dk, in.dv,
+                           {{"k", in.k.size(), in.length * in.dk, "length*dk"},
+                            {"v", in.v.size(), in.length * in.dv, "length*dv"},
+                            {"dt", in.dt.size(), in.length * in.dv, "length*dv"},
+                            {"a", in.a.size(), in.dk * in.dv, "dk*dv"}});
   check_finite(in.k, "k");
   check_finite(in.v, "v");
   for (std::size_t i = 0; i < in.dt.size(); ++i)

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <span>
 #include <string>
@@ -118,6 +119,30 @@ template <class Real>
 void check_finite(std::span<const Real> xs, std::string_view name) {
   for (std::size_t i = 0; i < xs.size(); ++i)
     if (!std::isfinite(xs[i])) throw_invalid(indexed(name, i), xs[i], "must be finite");
+}
+
+/// One array-size requirement of a family's inputs: `got` must equal `want` (= `what`).
+struct size_requirement {
+  std::string_view name;
+  std::size_t got;
+  std::size_t want;
+  std::string_view what;
+};
+
+/// The preamble shared by the family validators (state/dplr.hpp, state/selective.hpp): `Real`
+/// is float or double, dk ≥ 1, dv ≥ 1, and every array has its required size.
+/// @throws invalid_argument naming "dk", "dv" or "<array>.size()" and the bad value.
+template <class Real>
+void check_family_shape(std::size_t dk, std::size_t dv,
+                        std::initializer_list<size_requirement> sizes) {
+  static_assert(std::is_floating_point_v<Real>,
+                "family inputs<Real>: Real must be float or double");
+  if (dk == 0) throw_invalid("dk", dk, "must be >= 1");
+  if (dv == 0) throw_invalid("dv", dv, "must be >= 1");
+  for (const auto& s : sizes)
+    if (s.got != s.want)
+      throw_invalid(std::string(s.name) + ".size()", s.got,
+                    "must equal " + std::string(s.what) + " = " + std::to_string(s.want));
 }
 
 /// Log-gates must be ≤ 0 (decays in [0, 1]); −∞ is allowed (decay 0), NaN and +∞ are not.
