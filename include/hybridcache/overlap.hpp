@@ -10,6 +10,7 @@
 #include "hybridcache/overlap/conditioned_law.hpp"
 #include "hybridcache/overlap/empirical_histogram.hpp"
 #include "hybridcache/overlap/ew_histogram.hpp"
+#include "hybridcache/overlap/joint_placement.hpp"
 #include "hybridcache/overlap/safeguard.hpp"
 #include "hybridcache/overlap/synthetic.hpp"
 #include "hybridcache/overlap/weights_io.hpp"

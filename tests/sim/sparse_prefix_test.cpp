@@ -208,6 +208,7 @@ TEST_CASE("DP placements are optimal for the re-solved EW histogram (brute force
   o.strategies = {strategy::dp};
   o.law = hybridcache::law_kind::pooled;  // the reference below is the pooled EW law
   o.safeguard = false;
+  o.joint_placement = false;  // each entry's own optimum (the joint one is tested below)
   sim::sparse_prefix_simulator s(o, t.max_length());
   sim_ref::ew_reference ref{0.9, {}};
   std::vector<double> snapshot;  // the reference pmf at the last re-solve
@@ -386,4 +387,53 @@ TEST_CASE("dominance: nothing to save is reported as such, not as a pass") {
     CHECK_FALSE(c.holds());
     CHECK_FALSE(c.compared());
   }
+}
+
+TEST_CASE("joint placement: entries sharing a prefix store different depths (hand-computed)") {
+  // B = 64, M = 1, K = 50, the law known in advance (oracle): 2/3 of the hits at depth 640, 1/3
+  // at 1280. Requests alternate a_i = P ++ Q ++ u_i and b_i = P ++ v_i (P, Q: 640 shared tokens; u_i:
+  // 10, v_i: 650 tokens of their own), every entry 1290 tokens long. So b hits at 640 (P), a hits
+  // the previous a at 1280 (P ++ Q).
+  std::vector<std::vector<std::uint32_t>> reqs;
+  for (std::uint32_t i = 0; i < 12; ++i) {
+    std::vector<std::uint32_t> q;
+    for (std::uint32_t k = 0; k < 640; ++k) q.push_back(1 + k);
+    const std::uint32_t own = 100000 * (i + 1);
+    if (i % 2 == 0) {
+      for (std::uint32_t k = 0; k < 640; ++k) q.push_back(2000 + k);
+      for (std::uint32_t k = 0; k < 10; ++k) q.push_back(own + k);
+    } else {
+      for (std::uint32_t k = 0; k < 650; ++k) q.push_back(own + k);
+    }
+    reqs.push_back(q);
+  }
+  const auto t = make_trace(reqs);
+  sim::sparse_prefix_options o;
+  o.cache_entries = 50;
+  o.replan_every = 1;
+  o.budgets = {1};
+  o.strategies = {strategy::dp};
+  o.safeguard = false;
+  o.oracle = true;
+  o.oracle_weights.assign(1290, 0.0);
+  o.oracle_weights[639] = 2.0;
+  o.oracle_weights[1279] = 1.0;
+  // Per entry, E[r] = 640/3 for a checkpoint at 640 and 2·640/3 at 1280: every entry stores 640,
+  // and each of a_2, a_4, …, a_10 recomputes 1280 − 640.
+  o.joint_placement = false;
+  const auto alone = sim::simulate_sparse_prefix(t, o);
+  CHECK(alone.find(strategy::dp, 1)->recomputed_tokens == 5 * 640.0);
+  // Joint, in shadow: a_0 stores 640 (nothing covered); b_1 and a_2 see 640 covered by a_0 and
+  // store 1280; from a_4 on an a entry sees 640 and 1280 covered (a_0, a_2 share 1280 tokens
+  // with it) and stores nothing, a b entry sees 640 covered (a b entry's 1280 lies beyond the
+  // 640 tokens it shares with anyone) and stores 1280. Only a_2 recomputes: 640 in all.
+  // The realised cache starts per-entry (every entry 640); after a_4 the shadows stand at 1280
+  // (per-entry) vs 640 (joint), so from the entry a_4 on it places jointly against its own
+  // coverage: a_4 sees only 640 covered and stores 1280, b_5, b_7, … store 1280, a_6, a_8, a_10
+  // nothing. a_2 and a_4 recompute 640 (their matched a entry holds 640), a_6 … a_10 nothing.
+  o.joint_placement = true;
+  const auto joint = sim::simulate_sparse_prefix(t, o);
+  CHECK(joint.find(strategy::dp, 1)->recomputed_tokens == 2 * 640.0);
+  CHECK(joint.find(strategy::dp, 1)->joint_placed == 8);  // entries a_4 … b_11
+  CHECK(joint.find(strategy::dp, 1)->mean_checkpoints == 9.0 / 12.0);
 }

@@ -89,6 +89,9 @@ sparse prefix caching:
                       without the safeguard)
   --safeguard on|off  score the DP and the fixed candidates on held-out hits at every re-plan
                       and keep the best (default on; off with --law pooled)
+  --joint on|off      also replay, in shadow, the DP placing each entry given the depths the
+                      retained entries sharing its prefix already cover, and follow whichever
+                      of the two recomputed less (default on; off with --law pooled)
   --oracle            DP on the trace's own depth law (known in advance) instead of the online
                       EW histogram: separates estimation error from the method
   --strategies LIST   subset of the strategies above (default all)
@@ -402,10 +405,15 @@ int run(std::span<const std::string_view> argv) {
     if (!kind) throw usage_error{"option --law expects pooled, tail or conditioned, got '" + *law + "'"};
     so.law = *kind;
     so.safeguard = *kind != hybridcache::law_kind::pooled;  // pooled: the paper's setting
+    so.joint_placement = *kind != hybridcache::law_kind::pooled;
   }
   if (auto g = a.get("safeguard")) {
     if (*g != "on" && *g != "off") throw usage_error{"option --safeguard expects on or off, got '" + *g + "'"};
     so.safeguard = *g == "on";
+  }
+  if (auto j = a.get("joint")) {
+    if (*j != "on" && *j != "off") throw usage_error{"option --joint expects on or off, got '" + *j + "'"};
+    so.joint_placement = *j == "on";
   }
   (void)a.get("oracle");
   if (auto s = a.get("strategies")) {

@@ -49,6 +49,12 @@
 /// 1..L the DP strategies fall back to `balanced` (no information yet), and say so in
 /// `sparse_prefix_result::dp_fallbacks`.
 ///
+/// **Joint placement** (`joint_placement`, default on; docs/design/conditioned_law.md §6): each
+/// DP configuration also replays, in shadow, a per-entry system and a system that places every
+/// DP entry given the depths the retained entries sharing its prefix already cover
+/// (`plan_entry_covered`); the realised entries follow the one with the lower cumulative
+/// recompute, switching only when the other is lower by `joint_margin`.
+///
 /// **Bytes.** Every strategy but `no_cache` keeps the entry's full attention KV
 /// (L · kv_bytes_per_token); recurrent checkpoints cost `checkpoint_bytes` each (model.hpp).
 ///
@@ -78,6 +84,7 @@
 #include "hybridcache/error.hpp"
 #include "hybridcache/overlap.hpp"
 #include "hybridcache/overlap/conditioned_law.hpp"
+#include "hybridcache/overlap/joint_placement.hpp"
 #include "hybridcache/overlap/safeguard.hpp"
 #include "hybridcache/placement.hpp"
 #include "hybridcache/placement/block_planner.hpp"
@@ -122,6 +129,15 @@ struct sparse_prefix_options {
   /// the best for the entries inserted until the next one.
   bool safeguard = true;
   double safeguard_gamma = 0.995;  ///< decay of the safeguard's scores per hit
+  /// Joint placement (overlap/joint_placement.hpp, docs/design/conditioned_law.md §6): each DP
+  /// configuration also runs, in shadow, the system whose DP entries are placed given the depths
+  /// the retained entries sharing their prefix already cover; the entries inserted until the
+  /// next re-plan follow the system (per-entry or joint) with the least recent recompute in its
+  /// own shadow replay, switching only when the other is better by `joint_margin`. Off: the
+  /// per-entry DP alone (the paper's setting, `--law pooled`).
+  bool joint_placement = true;
+  double joint_margin = 0.05;  ///< relative lead the other system needs before a switch
+  double joint_gamma = 1.0;    ///< decay per request of the two systems' recompute (1: all of it)
   /// Oracle mode: place with the trace's own empirical depth law (all requests, known in advance)
   /// instead of the online EW histogram — separates estimation error from the method.
   /// `simulate_sparse_prefix` computes it with a first, strategy-independent pass.
@@ -149,6 +165,8 @@ struct strategy_result {
   /// DP strategies with the safeguard: entries placed by each candidate, in
   /// `placement_safeguard::candidates` order (dp, last, balanced, block, sqrt, logarithmic).
   std::array<std::size_t, 6> placed_by{};
+  /// DP strategies with the joint placement: entries placed while the joint system led.
+  std::size_t joint_placed = 0;
 };
 
 /// The outcome of a simulation.
@@ -196,6 +214,10 @@ inline void check_sparse_options(const sparse_prefix_options& o) {
   if (!(o.safeguard_gamma > 0.0 && o.safeguard_gamma <= 1.0)) {
     hybridcache::detail::throw_invalid("safeguard_gamma", o.safeguard_gamma, "must be in (0, 1]");
   }
+  if (!(o.joint_margin >= 0.0 && o.joint_margin < 1.0))
+    hybridcache::detail::throw_invalid("joint_margin", o.joint_margin, "must be in [0, 1)");
+  if (!(o.joint_gamma > 0.0 && o.joint_gamma <= 1.0))
+    hybridcache::detail::throw_invalid("joint_gamma", o.joint_gamma, "must be in (0, 1]");
   if (o.strategies.empty())
     hybridcache::detail::throw_invalid("strategies.size()", std::size_t{0},
                                        "need at least one strategy");
@@ -241,11 +263,24 @@ class sparse_prefix_simulator {
         configs_.push_back({s, 0});
       }
     }
+    if (joint_active()) {
+      // Each DP configuration gets two hidden shadow systems: per-entry (A) and joint (B).
+      const std::size_t visible = configs_.size();
+      for (std::size_t c = 0; c < visible; ++c) {
+        if (!is_dp(configs_[c].kind) || configs_[c].budget == 0) continue;
+        configs_[c].shadow_a = configs_.size();
+        configs_[c].shadow_b = configs_.size() + 1;
+        configs_.push_back({configs_[c].kind, configs_[c].budget, true, false, npos, npos, c});
+        configs_.push_back({configs_[c].kind, configs_[c].budget, true, true, npos, npos, c});
+      }
+    }
+    lead_.assign(configs_.size(), {});
     acc_.assign(configs_.size(), {});
     guards_.resize(configs_.size());
     placed_by_.assign(configs_.size(), {});
     for (std::size_t c = 0; c < configs_.size(); ++c) {
-      if (opts_.safeguard && is_dp(configs_[c].kind) && configs_[c].budget > 0) {
+      if (opts_.safeguard && is_dp(configs_[c].kind) && configs_[c].budget > 0 &&
+          !configs_[c].hidden) {
         guards_[c].emplace(configs_[c].budget, opts_.granularity,
                            safeguard_options{.gamma = opts_.safeguard_gamma});
       }
@@ -283,6 +318,7 @@ class sparse_prefix_simulator {
           if (it != cp.begin()) reuse = std::max<std::size_t>(reuse, *(it - 1));
         }
       }
+      lead_[c].last = static_cast<double>(depth - reuse);
       acc_[c].depth += static_cast<double>(depth);
       acc_[c].recompute += static_cast<double>(depth - reuse);
     }
@@ -307,6 +343,7 @@ class sparse_prefix_simulator {
         guards_[c]->score(depth, matched_length, dp_scratch_);
       }
     }
+    for (auto& l : lead_) l.score = opts_.joint_gamma * l.score + l.last;
     policy_.observe(depth, matched_length);
     if (policy_.snapshots() != snapshot_seen_) {
       snapshot_seen_ = policy_.snapshots();
@@ -314,6 +351,16 @@ class sparse_prefix_simulator {
       dp_memo_.clear();
       for (auto& g : guards_) {
         if (g) g->choose();
+      }
+      // Follow the leader between the shadow systems, with a switching margin.
+      for (auto& cf : configs_) {
+        if (cf.shadow_a == npos) continue;
+        const double a = lead_[cf.shadow_a].score, b = lead_[cf.shadow_b].score;
+        const double m = 1.0 - opts_.joint_margin;
+        if (!cf.joint && b < m * a)
+          cf.joint = true;
+        else if (cf.joint && a < m * b)
+          cf.joint = false;
       }
     }
     insert(id_before + 1, tokens.size());
@@ -341,6 +388,7 @@ class sparse_prefix_simulator {
     r.replans = policy_.snapshots() + (opts_.oracle ? 1 : 0);
     const double k = static_cast<double>(opts_.cache_entries);
     for (std::size_t c = 0; c < configs_.size(); ++c) {
+      if (configs_[c].hidden) continue;
       strategy_result row;
       row.kind = configs_[c].kind;
       row.budget = configs_[c].budget;
@@ -360,19 +408,30 @@ class sparse_prefix_simulator {
                          : acc_[c].kv_tokens / n * opts_.model.kv_bytes_per_token();
       row.cache_bytes = k * (row.checkpoint_bytes + row.kv_bytes);
       if (guards_[c]) row.placed_by = placed_by_[c];
+      row.joint_placed = acc_[c].joint_placed;
       r.rows.push_back(row);
     }
     return r;
   }
 
  private:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
   struct config {
     placement_strategy kind;
     std::size_t budget;
+    bool hidden = false;  // a shadow system of a DP configuration (joint placement)
+    bool joint = false;   // shadow: places jointly; visible: currently follows the joint shadow
+    std::size_t shadow_a = npos, shadow_b = npos;  // visible DP: its per-entry / joint shadows
+    std::size_t owner = npos;                      // shadow: its visible configuration
+  };
+  struct lead {
+    double score = 0.0;  // γ_s-discounted recompute of this system's own replay
+    double last = 0.0;   // its recompute of the current request
   };
   struct accum {
     double depth = 0.0, recompute = 0.0, checkpoints = 0.0, kv_tokens = 0.0;
     std::size_t max_checkpoints = 0;
+    std::size_t joint_placed = 0;
   };
   // A placement and whether it is the balanced stand-in for a DP with no law yet.
   struct placed {
@@ -416,6 +475,9 @@ class sparse_prefix_simulator {
   [[nodiscard]] const slot& slot_of(std::uint64_t id) const noexcept {
     return slots_[(id - 1) % slots_.size()];
   }
+
+  // Whether the DP configurations run the per-entry and joint shadow systems.
+  [[nodiscard]] bool joint_active() const noexcept { return opts_.joint_placement; }
 
   static constexpr bool is_dp(placement_strategy s) noexcept {
     return s == placement_strategy::dp || s == placement_strategy::dp_frontier;
@@ -463,14 +525,60 @@ class sparse_prefix_simulator {
     return std::vector<std::uint32_t>(pos.begin(), pos.end());
   }
 
+  // The DP's placement of config c for the new entry `id` of length len given the depths the
+  // retained entries sharing its prefix cover (overlaps_ holds their LCPs with it; the entry
+  // this insertion evicts does not count). Without coverage, or without a law yet, `dp_plan`.
+  placed joint_plan(std::size_t c, std::size_t owner, std::uint64_t id, std::size_t len) {
+    const std::size_t b = opts_.granularity;
+    covered_.clear();
+    for (const auto& o : overlaps_) {
+      if (o.depth < b || o.entry_id + opts_.cache_entries <= id) continue;
+      const auto& cp = slot_of(o.entry_id).checkpoints[c];
+      const auto end = std::upper_bound(cp.begin(), cp.end(), static_cast<std::uint32_t>(o.depth));
+      for (auto it = cp.begin(); it != end; ++it) covered_.push_back(*it / b);
+    }
+    if (covered_.empty()) return dp_plan(owner, len);
+    std::sort(covered_.begin(), covered_.end());
+    covered_.erase(std::unique(covered_.begin(), covered_.end()), covered_.end());
+    if (covered_.front() == 0) covered_.erase(covered_.begin());
+    const auto& law = len >= b ? law_for(len) : no_law_;
+    if (!law) return dp_plan(owner, len);
+    std::size_t m = configs_[c].budget;
+    if (configs_[c].kind == placement_strategy::dp_frontier)
+      m = frontier_budget(*law, m, opts_.frontier_tolerance);
+    return {narrow(plan_entry_covered(*law, m, covered_).checkpoints), false};
+  }
+
   void insert(std::uint64_t id, std::size_t len) {
     slot& e = slots_[(id - 1) % slots_.size()];
     e.checkpoints.resize(configs_.size());
-    for (std::size_t c = 0; c < configs_.size(); ++c) {
+    // Coverage is read from the other slots before this one is overwritten; the slot being
+    // reused belongs to the evicted entry, which joint_plan skips. Shadows come after the
+    // visible configurations and are placed first.
+    for (std::size_t c = configs_.size(); c-- > 0;) {
       const config& cf = configs_[c];
-      if (is_dp(cf.kind)) {
+      if (cf.shadow_a != npos) {  // visible DP with shadows: the leader's rule
+        // Per-entry DP and the fixed candidates do not depend on the cache: the per-entry
+        // shadow's placement. The joint DP is placed against the coverage of *this* cache.
         const auto choice = guards_[c] ? guards_[c]->choice() : placement_strategy::dp;
-        if (choice == placement_strategy::dp) {
+        if (cf.joint && choice == placement_strategy::dp)
+          e.checkpoints[c] = joint_plan(c, c, id, len).positions;
+        else
+          e.checkpoints[c] = e.checkpoints[cf.shadow_a];
+        for (std::size_t k = 0; k < placement_safeguard::candidates.size(); ++k) {
+          if (placement_safeguard::candidates[k] == choice) ++placed_by_[c][k];
+        }
+        if (cf.joint) ++acc_[c].joint_placed;
+      } else if (is_dp(cf.kind)) {
+        const std::size_t owner = cf.hidden ? cf.owner : c;
+        const auto choice = guards_[owner] ? guards_[owner]->choice() : placement_strategy::dp;
+        if (cf.hidden && choice != placement_strategy::dp) {
+          e.checkpoints[c] = narrow(guards_[owner]->place(choice, len));
+        } else if (cf.hidden) {
+          placed p = cf.joint ? joint_plan(c, owner, id, len) : dp_plan(owner, len);
+          if (p.fallback && !cf.joint) ++result_.dp_fallbacks;
+          e.checkpoints[c] = std::move(p.positions);
+        } else if (choice == placement_strategy::dp) {
           const placed& p = dp_plan(c, len);
           e.checkpoints[c] = p.positions;
           if (p.fallback) ++result_.dp_fallbacks;
@@ -516,6 +624,9 @@ class sparse_prefix_simulator {
       guards_;  // per config (DP configs with the safeguard)
   std::vector<std::array<std::size_t, 6>> placed_by_;
   std::vector<std::size_t> dp_scratch_;
+  std::vector<lead> lead_;            // per config: its replay's recent recompute
+  std::vector<std::size_t> covered_;  // joint_plan's covered block indices
+  std::optional<entry_block_law> no_law_;
   std::vector<last_k_overlap> overlaps_;
   segment::namespace_key shared_ns_ = segment::namespace_key::shared();
   std::optional<std::string> last_ns_;
