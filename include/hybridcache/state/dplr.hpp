@@ -197,7 +197,7 @@ segment_summary<Real> summarize_dplr_chunked(const dplr_inputs<Real>& in, std::s
     T = (TC * T).eval();
   }
   std::vector<Real> tr(T.data(), T.data() + dk * dk), st(S.data(), S.data() + dk * dv);
-  return summary_access::make<Real>(family::dense, L, dk, dv, {}, std::move(tr), std::move(st));
+  return summary_access::make<Real>(transition_family::dense, L, dk, dv, {}, std::move(tr), std::move(st));
 }
 
 }  // namespace detail
