@@ -2,5 +2,5 @@
 import os
 import sys
 
-# reference.py sits beside the tests.
+# reference.py and checks.py sit beside the tests.
 sys.path.insert(0, os.path.dirname(__file__))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import hybridcache as hc
+from checks import check_raises
 
 # --- independent reference -------------------------------------------------------------------
 
@@ -176,14 +177,6 @@ def test_realign_blocks_copies_old_blocks_to_new_ones():
     assert pair_error(kd[0], ref_rotate(k0[2], np.full(4, 3), 4, 10000.0, True), 4, True) < 2e-6
     np.testing.assert_array_equal(vd[0], v0[2])
     assert not kd[1:].any()
-
-
-def check_raises(fn, *names):
-    with pytest.raises(ValueError) as e:
-        fn()
-    assert isinstance(e.value, hc.InvalidArgument)
-    for name in names:
-        assert name in str(e.value), str(e.value)
 
 
 def test_bad_input_raises_value_error_naming_the_argument():

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import hybridcache as hc
+from checks import check_raises
 
 # --- independent references --------------------------------------------------------------------
 
@@ -144,14 +145,6 @@ def test_layer_plan_follows_its_rule(layers, threshold):
     assert plan.recompute_fraction() == pytest.approx(total / (layers * 12))
     assert hc.threshold_for(36, 0.15) == math.ceil(36 * 0.15)
     assert hc.threshold_for(10, 0.0) == 0 and hc.threshold_for(10, 1.0) == 10
-
-
-def check_raises(fn, *names):
-    with pytest.raises(ValueError) as e:
-        fn()
-    assert isinstance(e.value, hc.InvalidArgument)
-    for name in names:
-        assert name in str(e.value), str(e.value)
 
 
 def test_bad_input_raises_value_error_naming_the_argument():

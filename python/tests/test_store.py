@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import hybridcache as hc
+from checks import check_raises
 from hybridcache import segment as sg
 from hybridcache import store
 
@@ -371,14 +372,6 @@ def test_namespaces_never_leak_in_any_store():
     last.observe(tokens, ns=a)
     assert last.match(tokens, ns=b).depth == 0 and last.match(tokens).depth == 0
     assert last.overlaps(tokens, ns=b) == [] and last.match(tokens, ns=a).depth == 4
-
-
-def check_raises(fn, *names):
-    with pytest.raises(ValueError) as e:
-        fn()
-    assert isinstance(e.value, hc.InvalidArgument)
-    for name in names:
-        assert name in str(e.value), str(e.value)
 
 
 def test_bad_input_raises_value_error_naming_the_argument():
