@@ -112,18 +112,19 @@ inline void bind_tree(nb::module_& m) {
              std::size_t capacity_bytes, double gamma, std::size_t replan_every, double hysteresis,
              bool snapshot_junction, bool snapshot_tail, bool fresh_prior, double replan_work,
              bool junction_prior, double junction_strength, double memory_per_state,
-             double memory_floor, bool repeat_discount, bool admit_by_value) {
+             double memory_floor, bool repeat_discount, bool admit_by_value, bool age_value) {
             new (o) tr::policy_options{
-                block_size,       state_bytes,  capacity_bytes,    gamma,
-                replan_every,     hysteresis,   snapshot_junction, snapshot_tail,
-                fresh_prior,      replan_work,  junction_prior,    junction_strength,
-                memory_per_state, memory_floor, repeat_discount,   admit_by_value};
+                block_size,     state_bytes,       capacity_bytes,   gamma,        replan_every,
+                hysteresis,     snapshot_junction, snapshot_tail,    fresh_prior,  replan_work,
+                junction_prior, junction_strength, memory_per_state, memory_floor, repeat_discount,
+                admit_by_value, age_value};
           },
           "block_size"_a = 16, "state_bytes"_a = 1, "capacity_bytes"_a = 1, "gamma"_a = 0.99,
           "replan_every"_a = 10, "hysteresis"_a = 0.02, "snapshot_junction"_a = true,
           "snapshot_tail"_a = true, "fresh_prior"_a = true, "replan_work"_a = 1.0,
           "junction_prior"_a = true, "junction_strength"_a = 2.0, "memory_per_state"_a = 1.0,
-          "memory_floor"_a = 256.0, "repeat_discount"_a = true, "admit_by_value"_a = true)
+          "memory_floor"_a = 256.0, "repeat_discount"_a = true, "admit_by_value"_a = true,
+          "age_value"_a = false)
       .def_rw("block_size", &tr::policy_options::block_size)
       .def_rw("state_bytes", &tr::policy_options::state_bytes)
       .def_rw("capacity_bytes", &tr::policy_options::capacity_bytes)
@@ -139,7 +140,9 @@ inline void bind_tree(nb::module_& m) {
       .def_rw("memory_per_state", &tr::policy_options::memory_per_state)
       .def_rw("memory_floor", &tr::policy_options::memory_floor)
       .def_rw("repeat_discount", &tr::policy_options::repeat_discount)
-      .def_rw("admit_by_value", &tr::policy_options::admit_by_value);
+      .def_rw("admit_by_value", &tr::policy_options::admit_by_value)
+      .def_rw("age_value", &tr::policy_options::age_value,
+              "Scale a state's value by the learned P(hit | age) (EVA; docs/tree.md).");
 
   nb::class_<tr::match_result>(t, "match_result", "What state_policy.match found.")
       .def_ro("node", &tr::match_result::node, "Deepest cached node (namespace root if none).")
@@ -220,6 +223,8 @@ inline void bind_tree(nb::module_& m) {
       .def("depth_tokens", &tr::state_policy::depth_tokens, "node"_a)
       .def("parent", &tr::state_policy::parent, "node"_a)
       .def("match_share", &tr::state_policy::match_share, "node"_a)
+      .def("hit_chance", &tr::state_policy::hit_chance, "node"_a,
+           "P(hit | age) of the state held at node (1 with age_value off).")
       .def_prop_ro("used_bytes", &tr::state_policy::used_bytes)
       .def_prop_ro("capacity_bytes", &tr::state_policy::capacity_bytes)
       .def_prop_ro("state_count", &tr::state_policy::state_count)

@@ -138,3 +138,24 @@ def test_radix_cache_example_runs(capsys):
     out = capsys.readouterr().out
     assert "radix cache hooks:" in out
     assert "junction [1]" in out
+
+
+def test_age_value_option_and_hit_chance():
+    # gamma = 1, B = 1, no prior: one resume at age 0 (a hit in bucket 0), then the state is
+    # dropped 2 observations later (an end at age 2, bucket 2). A new state is 0 old:
+    # P = (H + Pbar) / (N + 1) with H = 1, N = 2, Pbar = (1 + 1/2) / (2 + 1) = 0.5 -> 0.5.
+    o = tree.policy_options(block_size=1, state_bytes=1, capacity_bytes=2, gamma=1.0,
+                            replan_every=0, fresh_prior=False, memory_per_state=0.0,
+                            memory_floor=0.0, age_value=True)
+    assert o.age_value
+    pol = tree.state_policy(o)
+    ns = segment.namespace_key()
+    a = pol.insert(ns, [1, 2])
+    assert pol.admit(int(a[1]), 1).admitted
+    assert pol.hit_chance(int(a[1])) == pytest.approx(0.5)  # no events yet
+    pol.unpin(pol.match(ns, [1, 2]).resume_node)
+    pol.unpin(pol.match(ns, [9]).resume_node)
+    pol.drop(int(a[1]))
+    assert pol.admit(int(a[0]), 1).admitted
+    assert pol.hit_chance(int(a[0])) == pytest.approx((1 + 0.5) / (2 + 1))
+    assert tree.policy_options().age_value is False

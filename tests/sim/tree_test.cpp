@@ -429,6 +429,23 @@ TEST_CASE("the library's policy through its public API: tail snapshot, budget, n
   CHECK(run(b.trace(), none, 0).metrics.resumed_tokens == 0.0);
 }
 
+TEST_CASE("the library's policy with the prefill end offered: a re-ask resumes at the prompt") {
+  // B = 4. R1 = 1..16 (prompt 12 = 3 blocks, output 4): the tail (j = 4) is snapshotted, and with
+  // `prefill_end` also the prompt's end (j = 3; the pool of 2 has room). R2 re-asks R1's prompt
+  // with another answer (1..12 ++ 50..57, prompt 20): usable min(3, ⌊19/4⌋) = 3, so it resumes
+  // at 3 with the offer and from the root without it (R1's tail is not on its path).
+  sim::tree_trace_builder b("reask", 4);
+  b.add_tokens(iota_tokens(1, 16), 12);
+  b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 8)), 20);
+  for (bool offer : {true, false}) {
+    CAPTURE(offer);
+    sim::library_policy p({}, "hybridcache", offer);
+    const auto r = run(b.trace(), p, 2);
+    CHECK(r.resumes[1] == (offer ? 3u : 0u));
+    CHECK(r.metrics.states_peak <= 2);
+  }
+}
+
 TEST_CASE("static optimum: the best fixed set for the realised matches") {
   // B = 4, document D = 1..12 under three questions of 4 tokens: requests 1 and 2 match D's three
   // blocks (usable ⌊15/4⌋ = 3). One state at D's end serves both: 0 recomputed; none: 2 · 12.

@@ -14,6 +14,11 @@
 // Repeat discount (policy_options::repeat_discount): a non-root node's first real match adds
 // q = (h2 + 1)/(n1 + 2) instead of 1 (n1 ×γ per first match, h2 the second matches since); its
 // second match first multiplies its (decayed) weight by 1/q (q before h2 counts it), then adds 1.
+// Age-conditioned value (policy_options::age_value): every state remembers the observation count
+// at its admission / last resume; a resume adds a hit, an eviction or drop an end, at the age
+// obs − touched, to per-age-class counts decayed eagerly (every count × γ per event); the class of
+// an age a is the number of binary digits of a (0 for a = 0). ΔE[r] per byte is multiplied by
+// (H(≥c) + P̄)/(N(≥c) + 1), P̄ = (H + 1/2)/(N + 1), H / N the hits / hits + ends in classes ≥ c.
 // ΔE[r] of dropping a state is computed by evaluating E[r] with and without it, walking every node
 // up to its deepest state — no shared code with include/hybridcache/tree.
 #include <cmath>
@@ -31,10 +36,59 @@ struct tree_policy_model {
     long double weight = 0;
     std::size_t bytes = 0;
     int pins = 0;
-    bool fresh = false;     // weight is the prior of an inserted end, no match ended here yet
-    bool junction = false;  // has been the junction of an insert (has an entry in `junctions`)
-    int hits = 0;           // real matches ended here, counted up to 2
+    bool fresh = false;         // weight is the prior of an inserted end, no match ended here yet
+    bool junction = false;      // has been the junction of an insert (has an entry in `junctions`)
+    int hits = 0;               // real matches ended here, counted up to 2
+    std::uint64_t touched = 0;  // observation count at the state's admission / last resume
   };
+  bool age_value = false;
+  std::uint64_t obs = 0;  // observations so far
+  std::map<int, long double> age_hits, age_ends;
+  static int age_class(std::uint64_t a) {
+    int c = 0;
+    while (a > 0) {
+      ++c;
+      a /= 2;
+    }
+    return c;
+  }
+  void age_event(std::map<int, long double>& bins, std::uint64_t a) {
+    if (!age_value) return;
+    for (auto& [c, x] : age_hits) x *= gamma;
+    for (auto& [c, x] : age_ends) x *= gamma;
+    bins[age_class(a)] += 1;
+  }
+  /// The engine stored a state at `v`.
+  void admitted(std::uint32_t v, std::size_t bytes) {
+    nodes.at(v).bytes = bytes;
+    nodes.at(v).touched = obs;
+  }
+  /// A request resumes from `v` (call before `observe`).
+  void resumed(std::uint32_t v) {
+    auto& n = nodes.at(v);
+    if (n.bytes == 0) return;
+    age_event(age_hits, obs - n.touched);
+    n.touched = obs;
+  }
+  /// The age of the state at `v` now.
+  [[nodiscard]] std::uint64_t age_of(std::uint32_t v) const { return obs - nodes.at(v).touched; }
+  /// P(hit | age of the state at v); 1 without the age-conditioned value.
+  [[nodiscard]] long double hit_chance(std::uint32_t v) const {
+    if (!age_value) return 1;
+    const int c = age_class(age_of(v));
+    long double h = 0, n = 0, ht = 0, nt = 0;
+    for (const auto& [k, x] : age_hits) {
+      ht += x;
+      nt += x;
+      if (k >= c) h += x, n += x;
+    }
+    for (const auto& [k, x] : age_ends) {
+      nt += x;
+      if (k >= c) n += x;
+    }
+    const long double all = (ht + 0.5L) / (nt + 1);
+    return (h + all) / (n + 1);
+  }
   struct junction_counts {
     long double ends = 0, hits = 0;
   };
@@ -62,6 +116,7 @@ struct tree_policy_model {
   }
 
   void observe(std::uint32_t v) {
+    ++obs;
     auto& e = nodes.at(v);
     if (e.fresh) {  // its age from the prior's eager decay: weight = p_insert · γ^age
       junction_counts* j = junction_above(v);
@@ -145,7 +200,7 @@ struct tree_policy_model {
     long double best = -1;
     for (const auto& [id, n] : nodes) {
       if (n.bytes == 0 || n.pins != 0 || id == exclude) continue;
-      const long double d = (cost(id) - base) / static_cast<long double>(n.bytes);
+      const long double d = (cost(id) - base) / static_cast<long double>(n.bytes) * hit_chance(id);
       if (best < 0 || d < best) best = d;
     }
     return best;

@@ -55,12 +55,28 @@ void check_victims(ht::tree_policy_model& model, const std::vector<node_id>& vic
     CHECK(n.pins == 0);
     CHECK(v != exclude);
     const long double base = model.cost();
-    const long double mine = (model.cost(v) - base) / static_cast<long double>(n.bytes);
+    const long double mine =
+        (model.cost(v) - base) / static_cast<long double>(n.bytes) * model.hit_chance(v);
     const long double best = model.min_delta_per_byte(exclude);
     CHECK(static_cast<double>(mine) ==
           doctest::Approx(static_cast<double>(best)).epsilon(1e-9).scale(1e-12));
     n.bytes = 0;
   }
+  // Ends are counted once the call's victims are all chosen (P(hit | age) is fixed per call).
+  for (node_id v : victims) model.age_event(model.age_ends, model.age_of(v));
+}
+
+/// 1 if the model's unpinned states hold at least two different P(hit | age) when `victims` are
+/// about to be checked (so the age factor could change the order), else 0.
+int count_aged(const ht::tree_policy_model& model, const std::vector<node_id>& victims) {
+  if (victims.empty() || !model.age_value) return 0;
+  long double lo = 2, hi = -1;
+  for (const auto& [id, n] : model.nodes) {
+    if (n.bytes == 0 || n.pins) continue;
+    lo = std::min(lo, model.hit_chance(id));
+    hi = std::max(hi, model.hit_chance(id));
+  }
+  return hi > lo ? 1 : 0;
 }
 
 }  // namespace
@@ -240,6 +256,69 @@ TEST_CASE("EW statistics stay finite and exact over many observations") {
   }
 }
 
+TEST_CASE("age-conditioned value stays finite and exact over many events") {
+  // γ = 0.5 doubles the common scale of the age counts per event, so it is folded back every
+  // ~500 events; 3000 resumes and drops checked against eager decay in long double.
+  for (double gamma : {0.5, 0.99}) {
+    CAPTURE(gamma);
+    auto o = legacy({.block_size = 1, .capacity_bytes = 4, .gamma = gamma, .replan_every = 0});
+    o.age_value = true;
+    hc::tree::state_policy pol(o);
+    const auto a = seq({1, 2, 3});
+    const auto p = pol.insert(ns_of(0), a);
+    std::mt19937 rng(3);
+    long double hits[34] = {}, ends[34] = {};
+    std::uint64_t obs = 0, touched[3] = {0, 0, 0};
+    bool held[3] = {false, false, false};
+    auto bucket = [](std::uint64_t age) {
+      int b = 0;
+      for (; age; age >>= 1) ++b;
+      return b;
+    };
+    auto event = [&](long double* bins, std::uint64_t age) {
+      for (int j = 0; j < 34; ++j) hits[j] *= gamma, ends[j] *= gamma;
+      bins[bucket(age)] += 1;
+    };
+    for (int i = 0; i < 3000; ++i) {
+      const std::size_t k = rng() % 3;
+      if (rng() % 4 == 0) {  // drop or admit the state at depth k + 1
+        if (held[k]) {
+          pol.drop(p[k]);
+          event(ends, obs - touched[k]);
+        } else {
+          REQUIRE(pol.admit(p[k], 1).admitted);
+          touched[k] = obs;
+        }
+        held[k] = !held[k];
+        continue;
+      }
+      const std::size_t len = k + 1;
+      const auto m = pol.match(ns_of(0), std::span<const token_id>(a).first(len));
+      for (std::size_t d = len; d-- > 0;)
+        if (held[d]) {
+          event(hits, obs - touched[d]);
+          touched[d] = obs;
+          break;
+        }
+      pol.unpin(m.resume_node);
+      ++obs;
+    }
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (!held[k]) continue;
+      long double h = 0, n = 0, ht = 0, nt = 0;
+      for (int j = 0; j < 34; ++j) {
+        ht += hits[j];
+        nt += hits[j] + ends[j];
+        if (j >= bucket(obs - touched[k])) h += hits[j], n += hits[j] + ends[j];
+      }
+      const long double all = (ht + 0.5L) / (nt + 1);
+      const double got = pol.hit_chance(p[k]);
+      CHECK(std::isfinite(got));
+      CHECK(got == doctest::Approx(static_cast<double>((h + all) / (n + 1))).epsilon(1e-9));
+    }
+  }
+}
+
 TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase") {
   std::mt19937 rng(2026);
   for (int run = 0; run < 6; ++run) {
@@ -247,11 +326,12 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     const std::size_t B = 1 + run % 3;
     const double gamma = run % 2 ? 0.9 : 1.0;
     // Runs 0–3 with the defaults (the window of M = ⌊20/3⌋ = 6 states: γ_eff = max(γ, 1 −
-    // 1/(1·6 + 256))), runs 4–5 with the junction prior, the repeat discount, the pool-scaled
-    // memory and admission by value off.
+    // 1/(1·6 + 256))), runs 0–1 also with the age-conditioned value, runs 4–5 with the junction
+    // prior, the repeat discount, the pool-scaled memory and admission by value off.
     const bool plain = run >= 4;
     hc::tree::policy_options o{
         .block_size = B, .state_bytes = 3, .capacity_bytes = 20, .gamma = gamma, .replan_every = 7};
+    o.age_value = run < 2;
     if (plain) {
       o = legacy(o);
       o.junction_prior = false;
@@ -260,6 +340,8 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     ht::tree_policy_model model;
     model.gamma = plain ? gamma : std::max(gamma, 1.0 - 1.0 / (6.0 + 256.0));
     model.junction_prior = model.repeat = !plain;
+    model.age_value = run < 2;
+    int aged = 0;     // victims chosen while two states had different P(hit | age)
     int refused = 0;  // admissions refused by value (the branch must be exercised)
     // Reference of what is cached: (namespace, block prefix) per node.
     std::map<node_id, std::pair<int, std::vector<token_id>>> prefix_of;
@@ -314,11 +396,12 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
         node_id root = m.node;
         while (pol.parent(root) != hc::tree::no_node) root = pol.parent(root);
         ensure_root(root);
-        model.observe(m.node);
         // Expected resume: deepest state on the path.
         node_id want = root;
         for (node_id v : m.path)
           if (model.nodes.at(v).bytes) want = v;
+        model.resumed(want);
+        model.observe(m.node);
         CHECK(m.resume_node == want);
         CHECK(m.replay_tokens == m.matched_tokens - model.nodes.at(want).depth);
         model.nodes.at(m.resume_node).pins++;
@@ -338,7 +421,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
         } else if (used + bytes <= 20) {
           CHECK(r.admitted);
           CHECK(r.victims.empty());
-          model.nodes.at(v).bytes = bytes;
+          model.admitted(v, bytes);
         } else {
           std::size_t unpinned = 0;
           for (auto& [id, n] : model.nodes)
@@ -347,15 +430,17 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
           const bool room = unpinned >= need && bytes <= 20;
           if (plain || !room) {
             CHECK(r.admitted == room);
+            aged += count_aged(model, r.victims);
             check_victims(model, r.victims, v);
-            if (r.admitted) model.nodes.at(v).bytes = bytes;
+            if (r.admitted) model.admitted(v, bytes);
           } else {  // admission by value: v competes; rejected iff it is the least per byte
-            model.nodes.at(v).bytes = bytes;
+            model.admitted(v, bytes);
+            aged += count_aged(model, r.victims);
             check_victims(model, r.victims, hc::tree::no_node);
             if (!r.admitted) {
               ++refused;
-              const long double mine =
-                  (model.cost(v) - model.cost()) / static_cast<long double>(bytes);
+              const long double mine = (model.cost(v) - model.cost()) /
+                                       static_cast<long double>(bytes) * model.hit_chance(v);
               CHECK(
                   static_cast<double>(mine) ==
                   doctest::Approx(static_cast<double>(model.min_delta_per_byte(hc::tree::no_node)))
@@ -369,6 +454,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
       } else if (op == 7) {  // evict
         const std::size_t bytes = rng() % 10;
         auto victims = pol.evict(bytes);
+        aged += count_aged(model, victims);
         check_victims(model, victims, hc::tree::no_node);
       } else if (op == 8) {  // unpin something
         if (!pins.empty()) {
@@ -387,6 +473,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
         }
         if (leaves.empty()) continue;
         const node_id v = leaves[rng() % leaves.size()];
+        if (model.nodes.at(v).bytes) model.age_event(model.age_ends, model.age_of(v));
         if (rng() % 2) {
           pol.drop(v);
           model.nodes.at(v).bytes = 0;
@@ -404,6 +491,11 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
       const long double tot = model.total();
       for (auto& [id, n] : model.nodes) {
         CHECK(pol.has_state(id) == (n.bytes != 0));
+        if (n.bytes != 0) {
+          const double p = pol.hit_chance(id);
+          CHECK(std::isfinite(p));
+          CHECK(p == doctest::Approx(static_cast<double>(model.hit_chance(id))).epsilon(1e-12));
+        }
         CHECK(pol.pinned(id) == (n.pins != 0));
         const double s = pol.match_share(id);
         CHECK(std::isfinite(s));
@@ -413,6 +505,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
       }
     }
     if (!plain) CHECK(refused > 0);
+    if (run < 2) CHECK(aged > 0);
   }
 }
 
@@ -596,6 +689,85 @@ TEST_CASE("admission by value: a new state that is worth less than every held on
     CHECK(pol.has_state(a[2]) == by_value);
     CHECK(pol.has_state(c[0]) == !by_value);
     CHECK(pol.used_bytes() == 1);
+  }
+}
+
+TEST_CASE("age-conditioned value: P(hit | age) from log2-bucketed hits and ends, by hand") {
+  // γ = 1 (no decay), B = 1, so the counts are integers. Buckets: 0 = age 0, 1 = age 1,
+  // 2 = ages 2–3, 3 = ages 4–7. P(hit | a) = (H≥b + P̄)/(N≥b + 1), P̄ = (H + 1/2)/(N + 1).
+  auto o = legacy({.block_size = 1,
+                   .state_bytes = 1,
+                   .capacity_bytes = 2,
+                   .gamma = 1.0,
+                   .replan_every = 0,
+                   .fresh_prior = false});
+  o.age_value = true;
+  hc::tree::state_policy pol(o);
+  const auto a = pol.insert(ns_of(0), seq({1, 2}));
+  REQUIRE(pol.admit(a[1], 1).admitted);                 // touched at observation 0
+  CHECK(pol.hit_chance(a[1]) == doctest::Approx(0.5));  // no events: P̄ = 1/2
+  // Three resumes from a2 at observations 0, 1, 2: ages 0, 1, 1 → hits b0 = 1, b1 = 2.
+  for (int i = 0; i < 3; ++i) pol.unpin(pol.match(ns_of(0), seq({1, 2})).resume_node);
+  const auto c = pol.insert(ns_of(0), seq({5}));
+  REQUIRE(pol.admit(c[0], 1).admitted);  // touched at observation 3
+  // Four matches that resume from the root (no state, no event): observation 7.
+  for (int i = 0; i < 4; ++i) pol.unpin(pol.match(ns_of(0), seq({7})).resume_node);
+  // a2 is 5 old (bucket 3): nothing seen there; P = P̄ = (3 + 1/2)/(3 + 1) = 0.875.
+  CHECK(pol.hit_chance(a[1]) == doctest::Approx(0.875));
+  pol.drop(c[0]);  // an end at age 4 (bucket 3): H = 3, N = 4, P̄ = 3.5/5 = 0.7
+  CHECK(pol.hit_chance(a[1]) == doctest::Approx((0.0 + 0.7) / (1.0 + 1.0)));  // 0.35
+  REQUIRE(pol.admit(c[0], 1).admitted);                                       // age 0, bucket 0
+  CHECK(pol.hit_chance(c[0]) == doctest::Approx((3.0 + 0.7) / (4.0 + 1.0)));  // 0.74
+  // A resume from a2 at age 5: hit b3, a2 touched at 7. H = 4, N = 5, P̄ = 4.5/6 = 0.75; now
+  // observation 8, so a2 and c are both 1 old (bucket 1: H≥1 = 2 + 1 = 3, N≥1 = 3 hits + the
+  // end in b3 = 4).
+  pol.unpin(pol.match(ns_of(0), seq({1, 2})).resume_node);
+  CHECK(pol.hit_chance(a[1]) == doctest::Approx((3.0 + 0.75) / (4.0 + 1.0)));
+  CHECK(pol.hit_chance(c[0]) == doctest::Approx((3.0 + 0.75) / (4.0 + 1.0)));
+  // One more idle observation: both 2 old (bucket 2: H≥2 = 1, N≥2 = 2).
+  pol.unpin(pol.match(ns_of(0), seq({7})).resume_node);
+  CHECK(pol.hit_chance(a[1]) == doctest::Approx((1.0 + 0.75) / (2.0 + 1.0)));
+  CHECK_THROWS_AS((void)pol.hit_chance(a[0]), hc::invalid_argument);  // no state
+  // Off: the factor is 1.
+  o.age_value = false;
+  hc::tree::state_policy off(o);
+  const auto b = off.insert(ns_of(0), seq({1}));
+  REQUIRE(off.admit(b[0], 1).admitted);
+  CHECK(off.hit_chance(b[0]) == 1.0);
+}
+
+TEST_CASE("age-conditioned value: a long-idle state goes before a recently admitted one") {
+  // γ = 1, B = 1, unit bytes, capacity 2. x = [1,1] is admitted at observation 0 and resumed
+  // at observations 0, 1, 2 (hits at ages 0, 1, 1: b0 = 1, b1 = 2), so Δ(x) = 2 tokens · 3 = 6.
+  // z = [3] is admitted at 3 and dropped at 13 (an end at age 10: b4) while 2 matches end at
+  // y = [2,2] (no state on its path: no event) and 8 at an unknown [9]. y is admitted at 13:
+  // Δ(y) = 2 · 2 = 4. By value alone y goes (4 < 6). With the age: P̄ = (3 + 1/2)/(4 + 1) = 0.7,
+  // x is 11 old (b4): P = (0 + 0.7)/(1 + 1) = 0.35, 6 · 0.35 = 2.1; y is 0 old (b0):
+  // P = (3 + 0.7)/(4 + 1) = 0.74, 4 · 0.74 = 2.96 — x goes.
+  for (bool age : {true, false}) {
+    CAPTURE(age);
+    auto o = legacy({.block_size = 1,
+                     .state_bytes = 1,
+                     .capacity_bytes = 2,
+                     .gamma = 1.0,
+                     .replan_every = 0,
+                     .fresh_prior = false});
+    o.age_value = age;
+    hc::tree::state_policy pol(o);
+    const auto x = pol.insert(ns_of(0), seq({1, 1}));
+    const auto y = pol.insert(ns_of(0), seq({2, 2}));
+    const auto z = pol.insert(ns_of(0), seq({3}));
+    REQUIRE(pol.admit(x[1], 1).admitted);
+    for (int i = 0; i < 3; ++i) pol.unpin(pol.match(ns_of(0), seq({1, 1})).resume_node);
+    REQUIRE(pol.admit(z[0], 1).admitted);
+    for (int i = 0; i < 2; ++i) pol.unpin(pol.match(ns_of(0), seq({2, 2})).resume_node);
+    for (int i = 0; i < 8; ++i) pol.unpin(pol.match(ns_of(0), seq({9})).resume_node);
+    pol.drop(z[0]);
+    REQUIRE(pol.admit(y[1], 1).admitted);
+    CHECK(pol.hit_chance(x[1]) == doctest::Approx(age ? 0.35 : 1.0));
+    CHECK(pol.hit_chance(y[1]) == doctest::Approx(age ? 0.74 : 1.0));
+    const auto v = pol.evict(1);
+    CHECK(v == std::vector<node_id>{age ? x[1] : y[1]});
   }
 }
 

@@ -38,7 +38,9 @@ const char* const usage =
                       (+ hybridcache when the library's tree policy is built in; default all)
                       (ablations, only when named: hybridcache_base hybridcache_prev
                       hybridcache_noprior hybridcache_nojunction hybridcache_norepeat
-                      hybridcache_shortmemory hybridcache_admitall)
+                      hybridcache_shortmemory hybridcache_admitall hybridcache_age
+                      hybridcache_age_shortmemory hybridcache_age_prefill
+                      hybridcache_prefill)
   --tree-block B      tokens per tree node (default 64; mooncake is always 512)
   --tree-sessions N   synthetic multi-turn sessions (default 400)
   --tree-chunk C      SGLang chunked-prefill size in tokens (default 8192)

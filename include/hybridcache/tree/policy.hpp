@@ -57,6 +57,7 @@
 /// @endcode
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -134,6 +135,17 @@ struct policy_options {
   /// cheapest it is not admitted (states freed before it in that order stay freed: they were
   /// cheaper still). false: the new state always displaces the cheapest held ones.
   bool admit_by_value = true;
+  /// Age-conditioned value (EVA, Beckmann & Sanchez, "Maximizing Cache Performance Under
+  /// Uncertainty", HPCA 2017): a held state's ΔE[r] per byte is scaled by the learned chance that
+  /// its region is matched again given its age a (observations since its admission or its last
+  /// resume), P(hit | a) = (H_{≥b} + s·P̄)/(H_{≥b} + E_{≥b} + s), b = bit_width(a) the log2
+  /// bucket of a, H_j / E_j the EW (γ per event) counts of resumes from a state at an age in
+  /// bucket j and of states evicted or dropped at such an age, P̄ = (H + s/2)/(H + E + s) the
+  /// all-age share, s the mass of one event now (docs/tree.md, "Age-conditioned value"). A state
+  /// whose conversation ended keeps its region weight for the whole EW window, but its age keeps
+  /// growing past the ages at which states are still resumed, so it loses its rank as an LRU
+  /// would drop it. false: ΔE[r] per byte alone.
+  bool age_value = false;
 };
 
 /// What `match` found.
@@ -345,7 +357,7 @@ class basic_state_policy {
       if (evictable < need) return r;
       if (opts_.admit_by_value) {  // the new state competes with the held ones
         add_state(node, static_cast<std::uint32_t>(bytes));
-        r.victims = evict_greedy(need, no_node);
+        r.victims = evict_greedy(need, no_node, node);
         const auto it = std::find(r.victims.begin(), r.victims.end(), node);
         r.admitted = it == r.victims.end();
         if (!r.admitted) r.victims.erase(it);
@@ -367,7 +379,10 @@ class basic_state_policy {
   /// The engine lost or freed the state at `node` on its own (no-op if it holds none).
   void drop(node_id node) {
     check_node(node, "node");
-    if (nodes_[node].state != no_state) remove_state(node);
+    if (nodes_[node].state != no_state) {
+      note_state_end(node);
+      remove_state(node);
+    }
   }
 
   /// Pins `node`'s state for an in-flight request (pins nest).
@@ -394,7 +409,10 @@ class basic_state_policy {
     if (n.first_child != no_node)
       hybridcache::detail::throw_invalid("node", node, "has children (erase leaves only)");
     if (n.pins != 0) hybridcache::detail::throw_invalid("node", node, "is pinned");
-    if (n.state != no_state) remove_state(node);
+    if (n.state != no_state) {
+      note_state_end(node);
+      remove_state(node);
+    }
     if (n.flags & fresh_flag) drop_prior(node, state_above(node));
     if (n.flags & junction_flag) junctions_.erase(node);
     if (n.parent == no_node) {
@@ -494,6 +512,14 @@ class basic_state_policy {
     check_node(v, "v");
     return total_ > 0.0 ? nodes_[v].weight / total_ : 0.0;
   }
+  /// P(hit | age) of the state held at `v` (policy_options::age_value): the learned chance that
+  /// its region is matched again given the observations since its admission or last resume;
+  /// 1 with `age_value` off. @throws invalid_argument for an unknown node or one with no state.
+  [[nodiscard]] double hit_chance(node_id v) const {
+    check_node(v, "v");
+    if (nodes_[v].state == no_state) hybridcache::detail::throw_invalid("v", v, "holds no state");
+    return opts_.age_value ? hit_given_age(states_v_[nodes_[v].state].touched) : 1.0;
+  }
   [[nodiscard]] std::size_t used_bytes() const noexcept { return used_bytes_; }
   [[nodiscard]] std::size_t capacity_bytes() const noexcept { return opts_.capacity_bytes; }
   [[nodiscard]] std::size_t state_count() const noexcept { return states_; }
@@ -559,6 +585,7 @@ class basic_state_policy {
     node_id up = no_node;
     std::uint32_t bytes = 0;
     std::uint32_t last_use = 0;  // clock of the last admit/resume (LRU tie-break)
+    std::uint32_t touched = 0;   // observations_ (mod 2^32) at the last admit/resume: its age
     double region = 0.0;
   };
 
@@ -623,6 +650,12 @@ class basic_state_policy {
     m.resume_node = anchor;
     m.resume_tokens = static_cast<std::size_t>(nodes_[anchor].blocks) * B;
     m.replay_tokens = m.matched_tokens - m.resume_tokens;
+    if (nodes_[anchor].state != no_state) {  // a resume: one hit at the state's age
+      state_rec& s = states_v_[nodes_[anchor].state];
+      const auto now = static_cast<std::uint32_t>(observations_);
+      age_event(age_hits_, now - s.touched);
+      s.touched = now;
+    }
     observe(cur, anchor);
     if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].last_use = ++clock_;
     ++nodes_[anchor].pins;
@@ -823,6 +856,7 @@ class basic_state_policy {
     s.up = up;
     s.bytes = bytes;
     s.last_use = ++clock_;
+    s.touched = static_cast<std::uint32_t>(observations_);
     s.region = region_of(node, [&](std::uint32_t b) { states_v_[b].up = node; });
     // The region above loses exactly what c now anchors. Rounding of this difference is
     // ~ulp(W(up)); re-plans recompute every region from the node weights.
@@ -861,7 +895,53 @@ class basic_state_policy {
   [[nodiscard]] double delta_per_byte(const state_rec& s) const noexcept {
     const double gap = static_cast<double>(nodes_[s.node].blocks - nodes_[s.up].blocks) *
                        static_cast<double>(opts_.block_size);
-    return gap * s.region / static_cast<double>(s.bytes);
+    const double d = gap * s.region / static_cast<double>(s.bytes);
+    return opts_.age_value ? d * hit_given_age(s.touched) : d;
+  }
+
+  /// bit_width(a): bucket 0 holds age 0, bucket j ≥ 1 the ages [2^{j−1}, 2^j).
+  static constexpr std::size_t age_buckets = 33;
+  [[nodiscard]] static std::size_t age_bucket(std::uint32_t age) noexcept {
+    return static_cast<std::size_t>(std::bit_width(age));
+  }
+  /// One EW event of age `age` in `bins` (hits or ends): every bin decays by γ per event, kept
+  /// as Σ γ^{−t} with a common scale folded back before it could overflow (finite forever).
+  void age_event(double* bins, std::uint32_t age) {
+    if (!opts_.age_value) return;
+    age_scale_ *= inv_gamma_;
+    if (age_scale_ > 1e150) {
+      const double f = 1.0 / age_scale_;
+      for (std::size_t j = 0; j < age_buckets; ++j) {
+        age_hits_[j] *= f;
+        age_ends_[j] *= f;
+      }
+      age_scale_ = 1.0;
+    }
+    bins[age_bucket(age)] += age_scale_;
+    age_dirty_ = true;
+  }
+  /// The state at `node` leaves the pool (evicted or dropped): one end at its age.
+  void note_state_end(node_id node) {
+    const state_rec& s = states_v_[nodes_[node].state];
+    age_event(age_ends_, static_cast<std::uint32_t>(observations_) - s.touched);
+  }
+  /// P(hit | age of a state touched at `touched`), see policy_options::age_value. The suffix
+  /// table is rebuilt (33 bins) only after a new event.
+  [[nodiscard]] double hit_given_age(std::uint32_t touched) const noexcept {
+    if (age_dirty_) {
+      double h = 0.0, n = 0.0;
+      for (std::size_t j = age_buckets; j-- > 0;) {
+        h += age_hits_[j];
+        n += age_hits_[j] + age_ends_[j];
+        age_suffix_h_[j] = h;
+        age_suffix_n_[j] = n;
+      }
+      age_dirty_ = false;
+    }
+    const double s = age_scale_;
+    const double all = (age_suffix_h_[0] + 0.5 * s) / (age_suffix_n_[0] + s);
+    const std::size_t b = age_bucket(static_cast<std::uint32_t>(observations_) - touched);
+    return (age_suffix_h_[b] + s * all) / (age_suffix_n_[b] + s);
   }
 
   /// A candidate victim: ordered by ΔE[r] per byte, then unplanned first, then LRU, then id.
@@ -880,7 +960,10 @@ class basic_state_policy {
 
   /// Greedy exact victims (see `evict`) until `need` bytes are freed or no unpinned state other
   /// than `exclude` is left. O(K log K + Σ victim regions), K = states held.
-  std::vector<node_id> evict_greedy(std::size_t need, node_id exclude) {
+  /// Every victim but `fresh` (a state admitted in this call and refused by value: it never
+  /// served) counts as an end at its age, recorded after the loop so that P(hit | age) is the
+  /// same for every comparison of one call.
+  std::vector<node_id> evict_greedy(std::size_t need, node_id exclude, node_id fresh = no_node) {
     std::vector<node_id> out;
     if (need == 0 || states_ == 0) return out;
     using entry = victim_entry;
@@ -905,10 +988,14 @@ class basic_state_policy {
         std::push_heap(heap_.begin(), heap_.end(), less_urgent);
         continue;
       }
-      freed += states_v_[nodes_[e.v].state].bytes;
+      const state_rec& s = states_v_[nodes_[e.v].state];
+      freed += s.bytes;
+      if (e.v != fresh) ended_.push_back(static_cast<std::uint32_t>(observations_) - s.touched);
       remove_state(e.v);
       out.push_back(e.v);
     }
+    for (std::uint32_t age : ended_) age_event(age_ends_, age);
+    ended_.clear();
     return out;
   }
 
@@ -961,6 +1048,12 @@ class basic_state_policy {
   double ends_ = 0.0, ends_hit_ = 0.0;      // EW counts of fresh ends and of those matched later
   double delay_sum_ = 0.0, delay_n_ = 0.0;  // EW sum / count of their ages at the first match
   std::size_t work_ = 0;                    // blocks walked since the last re-plan
+  // Age-conditioned value: EW hits / ends per log2 age bucket, common scale, suffix sums.
+  double age_hits_[age_buckets] = {}, age_ends_[age_buckets] = {};
+  double age_scale_ = 1.0;
+  mutable double age_suffix_h_[age_buckets] = {}, age_suffix_n_[age_buckets] = {};
+  mutable bool age_dirty_ = true;
+  std::vector<std::uint32_t> ended_;
   std::size_t since_plan_ = 0, used_bytes_ = 0, states_ = 0, live_ = 0, plan_size_ = 0;
   std::uint32_t clock_ = 0;
   bool has_plan_ = false, fresh_child_ = false;

@@ -11,7 +11,8 @@
 /// 2. `insert_keys(ns, h_1..h_n)` → the policy's node of every block;
 /// 3. `prefill_plan(m, n·B, grid)` with every block-grid position in (k·B, n·B] as a chunk end
 ///    the engine can schedule (the request's prompt and output blocks) → snapshot positions;
-/// 4. `admit(node, state_bytes)` per snapshot → victims, freed from the pool first;
+/// 4. `admit(node, state_bytes)` per snapshot → victims, freed from the pool first (with
+///    `prefill_end`, also the prompt's last full block);
 /// 5. `unpin(m.resume_node)`.
 ///
 /// The trie node ids of the trace stand in for the engine's block hashes (one distinct 128-bit
@@ -55,8 +56,13 @@ class library_policy final : public tree_policy {
   /// `base`: options passed through (gamma, replan_every, hysteresis, junction/tail switches);
   /// block size, state bytes and capacity are set from the replay.
   /// `name`: the row label (ablations of the options get their own).
-  explicit library_policy(tree::policy_options base = {}, std::string name = "hybridcache")
-      : base_(base), name_(std::move(name)) {}
+  /// `prefill_end`: also offer the state at the prompt's last full block (the prefill's end,
+  /// before the decode extends the sequence; SGLang `extra_buffer` keeps it) to `admit`, after
+  /// the prefill plan's snapshots: it is admitted while the pool has room, or when it is worth
+  /// more per byte than a held state.
+  explicit library_policy(tree::policy_options base = {}, std::string name = "hybridcache",
+                          bool prefill_end = false)
+      : base_(base), name_(std::move(name)), prefill_end_(prefill_end) {}
   [[nodiscard]] std::string name() const override { return name_; }
 
   void reset(const tree_context& ctx) override {
@@ -98,6 +104,14 @@ class library_policy final : public tree_policy {
       for (auto victim : r.victims) ctx_.pool->remove(lib_to_node_.at(victim));
       if (r.admitted) ctx_.pool->add(path[j - 1]);
     }
+    if (prefill_end_ && s.prompt_blocks > s.resumed && s.prompt_blocks < path.size()) {
+      // The prefill's own end (the request's prompt), offered like any snapshot: admitted
+      // while the pool has room or when it is worth more than a held state.
+      const auto r = pol_->admit(lib[s.prompt_blocks - 1], state_bytes_);
+      for (auto victim : r.victims) ctx_.pool->remove(lib_to_node_.at(victim));
+      if (r.admitted && !ctx_.pool->holds(path[s.prompt_blocks - 1]))
+        ctx_.pool->add(path[s.prompt_blocks - 1]);
+    }
     pol_->unpin(m_.resume_node);
   }
 
@@ -116,6 +130,7 @@ class library_policy final : public tree_policy {
 
   tree::policy_options base_;
   std::string name_;
+  bool prefill_end_ = false;
   tree_context ctx_{};
   std::unique_ptr<tree::state_policy> pol_;
   tree::match_result m_;

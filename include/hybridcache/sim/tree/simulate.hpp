@@ -42,12 +42,16 @@ inline constexpr std::string_view tree_policy_names[] = {
 /// default without one option each: `hybridcache_noprior` (`fresh_prior`),
 /// `hybridcache_nojunction` (`junction_prior`), `hybridcache_norepeat` (`repeat_discount`),
 /// `hybridcache_shortmemory` (`memory_per_state = memory_floor = 0`), `hybridcache_admitall`
-/// (`admit_by_value`).
+/// (`admit_by_value`); and the default with the age-conditioned value on (`age_value`):
+/// `hybridcache_age`, `hybridcache_age_shortmemory` (also `memory_per_state = memory_floor =
+/// 0`), `hybridcache_age_prefill` (also the prefill end offered as a snapshot,
+/// `library_policy`'s `prefill_end`), and `hybridcache_prefill` (the default + that offer).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 7> tree_policy_variants{
-    "hybridcache_base",       "hybridcache_prev",     "hybridcache_noprior",
-    "hybridcache_nojunction", "hybridcache_norepeat", "hybridcache_shortmemory",
-    "hybridcache_admitall"};
+inline constexpr std::array<std::string_view, 11> tree_policy_variants{
+    "hybridcache_base",        "hybridcache_prev",     "hybridcache_noprior",
+    "hybridcache_nojunction",  "hybridcache_norepeat", "hybridcache_shortmemory",
+    "hybridcache_admitall",    "hybridcache_age",      "hybridcache_age_shortmemory",
+    "hybridcache_age_prefill", "hybridcache_prefill"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -101,7 +105,7 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
       b.memory_floor = 0.0;
       b.admit_by_value = false;
     };
-    bool known = true;
+    bool known = true, two = false;
     if (name == "hybridcache_base") {
       previous();
       b.fresh_prior = false;
@@ -119,10 +123,21 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
       b.memory_floor = 0.0;
     } else if (name == "hybridcache_admitall") {
       b.admit_by_value = false;
+    } else if (name == "hybridcache_age") {
+      b.age_value = true;
+    } else if (name == "hybridcache_age_prefill") {
+      b.age_value = true;
+      two = true;
+    } else if (name == "hybridcache_prefill") {
+      two = true;
+    } else if (name == "hybridcache_age_shortmemory") {
+      b.age_value = true;
+      b.memory_per_state = 0.0;
+      b.memory_floor = 0.0;
     } else {
       known = false;
     }
-    if (known) return std::make_unique<library_policy>(b, std::string(name));
+    if (known) return std::make_unique<library_policy>(b, std::string(name), two);
   }
 #endif
   hybridcache::detail::throw_invalid("policy", name, "unknown tree policy");
