@@ -437,3 +437,80 @@ TEST_CASE("joint placement: entries sharing a prefix store different depths (han
   CHECK(joint.find(strategy::dp, 1)->joint_placed == 8);  // entries a_4 … b_11
   CHECK(joint.find(strategy::dp, 1)->mean_checkpoints == 9.0 / 12.0);
 }
+
+TEST_CASE("hand-over: an entry takes over the evicted entry's state on their shared prefix (hand-computed)") {
+  // B = 64, M = 1, K = 3, per-entry DP on the oracle law: mass 1 at depth 640, 2 at 1280.
+  // P, Q: 640 tokens each. f = P ++ 60 own (700 tokens: only 640 lies in it, f stores 640);
+  // g = P ++ Q ++ 10 own and e = P ++ Q ++ 10 own (1290 tokens: 1280 costs 640·1, 640 costs
+  // 640·2, both store 1280); x (unrelated) evicts f; y = P ++ 60 own hits e and g at 640.
+  //   f: miss; g: depth 640, f's 640 serves it, r = 0; e: depth 1280, g's 1280, r = 0; x: miss.
+  //   x's insertion evicts f, which offers 640 to g and e (LCP 640 with both). Whichever is
+  //   offered first compares {640} (cost 0: the other still covers 1280) with {1280} (cost
+  //   640·1) and takes 640 over its 1280; the second then sees 640 covered by the first and
+  //   keeps 1280. y: depth 640, served by the entry holding 640: r = 0.
+  // Without the hand-over g and e hold only 1280, so y recomputes 640.
+  std::vector<std::uint32_t> p, q;
+  for (std::uint32_t k = 0; k < 640; ++k) p.push_back(1 + k), q.push_back(5000 + k);
+  const auto own = [](std::uint32_t base, std::uint32_t n) {
+    std::vector<std::uint32_t> v;
+    for (std::uint32_t k = 0; k < n; ++k) v.push_back(base + k);
+    return v;
+  };
+  const auto cat = [](std::vector<std::vector<std::uint32_t>> parts) {
+    std::vector<std::uint32_t> v;
+    for (const auto& x : parts) v.insert(v.end(), x.begin(), x.end());
+    return v;
+  };
+  const std::vector<std::vector<std::uint32_t>> reqs{
+      cat({p, own(100000, 60)}),     cat({p, q, own(200000, 10)}), cat({p, q, own(300000, 10)}),
+      own(900000, 100), cat({p, own(400000, 60)})};
+  sim::sparse_prefix_options o;
+  o.cache_entries = 3;
+  o.replan_every = 1;
+  o.budgets = {1};
+  o.strategies = {strategy::dp, strategy::balanced};
+  o.safeguard = false;
+  o.joint_placement = false;
+  o.oracle = true;
+  o.oracle_weights.assign(1290, 0.0);
+  o.oracle_weights[639] = 1.0;
+  o.oracle_weights[1279] = 2.0;
+  for (const bool handover : {false, true}) {
+    CAPTURE(handover);
+    o.handover = handover;
+    sim::sparse_prefix_simulator s(o, 1290);
+    const std::array<std::size_t, 5> depths{0, 640, 1280, 0, 640};
+    for (std::size_t i = 0; i < 4; ++i) CHECK(s.step(reqs[i]) == depths[i]);
+    CHECK(s.result().find(strategy::dp, 1)->recomputed_tokens == 0.0);
+    CHECK(s.result().find(strategy::dp, 1)->handed_over == (handover ? 1U : 0U));
+    CHECK(s.step(reqs[4]) == 640);
+    const auto r = s.result();
+    CHECK(r.find(strategy::dp, 1)->depth_tokens == 2560.0);
+    CHECK(r.find(strategy::dp, 1)->recomputed_tokens == (handover ? 0.0 : 640.0));
+    CHECK(r.find(strategy::dp, 1)->max_checkpoints == 1);  // never more than M
+    CHECK(r.find(strategy::balanced, 1)->handed_over == 0);  // fixed baselines never hand over
+  }
+}
+
+TEST_CASE("hand-over: no entry ever holds more than M, and off reproduces the placements as inserted") {
+  const auto t = sim::synthetic_document_qa({.requests = 400, .seed = 5});
+  sim::sparse_prefix_options o;
+  o.cache_entries = 6;
+  o.budgets = {1, 2, 3, 5};
+  o.strategies = {strategy::dp, strategy::dp_frontier, strategy::balanced, strategy::last};
+  const auto on = sim::simulate_sparse_prefix(t, o);
+  o.handover = false;
+  const auto off = sim::simulate_sparse_prefix(t, o);
+  std::size_t taken = 0;
+  for (const auto& row : on.rows) {
+    CHECK(row.max_checkpoints <= std::max<std::size_t>(row.budget, 1));
+    taken += row.handed_over;
+    const auto* twin = off.find(row.kind, row.budget);
+    REQUIRE(twin != nullptr);
+    CHECK(twin->handed_over == 0);
+    CHECK(row.depth_tokens == twin->depth_tokens);
+    if (row.kind == strategy::balanced || row.kind == strategy::last)
+      CHECK(row.recomputed_tokens == twin->recomputed_tokens);
+  }
+  CHECK(taken > 0);  // the trace shares prefixes across evictions: something was offered
+}

@@ -166,3 +166,47 @@ TEST_CASE("last_k_cache: requests that differ at token 0 share nothing, whatever
   REQUIRE(per.size() == 1);
   CHECK(per[0].entry_id == 1);
 }
+
+TEST_CASE("last_k_cache::entry_overlaps gives a retained entry's common prefix with every other (brute force)") {
+  std::mt19937 rng(23);
+  for (std::size_t k : {1u, 2u, 7u, 20u}) {
+    st::last_k_cache cache(k);
+    std::deque<std::tuple<std::string, std::vector<token_id>, std::uint64_t>> live;  // oldest first
+    std::vector<st::last_k_overlap> got;
+    for (int i = 0; i < 400; ++i) {
+      const std::string ns = rng() % 5 == 0 ? "b" : "a";
+      std::vector<token_id> t(rng() % 12);
+      for (auto& x : t) x = rng() % 3;
+      cache.observe(sg::namespace_key().with_tenant(ns), t);
+      live.emplace_back(ns, t, static_cast<std::uint64_t>(i + 1));
+      if (live.size() > k) live.pop_front();
+      // Every retained entry against every other one of its namespace, LCP >= 1.
+      for (const auto& [ns_e, e, id_e] : live) {
+        std::vector<std::pair<std::uint64_t, std::size_t>> want, have;
+        for (const auto& [ns_g, g, id_g] : live) {
+          if (id_g == id_e || ns_g != ns_e) continue;
+          std::size_t d = 0;
+          while (d < e.size() && d < g.size() && e[d] == g[d]) ++d;
+          if (d > 0) want.emplace_back(id_g, d);
+        }
+        cache.entry_overlaps(id_e, got);
+        for (const auto& o : got) {
+          have.emplace_back(o.entry_id, o.depth);
+          for (const auto& [n, g, id] : live) {
+            if (id == o.entry_id) CHECK(o.entry_length == g.size());
+          }
+        }
+        std::sort(want.begin(), want.end());
+        std::sort(have.begin(), have.end());
+        CHECK(have == want);
+      }
+      // An evicted (or never inserted) id lists nothing.
+      cache.entry_overlaps(static_cast<std::uint64_t>(i + 2), got);
+      CHECK(got.empty());
+      if (i >= static_cast<int>(k)) {
+        cache.entry_overlaps(static_cast<std::uint64_t>(i + 1 - static_cast<int>(k)), got);
+        CHECK(got.empty());
+      }
+    }
+  }
+}

@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reference for the joint placement (overlap/joint_placement.hpp), token by token in double
 // precision: the expected recompute of an entry's checkpoints when other entries already cover
-// some depths, and its optimum by enumerating every subset of the block grid.
+// some depths, and its optimum by enumerating every subset of the block grid (or, for the
+// hand-over, of a given candidate set).
 #include <algorithm>
 #include <cstddef>
 #include <limits>
@@ -36,6 +37,22 @@ inline double brute_force_optimum(const std::vector<double>& p, std::size_t m, s
     std::vector<std::size_t> mine;
     for (std::size_t k = 0; k < n; ++k)
       if (mask >> k & 1U) mine.push_back((k + 1) * b);
+    if (mine.size() > m) continue;
+    best = std::min(best, expected_recompute(p, mine, covered));
+  }
+  return best;
+}
+
+// Hand-over: min over every subset of `candidates` (tokens) with at most m positions.
+inline double brute_force_subset(const std::vector<double>& p, std::size_t m,
+                                 const std::vector<std::size_t>& candidates,
+                                 const std::vector<std::size_t>& covered) {
+  const std::size_t n = candidates.size();
+  double best = std::numeric_limits<double>::infinity();
+  for (std::size_t mask = 0; mask < (std::size_t{1} << n); ++mask) {
+    std::vector<std::size_t> mine;
+    for (std::size_t k = 0; k < n; ++k)
+      if (mask >> k & 1U) mine.push_back(candidates[k]);
     if (mine.size() > m) continue;
     best = std::min(best, expected_recompute(p, mine, covered));
   }

@@ -92,6 +92,9 @@ sparse prefix caching:
   --joint on|off      also replay, in shadow, the DP placing each entry given the depths the
                       retained entries sharing its prefix already cover, and follow whichever
                       of the two recomputed less (default on; off with --law pooled)
+  --handover on|off   when an entry is evicted, entries sharing its prefix may take over its
+                      DP checkpoints on that prefix (same states), keeping the best M of
+                      theirs and the offered ones (default on; off with --law pooled)
   --oracle            DP on the trace's own depth law (known in advance) instead of the online
                       EW histogram: separates estimation error from the method
   --strategies LIST   subset of the strategies above (default all)
@@ -406,6 +409,7 @@ int run(std::span<const std::string_view> argv) {
     so.law = *kind;
     so.safeguard = *kind != hybridcache::law_kind::pooled;  // pooled: the paper's setting
     so.joint_placement = *kind != hybridcache::law_kind::pooled;
+    so.handover = *kind != hybridcache::law_kind::pooled;
   }
   if (auto g = a.get("safeguard")) {
     if (*g != "on" && *g != "off") throw usage_error{"option --safeguard expects on or off, got '" + *g + "'"};
@@ -414,6 +418,10 @@ int run(std::span<const std::string_view> argv) {
   if (auto j = a.get("joint")) {
     if (*j != "on" && *j != "off") throw usage_error{"option --joint expects on or off, got '" + *j + "'"};
     so.joint_placement = *j == "on";
+  }
+  if (auto h = a.get("handover")) {
+    if (*h != "on" && *h != "off") throw usage_error{"option --handover expects on or off, got '" + *h + "'"};
+    so.handover = *h == "on";
   }
   (void)a.get("oracle");
   if (auto s = a.get("strategies")) {

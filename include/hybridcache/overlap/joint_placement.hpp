@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 #include <queue>
 #include <span>
 #include <utility>
@@ -150,6 +151,97 @@ inline placement plan_entry_covered(const entry_block_law& law, std::size_t budg
     for (std::size_t i : p.checkpoints) blocks.push_back(g.base + i);
   }
   return finish(std::move(blocks));
+}
+
+/// Hand-over on eviction (docs/design/conditioned_law.md §6): the exact best subset of at most
+/// `budget` of the block indices `candidates` (increasing, each in 1..⌊L/B⌋) for an entry with
+/// block law `law`, given the block indices `covered` (increasing, ≥ 1) that other retained
+/// entries serve. It minimises the same cost as `plan_entry_covered`,
+///
+///     E'[r](S) = Σ_k P_k (k − max(ℓ_U(k), ℓ_S(k))),    S ⊆ candidates, |S| ≤ budget,
+///
+/// but over a given candidate set (an entry's own checkpoints and the states it may take over
+/// from an evicted entry sharing its prefix) instead of the whole grid. Exact by a shortest path
+/// with at most `budget` interior nodes over 0 < a_1 < … < a_n < n_end: the edge a_i → a_j costs
+/// Σ_{a_i ≤ k < a_j} P_k (k − max(a_i, ℓ_U(k))) — the depths a_i serves until the next chosen
+/// candidate. A checkpoint never increases the cost, so with n ≤ budget every candidate is kept and
+/// otherwise an optimum keeps exactly `budget`: the path skips exactly r = n − budget candidates,
+/// and D(j, s) = min_{h ≤ s} D(j − 1 − h, s − h) + w(j − 1 − h, j) over the hops that skip h,
+/// O(n · r² + (r + 1) · ⌊L/B⌋) — a hand-over offers at most M states, so r ≤ M and is
+/// usually 1. Returns the chosen
+/// block indices, increasing (ties: the earliest-found optimum, so the result is deterministic).
+/// @throws invalid_argument naming `candidates[i]` / `covered[i]` when not strictly increasing,
+///         0, or (candidates) above ⌊L/B⌋.
+inline std::vector<std::size_t> select_covered(const entry_block_law& law,
+                                               std::span<const std::size_t> candidates,
+                                               std::size_t budget,
+                                               std::span<const std::size_t> covered) {
+  const std::size_t nb = law.mass.size();
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i] == 0 || candidates[i] > nb || (i > 0 && candidates[i] <= candidates[i - 1]))
+      detail::throw_invalid(detail::indexed("candidates", i), candidates[i],
+                            "must be in 1..L/B and strictly increasing");
+  }
+  for (std::size_t i = 0; i < covered.size(); ++i) {
+    if (covered[i] == 0 || (i > 0 && covered[i] <= covered[i - 1]))
+      detail::throw_invalid(detail::indexed("covered", i), covered[i],
+                            "must be >= 1 and strictly increasing");
+  }
+  const std::size_t n = candidates.size();
+  if (n <= budget) return {candidates.begin(), candidates.end()};
+  if (budget == 0) return {};
+  // ℓ_U(k) for k = 0..nb.
+  std::vector<std::size_t> lu(nb + 1, 0);
+  for (std::size_t k = 1, u = 0, cur = 0; k <= nb; ++k) {
+    while (u < covered.size() && covered[u] <= k) cur = covered[u++];
+    lu[k] = cur;
+  }
+  // Nodes: 0 = the start (position 0), 1..n = candidates, n + 1 = the end (position nb + 1).
+  // A checkpoint never raises the cost, so some optimum keeps exactly `budget` candidates, i.e.
+  // skips exactly r = n − budget of them: a path 0 → … → n + 1 whose hops i → j skip j − i − 1.
+  const std::size_t r = n - budget;
+  const auto pos = [&](std::size_t v) { return v == 0 ? 0 : v <= n ? candidates[v - 1] : nb + 1; };
+  const std::size_t width = r + 1;
+  // w[i · width + h]: the edge i → i + 1 + h (h = 0..r skipped), when i + 1 + h ≤ n + 1.
+  std::vector<double> w((n + 1) * width, 0.0);
+  for (std::size_t i = 0; i <= n; ++i) {
+    const std::size_t a = pos(i);
+    double acc = 0.0;
+    std::size_t k = a == 0 ? 1 : a;
+    for (std::size_t h = 0; h <= r && i + 1 + h <= n + 1; ++h) {
+      for (const std::size_t end = pos(i + 1 + h); k < end; ++k)
+        acc += law.mass[k - 1] * static_cast<double>(k - std::max(a, lu[k]));
+      w[i * width + h] = acc;
+    }
+  }
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  // d[j · width + s]: the least cost of the depths below pos(j) reaching node j with s skipped.
+  std::vector<double> d((n + 2) * width, inf);
+  std::vector<std::size_t> from((n + 2) * width, 0);
+  d[0] = 0.0;
+  for (std::size_t j = 1; j <= n + 1; ++j) {
+    for (std::size_t h = 0; h <= r && h + 1 <= j; ++h) {  // hop from i = j − 1 − h
+      const std::size_t i = j - 1 - h;
+      const double edge = w[i * width + h];
+      for (std::size_t s = h; s <= r; ++s) {
+        const double v = d[i * width + s - h] + edge;
+        if (v < d[j * width + s]) {
+          d[j * width + s] = v;
+          from[j * width + s] = i;
+        }
+      }
+    }
+  }
+  std::vector<std::size_t> out;
+  out.reserve(budget);
+  for (std::size_t j = from[(n + 1) * width + r], s = r - (n - j); j > 0;) {
+    out.push_back(pos(j));
+    const std::size_t i = from[j * width + s];
+    s -= j - 1 - i;
+    j = i;
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
 }
 
 HYBRIDCACHE_NAMESPACE_END

@@ -71,6 +71,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <span>
@@ -138,6 +139,14 @@ struct sparse_prefix_options {
   bool joint_placement = true;
   double joint_margin = 0.05;  ///< relative lead the other system needs before a switch
   double joint_gamma = 1.0;    ///< decay per request of the two systems' recompute (1: all of it)
+  /// Hand-over on eviction (docs/design/conditioned_law.md §6): when the oldest entry f leaves,
+  /// every retained entry e sharing a prefix with it may take over, by reference, f's DP-config
+  /// checkpoints at depths ≤ LCP(e, f) (the same recurrent states: same tokens) — e then keeps
+  /// the exact best ≤ M of its own and the offered ones under its law and the coverage the other
+  /// retained entries give (`select_covered`). No new prefill; no entry ever holds more than M.
+  /// Applies to every DP configuration and its shadows alike; fixed baselines never hand over.
+  /// Off: the placements stay as inserted (`--law pooled`).
+  bool handover = true;
   /// Oracle mode: place with the trace's own empirical depth law (all requests, known in advance)
   /// instead of the online EW histogram — separates estimation error from the method.
   /// `simulate_sparse_prefix` computes it with a first, strategy-independent pass.
@@ -167,6 +176,9 @@ struct strategy_result {
   std::array<std::size_t, 6> placed_by{};
   /// DP strategies with the joint placement: entries placed while the joint system led.
   std::size_t joint_placed = 0;
+  /// DP strategies with the hand-over: states taken over from evicted entries and kept
+  /// (`mean_checkpoints` counts what entries stored when inserted).
+  std::size_t handed_over = 0;
 };
 
 /// The outcome of a simulation.
@@ -305,6 +317,11 @@ class sparse_prefix_simulator {
     }
     // Overlap with every retained entry (verified common prefixes), then the request is retained.
     const std::size_t id_before = inserted_;
+    // The entry this insertion evicts and its common prefixes with the others (hand-over).
+    const std::uint64_t evicted = id_before + 1 > opts_.cache_entries && handover_active()
+                                      ? id_before + 1 - opts_.cache_entries
+                                      : 0;
+    if (evicted != 0) cache_.entry_overlaps(evicted, evicted_overlaps_);
     const auto match = cache_.observe(key_of(ns), tokens, overlaps_);
     const std::size_t depth = match.depth;
     // Charge every configuration: reuse = deepest checkpoint <= LCP over entries.
@@ -363,6 +380,7 @@ class sparse_prefix_simulator {
           cf.joint = false;
       }
     }
+    if (evicted != 0) hand_over(evicted, id_before + 1);
     insert(id_before + 1, tokens.size());
     return depth;
   }
@@ -409,6 +427,7 @@ class sparse_prefix_simulator {
       row.cache_bytes = k * (row.checkpoint_bytes + row.kv_bytes);
       if (guards_[c]) row.placed_by = placed_by_[c];
       row.joint_placed = acc_[c].joint_placed;
+      row.handed_over = acc_[c].handed_over;
       r.rows.push_back(row);
     }
     return r;
@@ -432,6 +451,7 @@ class sparse_prefix_simulator {
     double depth = 0.0, recompute = 0.0, checkpoints = 0.0, kv_tokens = 0.0;
     std::size_t max_checkpoints = 0;
     std::size_t joint_placed = 0;
+    std::size_t handed_over = 0;
   };
   // A placement and whether it is the balanced stand-in for a DP with no law yet.
   struct placed {
@@ -474,6 +494,97 @@ class sparse_prefix_simulator {
   // Entry ids are 1, 2, …; the last K live in slots (id − 1) mod K.
   [[nodiscard]] const slot& slot_of(std::uint64_t id) const noexcept {
     return slots_[(id - 1) % slots_.size()];
+  }
+
+  // Whether evicted entries hand their shared-prefix states over (DP configurations only).
+  [[nodiscard]] bool handover_active() const noexcept {
+    if (!opts_.handover) return false;
+    for (const auto& cf : configs_) {
+      if (is_dp(cf.kind) && cf.budget > 0) return true;
+    }
+    return false;
+  }
+
+  // Hand-over on eviction (options): entry `evicted` leaves (its slot still holds its
+  // checkpoints; `evicted_overlaps_` lists LCP(e, evicted) of every other retained entry e);
+  // `incoming` is the request about to take its slot, not placed yet, so it covers nothing.
+  void hand_over(std::uint64_t evicted, std::uint64_t incoming) {
+    const std::size_t b = opts_.granularity;
+    const slot& f = slot_of(evicted);
+    if (f.checkpoints.empty()) return;
+    for (const auto& o : evicted_overlaps_) {
+      if (o.depth < b || o.entry_id == incoming) continue;
+      slot& e = slots_[(o.entry_id - 1) % slots_.size()];
+      bool have_overlaps = false;
+      for (std::size_t c = 0; c < configs_.size(); ++c) {
+        const config& cf = configs_[c];
+        if (!is_dp(cf.kind) || cf.budget == 0) continue;
+        const auto& mine = e.checkpoints[c];
+        const auto& theirs = f.checkpoints[c];
+        const auto end =
+            std::upper_bound(theirs.begin(), theirs.end(), static_cast<std::uint32_t>(o.depth));
+        std::size_t offered = 0;
+        for (auto it = theirs.begin(); it != end; ++it) {
+          if (*it >= b && !std::binary_search(mine.begin(), mine.end(), *it)) ++offered;
+        }
+        if (offered == 0) continue;
+        const auto& law = law_for(o.entry_length);
+        const std::size_t blocks = o.entry_length / b;
+        const bool over = mine.size() + offered > cf.budget;
+        if (over) {
+          if (!law) continue;  // no law yet to choose by: e keeps its own
+          // The coverage the other retained entries give e (the evicted one and the incoming
+          // one excluded), as a mark per block index.
+          if (!have_overlaps) {
+            cache_.entry_overlaps(o.entry_id, entry_overlaps_);
+            have_overlaps = true;
+          }
+          covered_mark_.assign(blocks + 1, 0);
+          for (const auto& g : entry_overlaps_) {
+            if (g.depth < b || g.entry_id == incoming || g.entry_id == evicted) continue;
+            const auto& cp = slot_of(g.entry_id).checkpoints[c];
+            const auto stop =
+                std::upper_bound(cp.begin(), cp.end(), static_cast<std::uint32_t>(g.depth));
+            for (auto it = cp.begin(); it != stop; ++it) {
+              if (*it >= b && *it / b <= blocks) covered_mark_[*it / b] = 1;
+            }
+          }
+        }
+        // Candidates: e's own and the offered states (an offered state another retained entry
+        // already covers changes nothing for e, so it is dropped when the budget binds), as
+        // increasing block indices.
+        handover_blocks_.clear();
+        auto it_m = mine.begin();
+        for (auto it = theirs.begin(); it != end; ++it) {
+          if (*it < b) continue;
+          while (it_m != mine.end() && *it_m < *it) handover_blocks_.push_back(*it_m++ / b);
+          if (it_m != mine.end() && *it_m == *it) continue;
+          if (over && covered_mark_[*it / b] != 0) continue;
+          handover_blocks_.push_back(*it / b);
+        }
+        while (it_m != mine.end()) handover_blocks_.push_back(*it_m++ / b);
+        if (handover_blocks_.size() == mine.size()) continue;  // nothing useful offered
+        std::vector<std::size_t> chosen;
+        if (handover_blocks_.size() <= cf.budget) {
+          chosen = handover_blocks_;
+        } else {
+          covered_.clear();
+          for (std::size_t k = 1; k <= blocks; ++k) {
+            if (covered_mark_[k] != 0) covered_.push_back(k);
+          }
+          chosen = select_covered(*law, handover_blocks_, cf.budget, covered_);
+        }
+        std::vector<std::uint32_t> next;
+        next.reserve(chosen.size());
+        for (std::size_t x : chosen) {
+          const auto p = static_cast<std::uint32_t>(x * b);
+          if (!std::binary_search(mine.begin(), mine.end(), p)) ++acc_[c].handed_over;
+          next.push_back(p);
+        }
+        acc_[c].max_checkpoints = std::max(acc_[c].max_checkpoints, next.size());
+        e.checkpoints[c] = std::move(next);
+      }
+    }
   }
 
   // Whether the DP configurations run the per-entry and joint shadow systems.
@@ -628,6 +739,10 @@ class sparse_prefix_simulator {
   std::vector<std::size_t> covered_;  // joint_plan's covered block indices
   std::optional<entry_block_law> no_law_;
   std::vector<last_k_overlap> overlaps_;
+  std::vector<last_k_overlap> evicted_overlaps_;  // hand-over: LCPs with the evicted entry
+  std::vector<last_k_overlap> entry_overlaps_;    // hand-over: LCPs of an inheriting entry
+  std::vector<std::size_t> handover_blocks_;      // hand-over: candidate block indices
+  std::vector<std::uint8_t> covered_mark_;        // hand-over: covered block indices, marked
   segment::namespace_key shared_ns_ = segment::namespace_key::shared();
   std::optional<std::string> last_ns_;
   segment::namespace_key last_key_;

@@ -106,6 +106,28 @@ class last_k_cache {
     collect(search(ns.bytes(), tokens), out);
   }
 
+  /// Every *other* retained entry sharing at least one leading token with the retained entry
+  /// `id`, with its common-prefix length (into `out`, cleared first; order unspecified): the
+  /// running minima of the neighbour LCPs outwards from `id`'s place in the sorted order, O(K).
+  /// Nothing is listed when `id` is not retained.
+  void entry_overlaps(std::uint64_t id, std::vector<last_k_overlap>& out) const {
+    out.clear();
+    const auto it = std::find_if(sorted_.begin(), sorted_.end(),
+                                 [id](const entry* e) { return e->id == id; });
+    if (it == sorted_.end()) return;
+    const auto i = static_cast<std::size_t>(it - sorted_.begin());
+    std::size_t run = i > 0 ? adjacent_[i] : 0;
+    for (std::size_t j = i; j-- > 0 && run > 0;) {
+      out.push_back({sorted_[j]->id, run, sorted_[j]->tokens.size()});
+      run = std::min(run, adjacent_[j]);
+    }
+    run = i + 1 < sorted_.size() ? adjacent_[i + 1] : 0;
+    for (std::size_t j = i + 1; j < sorted_.size() && run > 0; ++j) {
+      out.push_back({sorted_[j]->id, run, sorted_[j]->tokens.size()});
+      if (j + 1 < sorted_.size()) run = std::min(run, adjacent_[j + 1]);
+    }
+  }
+
   /// The longest-common-prefix match of `tokens` against the retained entries of `ns`, without
   /// retaining anything.
   [[nodiscard]] last_k_match match(std::span<const token_id> tokens) const {
