@@ -438,7 +438,9 @@ TEST_CASE("joint placement: entries sharing a prefix store different depths (han
   CHECK(joint.find(strategy::dp, 1)->mean_checkpoints == 9.0 / 12.0);
 }
 
-TEST_CASE("hand-over: an entry takes over the evicted entry's state on their shared prefix (hand-computed)") {
+TEST_CASE(
+    "hand-over: an entry takes over the evicted entry's state on their shared prefix "
+    "(hand-computed)") {
   // B = 64, M = 1, K = 3, per-entry DP on the oracle law: mass 1 at depth 640, 2 at 1280.
   // P, Q: 640 tokens each. f = P ++ 60 own (700 tokens: only 640 lies in it, f stores 640);
   // g = P ++ Q ++ 10 own and e = P ++ Q ++ 10 own (1290 tokens: 1280 costs 640·1, 640 costs
@@ -462,7 +464,7 @@ TEST_CASE("hand-over: an entry takes over the evicted entry's state on their sha
     return v;
   };
   const std::vector<std::vector<std::uint32_t>> reqs{
-      cat({p, own(100000, 60)}),     cat({p, q, own(200000, 10)}), cat({p, q, own(300000, 10)}),
+      cat({p, own(100000, 60)}), cat({p, q, own(200000, 10)}), cat({p, q, own(300000, 10)}),
       own(900000, 100), cat({p, own(400000, 60)})};
   sim::sparse_prefix_options o;
   o.cache_entries = 3;
@@ -487,12 +489,12 @@ TEST_CASE("hand-over: an entry takes over the evicted entry's state on their sha
     const auto r = s.result();
     CHECK(r.find(strategy::dp, 1)->depth_tokens == 2560.0);
     CHECK(r.find(strategy::dp, 1)->recomputed_tokens == (handover ? 0.0 : 640.0));
-    CHECK(r.find(strategy::dp, 1)->max_checkpoints == 1);  // never more than M
+    CHECK(r.find(strategy::dp, 1)->max_checkpoints == 1);    // never more than M
     CHECK(r.find(strategy::balanced, 1)->handed_over == 0);  // fixed baselines never hand over
   }
 }
 
-TEST_CASE("hand-over: no entry ever holds more than M, and off reproduces the placements as inserted") {
+TEST_CASE("hand-over: no entry ever holds more than M, and fixed baselines are untouched") {
   const auto t = sim::synthetic_document_qa({.requests = 400, .seed = 5});
   sim::sparse_prefix_options o;
   o.cache_entries = 6;

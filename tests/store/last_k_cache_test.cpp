@@ -167,7 +167,9 @@ TEST_CASE("last_k_cache: requests that differ at token 0 share nothing, whatever
   CHECK(per[0].entry_id == 1);
 }
 
-TEST_CASE("last_k_cache::entry_overlaps gives a retained entry's common prefix with every other (brute force)") {
+TEST_CASE(
+    "last_k_cache::entry_overlaps gives a retained entry's common prefix with every other (brute "
+    "force)") {
   std::mt19937 rng(23);
   for (std::size_t k : {1u, 2u, 7u, 20u}) {
     st::last_k_cache cache(k);

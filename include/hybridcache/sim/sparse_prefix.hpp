@@ -55,6 +55,11 @@
 /// (`plan_entry_covered`); the realised entries follow the one with the lower cumulative
 /// recompute, switching only when the other is lower by `joint_margin`.
 ///
+/// **Hand-over on eviction** (`handover`, default on): when the oldest entry leaves, every
+/// retained entry sharing a prefix with it may take over its DP checkpoints on that prefix (the
+/// same recurrent states) by reference, keeping the exact best ≤ M of its own and the offered
+/// ones (`select_covered`). No new prefill; fixed baselines never hand over.
+///
 /// **Bytes.** Every strategy but `no_cache` keeps the entry's full attention KV
 /// (L · kv_bytes_per_token); recurrent checkpoints cost `checkpoint_bytes` each (model.hpp).
 ///
@@ -71,7 +76,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <iterator>
 #include <limits>
 #include <optional>
 #include <span>

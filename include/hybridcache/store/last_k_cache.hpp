@@ -112,8 +112,8 @@ class last_k_cache {
   /// Nothing is listed when `id` is not retained.
   void entry_overlaps(std::uint64_t id, std::vector<last_k_overlap>& out) const {
     out.clear();
-    const auto it = std::find_if(sorted_.begin(), sorted_.end(),
-                                 [id](const entry* e) { return e->id == id; });
+    const auto it =
+        std::find_if(sorted_.begin(), sorted_.end(), [id](const entry* e) { return e->id == id; });
     if (it == sorted_.end()) return;
     const auto i = static_cast<std::size_t>(it - sorted_.begin());
     std::size_t run = i > 0 ? adjacent_[i] : 0;
