@@ -19,6 +19,10 @@
 // obs − touched, to per-age-class counts decayed eagerly (every count × γ per event); the class of
 // an age a is the number of binary digits of a (0 for a = 0). ΔE[r] per byte is multiplied by
 // (H(≥c) + P̄)/(N(≥c) + 1), P̄ = (H + 1/2)/(N + 1), H / N the hits / hits + ends in classes ≥ c.
+// Prefill-end prior (policy_options::prefill_prior): a noted prefill end no match has ended at
+// (and holding no prior) gets p_P = (h_P + 1)/(n_P + 2), divided by (1 − γ)·D_P when that
+// exceeds 1, with its own counts n_P (×γ per noted end), h_P and mean age D_P — the same rule as
+// the fresh-end prior with separate books, no junction; its first match feeds only those books.
 // ΔE[r] of dropping a state is computed by evaluating E[r] with and without it, walking every node
 // up to its deepest state — no shared code with include/hybridcache/tree.
 #include <cmath>
@@ -37,6 +41,7 @@ struct tree_policy_model {
     std::size_t bytes = 0;
     int pins = 0;
     bool fresh = false;         // weight is the prior of an inserted end, no match ended here yet
+    bool prefill = false;       // with fresh: the prior is the prefill-end prior p_P
     bool junction = false;      // has been the junction of an insert (has an entry in `junctions`)
     int hits = 0;               // real matches ended here, counted up to 2
     std::uint64_t touched = 0;  // observation count at the state's admission / last resume
@@ -118,7 +123,16 @@ struct tree_policy_model {
   void observe(std::uint32_t v) {
     ++obs;
     auto& e = nodes.at(v);
-    if (e.fresh) {  // its age from the prior's eager decay: weight = p_insert · γ^age
+    if (e.fresh && e.prefill) {  // the prefill-end books: weight = p_P at note · γ^age
+      const long double ratio = e.weight / prefill_share();
+      const long double age =
+          (gamma < 1 && ratio > 0 && ratio < 1) ? std::log(ratio) / std::log(gamma) : 0;
+      pre_delay_sum = pre_delay_sum * gamma + age;
+      pre_delay_n = pre_delay_n * gamma + 1;
+      e.fresh = e.prefill = false;
+      e.weight = 0;
+      pre_hit += 1;
+    } else if (e.fresh) {  // its age from the prior's eager decay: weight = p_insert · γ^age
       junction_counts* j = junction_above(v);
       const long double ratio = e.weight / junction_share(j);
       const long double age =
@@ -165,6 +179,23 @@ struct tree_policy_model {
     }
     e.weight = p;
     e.fresh = true;
+  }
+  bool prefill_prior = false;
+  long double pre_ends = 0, pre_hit = 0, pre_delay_sum = 0, pre_delay_n = 0;
+  [[nodiscard]] long double prefill_share() const { return (pre_hit + 1) / (pre_ends + 2); }
+  /// The engine's prefill ended at `v` (note_prefill_end).
+  void prefill_end(std::uint32_t v) {
+    auto& e = nodes.at(v);
+    if (!prefill_prior || e.parent == UINT32_MAX || e.fresh || e.weight > 0) return;
+    pre_ends = pre_ends * gamma + 1;
+    pre_hit *= gamma;
+    long double p = prefill_share();
+    if (gamma < 1 && pre_delay_n > 0) {
+      const long double spread = (1 - gamma) * pre_delay_sum / pre_delay_n;
+      if (spread > 1) p /= spread;
+    }
+    e.weight = p;
+    e.fresh = e.prefill = true;
   }
   /// Leaf `v` is erased: its real weight moves to its parent, a prior is dropped.
   void erase(std::uint32_t v) {

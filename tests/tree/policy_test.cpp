@@ -327,7 +327,8 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     const double gamma = run % 2 ? 0.9 : 1.0;
     // Runs 0–3 with the defaults (the window of M = ⌊20/3⌋ = 6 states: γ_eff = max(γ, 1 −
     // 1/(1·6 + 256))), runs 0–1 also with the age-conditioned value, runs 4–5 with the junction
-    // prior, the repeat discount, the pool-scaled memory and admission by value off.
+    // prior, the repeat discount, the pool-scaled memory and admission by value off; odd runs
+    // also note a random node of each insert as a prefill end (prefill_prior).
     const bool plain = run >= 4;
     hc::tree::policy_options o{
         .block_size = B, .state_bytes = 3, .capacity_bytes = 20, .gamma = gamma, .replan_every = 7};
@@ -336,11 +337,13 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
       o = legacy(o);
       o.junction_prior = false;
     }
+    o.prefill_prior = run % 2 == 1;
     hc::tree::state_policy pol(o);
     ht::tree_policy_model model;
     model.gamma = plain ? gamma : std::max(gamma, 1.0 - 1.0 / (6.0 + 256.0));
     model.junction_prior = model.repeat = !plain;
     model.age_value = run < 2;
+    model.prefill_prior = o.prefill_prior;
     int aged = 0;     // victims chosen while two states had different P(hit | age)
     int refused = 0;  // admissions refused by value (the branch must be exercised)
     // Reference of what is cached: (namespace, block prefix) per node.
@@ -382,6 +385,11 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
           CHECK(prefix_of[path[i]] == std::make_pair(ns, pre));
         }
         if (!path.empty()) model.inserted_end(path.back(), junction);
+        if (o.prefill_prior && !path.empty()) {  // the prompt ended at a random block of it
+          const node_id pe = path[rng() % path.size()];
+          pol.note_prefill_end(pe);
+          model.prefill_end(pe);
+        }
       } else if (op <= 4) {  // match
         const auto t = random_tokens();
         auto m = pol.match(ns_of(ns), t);
@@ -506,6 +514,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     }
     if (!plain) CHECK(refused > 0);
     if (run < 2) CHECK(aged > 0);
+    if (o.prefill_prior) CHECK(model.pre_hit > 0);  // a prefill-end prior was replaced by a match
   }
 }
 
@@ -573,6 +582,59 @@ TEST_CASE("fresh-end prior: a late first match spreads the next prior over its a
   const double total = 0.875 + 1.0 + 2.0 / 7;
   CHECK(pol.match_share(b[0]) == doctest::Approx(2.0 / 7 / total));
   CHECK(pol.match_share(a[0]) == doctest::Approx(1.0 / total));
+}
+
+TEST_CASE("prefill-end prior: p_P = (h_P + 1)/(n_P + 2) on its own books, apart from turn ends") {
+  // γ = 1/2, B = 1, junction prior off. By hand (weights in units of the latest observation):
+  //  insert 1 2 3          turn end a2: n = 1, h = 0, π = 1/3
+  //  prefill end a0        n_P = 1, h_P = 0, π_P = 1/3
+  //  match 1               a0's π_P replaced: h_P = 1, age log(1)/log γ = 0 (D_P = 0);
+  //                        a0 = 1, a2 = 1/6
+  //  insert 1 2 3 4 5      turn end b4: n = 1.5, h = 0 (the prefill hit is not a turn-end hit),
+  //                        π = 1/3.5 = 2/7
+  //  prefill end b3        n_P = 1.5, h_P = 0.5, π_P = 1.5/3.5 = 3/7
+  //  prefill ends a0, b4   no-ops: a match ended at a0, b4 holds the turn-end prior
+  //  weights a0 = 1, a2 = 1/6, b4 = 2/7, b3 = 3/7: total 79/42 (off: b3 = 0, total 61/42).
+  for (bool on : {true, false}) {
+    CAPTURE(on);
+    hc::tree::state_policy pol(legacy({.block_size = 1,
+                                       .state_bytes = 1,
+                                       .capacity_bytes = 2,
+                                       .gamma = 0.5,
+                                       .replan_every = 0,
+                                       .junction_prior = false,
+                                       .prefill_prior = on}));
+    const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
+    pol.note_prefill_end(a[0]);
+    CHECK(pol.match_share(a[0]) == doctest::Approx(on ? 0.5 : 0.0));  // 1/3 of 2/3
+    pol.unpin(pol.match(ns_of(0), seq({1})).resume_node);
+    const auto b = pol.insert(ns_of(0), seq({1, 2, 3, 4, 5}));
+    pol.note_prefill_end(b[3]);
+    pol.note_prefill_end(a[0]);
+    pol.note_prefill_end(b[4]);
+    const double total = on ? 79.0 / 42 : 61.0 / 42;
+    CHECK(pol.match_share(a[0]) == doctest::Approx(1.0 / total));
+    CHECK(pol.match_share(a[2]) == doctest::Approx(1.0 / 6 / total));
+    CHECK(pol.match_share(b[4]) == doctest::Approx(2.0 / 7 / total));
+    CHECK(pol.match_share(b[3]) == doctest::Approx(on ? 3.0 / 7 / total : 0.0));
+    CHECK(pol.prefill_share() == doctest::Approx(on ? 3.0 / 7 : 0.5));
+    if (!on) continue;
+    // Five matches of nothing, then one at b3: π_P decayed by γ^5, age 5; D_P = (0·γ + 5) /
+    // (1·γ + 1) = 10/3, h_P = 0.5 + 1 = 1.5. insert 7 7, prefill end c0: n_P = 1.75,
+    // h_P = 0.75, p_P = 7/15, (1 − γ)·D_P = 5/3 > 1, so π_P = 7/15 · 3/5 = 7/25 (b3 = 1 now).
+    for (int i = 0; i < 5; ++i) pol.unpin(pol.match(ns_of(0), seq({})).resume_node);
+    pol.unpin(pol.match(ns_of(0), seq({1, 2, 3, 4})).resume_node);
+    const double b3_before = pol.match_share(b[3]);
+    const auto c = pol.insert(ns_of(0), seq({7, 7}));
+    pol.note_prefill_end(c[0]);
+    CHECK(pol.prefill_share() == doctest::Approx(7.0 / 15));
+    CHECK(pol.match_share(c[0]) / pol.match_share(b[3]) == doctest::Approx(7.0 / 25));
+    // Erasing the leaves c1 (turn-end prior) then c0 (π_P) drops both priors, nothing moves up:
+    // the shares are those before insert 7 7.
+    pol.erase(c[1]);
+    pol.erase(c[0]);
+    CHECK(pol.match_share(b[3]) == doctest::Approx(b3_before));
+  }
 }
 
 TEST_CASE("junction prior: p_J = (h_J + k p)/(n_J + k) learned per junction, dropped on erase") {
