@@ -446,6 +446,26 @@ TEST_CASE("the library's policy with the prefill end offered: a re-ask resumes a
   }
 }
 
+TEST_CASE("the prefill-end prior lets a full pool take the prompt's end over a fresh tail") {
+  // The trace above with a pool of 1: R1's tail a4 is admitted first (fresh-end prior 1/3 of
+  // an observation). The prompt's end a3 is then offered to a full pool: without a prior its
+  // weight is 0, so ΔE[r](a3) = 0 and it is refused; with `prefill_prior` it gets
+  // π_P = (0 + 1)/(1 + 2) = 1/3, so ΔE[r](a3) = 12 · 1/3 > ΔE[r](a4) = 4 · 1/3 and a4 goes.
+  // R2 re-asks the prompt: it resumes at 3 only with the prior.
+  sim::tree_trace_builder b("reask1", 4);
+  b.add_tokens(iota_tokens(1, 16), 12);
+  b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 8)), 20);
+  for (bool prior : {true, false}) {
+    CAPTURE(prior);
+    hybridcache::tree::policy_options o;
+    o.prefill_prior = prior;
+    sim::library_policy p(o, "hybridcache_prefill_prior", true);
+    const auto r = run(b.trace(), p, 1);
+    CHECK(r.resumes[1] == (prior ? 3u : 0u));
+    CHECK(r.metrics.states_peak <= 1);
+  }
+}
+
 TEST_CASE("static optimum: the best fixed set for the realised matches") {
   // B = 4, document D = 1..12 under three questions of 4 tokens: requests 1 and 2 match D's three
   // blocks (usable ⌊15/4⌋ = 3). One state at D's end serves both: 0 recomputed; none: 2 · 12.
