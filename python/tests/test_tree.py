@@ -159,3 +159,24 @@ def test_age_value_option_and_hit_chance():
     assert pol.admit(int(a[0]), 1).admitted
     assert pol.hit_chance(int(a[0])) == pytest.approx((1 + 0.5) / (2 + 1))
     assert tree.policy_options().age_value is False
+
+
+def test_prefill_prior_option():
+    # gamma = 1/2, B = 1, no junction prior, legacy laws: insert 1 2 3 gives the turn end a2 the
+    # prior 1/3; noting a0 as a prefill end gives it p_P = (0 + 1)/(1 + 2) = 1/3, so a0 and a2
+    # hold half the weight each; a match at a0 then counts a hit on the prefill books only:
+    # p_P = (1 + 1)/(1 + 2) = 2/3 before the next prefill end is noted.
+    o = tree.policy_options(block_size=1, state_bytes=1, capacity_bytes=2, gamma=0.5,
+                            replan_every=0, junction_prior=False, memory_per_state=0.0,
+                            memory_floor=0.0, repeat_discount=False, admit_by_value=False,
+                            prefill_prior=True)
+    assert o.prefill_prior
+    pol = tree.state_policy(o)
+    ns = segment.namespace_key()
+    a = pol.insert(ns, [1, 2, 3])
+    pol.note_prefill_end(int(a[0]))
+    assert pol.match_share(int(a[0])) == pytest.approx(0.5)
+    assert pol.prefill_share() == pytest.approx(1 / 3)
+    pol.unpin(pol.match(ns, [1]).resume_node)
+    assert pol.prefill_share() == pytest.approx(2 / 3)
+    assert tree.policy_options().prefill_prior is False
