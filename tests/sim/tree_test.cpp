@@ -466,6 +466,27 @@ TEST_CASE("the prefill-end prior lets a full pool take the prompt's end over a f
   }
 }
 
+TEST_CASE("the library's policy filling free memory: a later branch resumes at a filled state") {
+  // B = 4, a pool of 4. R1 = 1..24 (prompt 20, output 4: 6 blocks) on an empty pool: the plan is
+  // the tail j = 6 and, with `fill_free`, F = 4 − 1 = 3 of the other 5 grid positions, the
+  // ⌈i·5/3⌉-th for i = 1..3: j = 2, 4, 5. R2 = 1..8 ++ 60..71 (prompt 20) leaves R1 after block
+  // 2 (usable 2): it resumes at 2 with the filled states, from the root without them.
+  sim::tree_trace_builder b("branch", 4);
+  b.add_tokens(iota_tokens(1, 24), 20);
+  b.add_tokens(cat(iota_tokens(1, 8), iota_tokens(60, 12)), 20);
+  for (bool fill : {true, false}) {
+    CAPTURE(fill);
+    hybridcache::tree::policy_options o;
+    o.fill_free = fill;
+    sim::library_policy p(o, "hybridcache_fill");
+    const auto r = run(b.trace(), p, 4);
+    CHECK(r.held[0] == (fill ? std::vector<bool>{false, true, false, true, true, true}
+                             : std::vector<bool>{false, false, false, false, false, true}));
+    CHECK(r.resumes[1] == (fill ? 2u : 0u));
+    CHECK(r.metrics.states_peak <= 4);
+  }
+}
+
 TEST_CASE("static optimum: the best fixed set for the realised matches") {
   // B = 4, document D = 1..12 under three questions of 4 tokens: requests 1 and 2 match D's three
   // blocks (usable ⌊15/4⌋ = 3). One state at D's end serves both: 0 recomputed; none: 2 · 12.

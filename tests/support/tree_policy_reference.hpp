@@ -23,12 +23,20 @@
 // (and holding no prior) gets p_P = (h_P + 1)/(n_P + 2), divided by (1 − γ)·D_P when that
 // exceeds 1, with its own counts n_P (×γ per noted end), h_P and mean age D_P — the same rule as
 // the fresh-end prior with separate books, no junction; its first match feeds only those books.
+// Prefill plan (state_policy::prefill_plan), with free memory filled (policy_options::fill_free):
+// the grid positions p in (resume, prompt] on the block grid: on the matched path, a stateless
+// node that is planned (the caller's predicate) or the junction (p = matched < prompt); beyond
+// it, the deepest (the tail); then, with fill_free, k = min(F, n) more of the n other candidates
+// (beyond the match, or on it without a state), F = floor((capacity − used) / state_bytes) − (the
+// plan so far), chosen as the i·n/k-th (rounded up, 1-based) for i = 1..k, in long double.
 // ΔE[r] of dropping a state is computed by evaluating E[r] with and without it, walking every node
 // up to its deepest state — no shared code with include/hybridcache/tree.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace hybridcache_test {
@@ -196,6 +204,50 @@ struct tree_policy_model {
     }
     e.weight = p;
     e.fresh = e.prefill = true;
+  }
+  /// The prefill plan after a match that resumed at depth `resume` and matched `path` (node of
+  /// each matched block), for a prompt of `prompt` tokens and chunk ends `grid`.
+  [[nodiscard]] std::vector<std::size_t> prefill_plan(
+      std::size_t block, std::size_t resume, const std::vector<std::uint32_t>& path,
+      std::size_t prompt, const std::vector<std::size_t>& grid,
+      const std::function<bool(std::uint32_t)>& planned, bool fill_free, std::size_t capacity,
+      std::size_t state_bytes) const {
+    const std::size_t matched = path.size() * block;
+    std::set<std::size_t> plan;
+    std::size_t tail = 0;
+    std::set<std::size_t> other;
+    for (std::size_t p : grid) {
+      if (p == 0 || p % block != 0 || p <= resume || p > prompt) continue;
+      if (p <= matched) {
+        const std::uint32_t v = path[p / block - 1];
+        if (nodes.at(v).bytes != 0) continue;
+        if ((p == matched && prompt > matched) || planned(v))
+          plan.insert(p);
+        else
+          other.insert(p);
+      } else {
+        if (p > tail) {
+          if (tail != 0) other.insert(tail);
+          tail = p;
+        } else {
+          other.insert(p);
+        }
+      }
+    }
+    if (tail != 0) plan.insert(tail);
+    for (std::size_t p : plan) other.erase(p);
+    if (fill_free) {
+      const std::size_t room = (capacity - used()) / state_bytes;
+      if (room > plan.size()) {
+        const std::vector<std::size_t> c(other.begin(), other.end());
+        const std::size_t n = c.size(), f = room - plan.size(), k = f < n ? f : n;
+        for (std::size_t i = 1; i <= k; ++i) {
+          const long double at = std::ceil(static_cast<long double>(i) * n / k);
+          plan.insert(c[static_cast<std::size_t>(at) - 1]);
+        }
+      }
+    }
+    return {plan.begin(), plan.end()};
   }
   /// Leaf `v` is erased: its real weight moves to its parent, a prior is dropped.
   void erase(std::uint32_t v) {

@@ -338,14 +338,16 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
       o.junction_prior = false;
     }
     o.prefill_prior = run % 2 == 1;
+    o.fill_free = run == 2 || run == 5;  // a match is followed by its prefill (plan, admit)
     hc::tree::state_policy pol(o);
     ht::tree_policy_model model;
     model.gamma = plain ? gamma : std::max(gamma, 1.0 - 1.0 / (6.0 + 256.0));
     model.junction_prior = model.repeat = !plain;
     model.age_value = run < 2;
     model.prefill_prior = o.prefill_prior;
-    int aged = 0;     // victims chosen while two states had different P(hit | age)
-    int refused = 0;  // admissions refused by value (the branch must be exercised)
+    int aged = 0;            // victims chosen while two states had different P(hit | age)
+    int refused = 0;         // admissions refused by value (the branch must be exercised)
+    std::size_t filled = 0;  // positions fill_free added to plans (the branch is exercised)
     // Reference of what is cached: (namespace, block prefix) per node.
     std::map<node_id, std::pair<int, std::vector<token_id>>> prefix_of;
     std::set<std::pair<int, std::vector<token_id>>> present;
@@ -364,8 +366,8 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     for (int step = 0; step < 400; ++step) {
       const int ns = static_cast<int>(rng() % 3);
       const int op = static_cast<int>(rng() % 10);
-      if (op <= 2) {  // insert
-        const auto t = random_tokens();
+      // The engine's insert of `t` (after its match, when fill_free), checked against the model.
+      const auto do_insert = [&](const std::vector<token_id>& t) {
         const auto path = pol.insert(ns_of(ns), t);
         REQUIRE(path.size() == t.size() / B);
         std::uint32_t junction = UINT32_MAX;  // deepest node of the path that existed before
@@ -390,6 +392,10 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
           pol.note_prefill_end(pe);
           model.prefill_end(pe);
         }
+        return path;
+      };
+      if (op <= 2) {  // insert
+        (void)do_insert(random_tokens());
       } else if (op <= 4) {  // match
         const auto t = random_tokens();
         auto m = pol.match(ns_of(ns), t);
@@ -414,6 +420,29 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
         CHECK(m.replay_tokens == m.matched_tokens - model.nodes.at(want).depth);
         model.nodes.at(m.resume_node).pins++;
         pins.push_back({m.resume_node, 1});
+        if (o.fill_free) {  // the prefill: insert, plan on the block grid, admit the plan
+          std::vector<std::size_t> grid;
+          for (std::size_t p = B; p <= t.size(); p += B) grid.push_back(p);
+          const auto want_plan = model.prefill_plan(
+              B, model.nodes.at(want).depth, m.path, t.size(), grid,
+              [&](std::uint32_t v) { return pol.planned(v); }, true, 20, 3);
+          const auto plan = pol.prefill_plan(m, t.size(), grid);
+          CHECK(plan == want_plan);
+          const auto path = do_insert(t);
+          const auto plain_plan = model.prefill_plan(
+              B, model.nodes.at(want).depth, m.path, t.size(), grid,
+              [&](std::uint32_t v) { return pol.planned(v); }, false, 20, 3);
+          filled += want_plan.size() - plain_plan.size();  // the free-room positions
+          if (3 * plan.size() + model.used() <= 20) {      // all in free room: nothing displaced
+            for (std::size_t p : plan) {
+              const node_id v = path[p / B - 1];
+              const auto r = pol.admit(v, 3);
+              CHECK(r.admitted);
+              CHECK(r.victims.empty());
+              model.admitted(v, 3);
+            }
+          }
+        }
       } else if (op <= 6) {  // admit a random node
         if (prefix_of.empty()) continue;
         auto it = prefix_of.begin();
@@ -515,6 +544,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     if (!plain) CHECK(refused > 0);
     if (run < 2) CHECK(aged > 0);
     if (o.prefill_prior) CHECK(model.pre_hit > 0);  // a prefill-end prior was replaced by a match
+    if (o.fill_free) CHECK(filled > 0);
   }
 }
 
@@ -944,4 +974,51 @@ TEST_CASE("the worked example of docs/tree.md") {
         doctest::Approx((96 * s2 + 160 * p2 * s2 + 64 * s3 + 80 * p3 * s3) / total));
   CHECK(pol.planned(path[3]));
   CHECK(pol.planned(n96));
+}
+
+TEST_CASE("fill free memory: free room gets evenly spread snapshots, valued 0 until matched") {
+  // B = 4, one state = 1 byte, a pool of 4. A 40-token prompt (10 blocks) on an empty tree:
+  // the plan without fill_free is the tail {40}; with it, F = 4 − 1 = 3 of the 9 other
+  // candidates 4, 8, …, 36, the ⌈i·9/3⌉-th for i = 1, 2, 3: 12, 24, 36.
+  hc::tree::policy_options o{
+      .block_size = 4, .state_bytes = 1, .capacity_bytes = 4, .replan_every = 0};
+  auto plain_opts = o;
+  o.fill_free = true;
+  hc::tree::state_policy pol(o), plain(plain_opts);
+  std::vector<token_id> t1;
+  for (token_id i = 0; i < 40; ++i) t1.push_back(i);
+  std::vector<std::size_t> grid;
+  for (std::size_t p = 4; p <= 40; p += 4) grid.push_back(p);
+  const auto m0 = plain.match(ns_of(0), t1);
+  CHECK(plain.prefill_plan(m0, 40, grid) == std::vector<std::size_t>{40});
+  const auto m1 = pol.match(ns_of(0), t1);
+  const auto plan = pol.prefill_plan(m1, 40, grid);
+  CHECK(plan == std::vector<std::size_t>{12, 24, 36, 40});
+  // A coarser chunk grid limits the candidates: 16, 32 and the tail 40 (room for all).
+  CHECK(pol.prefill_plan(m1, 40, std::vector<std::size_t>{16, 30, 32, 40}) ==
+        std::vector<std::size_t>{16, 32, 40});
+  const auto p1 = pol.insert(ns_of(0), t1);
+  for (std::size_t p : plan) {
+    const auto r = pol.admit(p1[p / 4 - 1], 1);
+    CHECK(r.admitted);
+    CHECK(r.victims.empty());  // free room: nothing displaced
+  }
+  pol.unpin(m1.resume_node);
+  CHECK(pol.used_bytes() == 4);
+  // A second prompt shares 24 tokens and goes on with 24 new ones: it resumes at 24 (a filled
+  // state). The pool is full: no free room, the plan is the tail 48 only.
+  std::vector<token_id> t2(t1.begin(), t1.begin() + 24);
+  for (token_id i = 0; i < 24; ++i) t2.push_back(100 + i);
+  const auto m2 = pol.match(ns_of(0), t2);
+  CHECK(m2.resume_tokens == 24);
+  CHECK(pol.prefill_plan(m2, 48, std::vector<std::size_t>{28, 36, 44, 48}) ==
+        std::vector<std::size_t>{48});
+  const auto p2 = pol.insert(ns_of(0), t2);
+  // Admitting the tail (the new end, valued by its fresh-end prior) evicts a state whose region
+  // no match has ended in: 12 (nodes 4…12, no weight) and 36 (node 36) are worth 0 (24 holds
+  // the match, 40 the first prompt's prior); the tie goes to the least recently used, 12.
+  const auto r = pol.admit(p2[11], 1);
+  CHECK(r.admitted);
+  CHECK(r.victims == std::vector<node_id>{p1[2]});
+  pol.unpin(m2.resume_node);
 }

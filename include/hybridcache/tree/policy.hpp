@@ -154,6 +154,15 @@ struct policy_options {
   /// then; the first real match at v replaces π_P (docs/tree.md, "Prefill ends"). false:
   /// `note_prefill_end` does nothing.
   bool prefill_prior = false;
+  /// Fill free memory: while the pool has free room, admitting a state displaces nothing, so
+  /// `prefill_plan` also returns up to F = ⌊(capacity_bytes − used_bytes) / state_bytes⌋ − (its
+  /// other positions) further candidates (grid positions in (resume, prompt] whose node holds no
+  /// state), spread evenly over them with the deepest kept: of n such candidates c_0 < … < c_{n−1}
+  /// it picks c_{⌈(i+1)·n/k⌉−1}, i < k = min(F, n). They fit the free room, so admitting them
+  /// evicts nothing; once held they are ranked for eviction by ΔE[r] per byte as any state (one
+  /// whose region no match has ended in is worth 0 and goes first). false: planned, junction and
+  /// tail positions only (docs/tree.md, "Free memory").
+  bool fill_free = false;
 };
 
 /// What `match` found.
@@ -260,7 +269,8 @@ class basic_state_policy {
   /// prefill that follows `m`: the candidates are the `chunk_ends` that lie on the block grid and
   /// in (m.resume_tokens, prompt_tokens]; of those it returns the re-planned nodes of the
   /// replayed path that lack a state, the junction m.matched_tokens when the prompt goes beyond
-  /// it, and the deepest candidate beyond the match (the tail, the next turn's likely resume).
+  /// it, and the deepest candidate beyond the match (the tail, the next turn's likely resume);
+  /// with `fill_free`, also further candidates into the pool's free room (policy_options).
   /// @throws invalid_argument if a chunk end exceeds `prompt_tokens`, or `m` does not fit
   ///         (matched_tokens > prompt_tokens, path size ≠ matched_tokens / B).
   [[nodiscard]] std::vector<std::size_t> prefill_plan(
@@ -293,6 +303,7 @@ class basic_state_policy {
     if (tail != 0) out.push_back(tail);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
+    if (opts_.fill_free) fill_free_room(m, prompt_tokens, chunk_ends, out);
     return out;
   }
 
@@ -994,6 +1005,33 @@ class basic_state_policy {
     const double all = (age_suffix_h_[0] + 0.5 * s) / (age_suffix_n_[0] + s);
     const std::size_t b = age_bucket(static_cast<std::uint32_t>(observations_) - touched);
     return (age_suffix_h_[b] + s * all) / (age_suffix_n_[b] + s);
+  }
+
+  /// `fill_free`: adds to the sorted `out` up to F = free states − |out| further candidates of
+  /// `prefill_plan` (grid positions in (resume, prompt], no state at their node if on the match),
+  /// evenly spread, the deepest kept (see policy_options::fill_free).
+  void fill_free_room(const match_result& m, std::size_t prompt_tokens,
+                      std::span<const std::size_t> chunk_ends,
+                      std::vector<std::size_t>& out) const {
+    const std::size_t B = opts_.block_size;
+    const std::size_t room = (opts_.capacity_bytes - used_bytes_) / opts_.state_bytes;
+    if (room <= out.size()) return;
+    const std::size_t free_slots = room - out.size();
+    std::vector<std::size_t> cand;
+    for (const std::size_t p : chunk_ends) {
+      if (p % B != 0 || p <= m.resume_tokens || p == 0 || p > prompt_tokens) continue;
+      if (p <= m.matched_tokens) {
+        const node_id v = m.path[p / B - 1];
+        if (!live(v) || nodes_[v].state != no_state) continue;
+      }
+      if (!std::binary_search(out.begin(), out.end(), p)) cand.push_back(p);
+    }
+    std::sort(cand.begin(), cand.end());
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+    const std::size_t n = cand.size(), k = std::min(free_slots, n);
+    if (k == 0) return;
+    for (std::size_t i = 0; i < k; ++i) out.push_back(cand[((i + 1) * n + k - 1) / k - 1]);
+    std::sort(out.begin(), out.end());
   }
 
   /// A candidate victim: ordered by ΔE[r] per byte, then unplanned first, then LRU, then id.

@@ -47,9 +47,10 @@ inline constexpr std::string_view tree_policy_names[] = {
 /// 0`), `hybridcache_age_prefill` (also the prefill end offered as a snapshot,
 /// `library_policy`'s `prefill_end`), and `hybridcache_prefill` (the default + that offer);
 /// `hybridcache_prefill_prior` and `hybridcache_age_prefill_prior`: `hybridcache_prefill` and
-/// `hybridcache_age_prefill` with the prefill-end prior on (`prefill_prior`).
+/// `hybridcache_age_prefill` with the prefill-end prior on (`prefill_prior`);
+/// `hybridcache_fill`: the default with free memory filled (`fill_free`).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 13> tree_policy_variants{
+inline constexpr std::array<std::string_view, 14> tree_policy_variants{
     "hybridcache_base",
     "hybridcache_prev",
     "hybridcache_noprior",
@@ -62,7 +63,8 @@ inline constexpr std::array<std::string_view, 13> tree_policy_variants{
     "hybridcache_age_prefill",
     "hybridcache_prefill",
     "hybridcache_prefill_prior",
-    "hybridcache_age_prefill_prior"};
+    "hybridcache_age_prefill_prior",
+    "hybridcache_fill"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -148,6 +150,8 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
       b.age_value = true;
       b.prefill_prior = true;
       two = true;
+    } else if (name == "hybridcache_fill") {
+      b.fill_free = true;
     } else if (name == "hybridcache_age_shortmemory") {
       b.age_value = true;
       b.memory_per_state = 0.0;
