@@ -9,7 +9,7 @@ set xlabel "state memory (GiB)"
 set ylabel "tokens recomputed (millions)"
 set yrange [0:*]
 plot '/work/wt-tree2/tree_leval-quality.dat' index 0 using 1:2 with linespoints lw 2 title 'hybridcache', \
-     '/work/wt-tree2/tree_leval-quality.dat' index 1 using 1:2 with linespoints lw 2 title 'hybridcache_fill', \
+     '/work/wt-tree2/tree_leval-quality.dat' index 1 using 1:2 with linespoints lw 2 title 'hybridcache_nofill', \
      '/work/wt-tree2/tree_leval-quality.dat' index 2 using 1:2 with linespoints lw 2 title 'vllm_align', \
      '/work/wt-tree2/tree_leval-quality.dat' index 3 using 1:2 with linespoints lw 2 title 'vllm_all', \
      '/work/wt-tree2/tree_leval-quality.dat' index 4 using 1:2 with linespoints lw 2 title 'sglang_no_buffer', \

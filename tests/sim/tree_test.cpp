@@ -439,7 +439,9 @@ TEST_CASE("the library's policy with the prefill end offered: a re-ask resumes a
   b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 8)), 20);
   for (bool offer : {true, false}) {
     CAPTURE(offer);
-    sim::library_policy p({}, "hybridcache", offer);
+    hybridcache::tree::policy_options o;
+    o.fill_free = false;  // free room would hold j = 3 anyway (see the fill_free test below)
+    sim::library_policy p(o, "hybridcache", offer);
     const auto r = run(b.trace(), p, 2);
     CHECK(r.resumes[1] == (offer ? 3u : 0u));
     CHECK(r.metrics.states_peak <= 2);

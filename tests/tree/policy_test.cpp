@@ -34,9 +34,11 @@ hc::segment::namespace_key ns_of(int i) {
 
 std::vector<token_id> seq(std::initializer_list<token_id> t) { return t; }
 
-/// `o` with the repeat discount, the pool-scaled memory and admission by value off: the tests of
-/// other laws keep their hand arithmetic short (each of those options has its own test).
+/// `o` with the repeat discount, the pool-scaled memory, admission by value and the filling of
+/// free memory off: the tests of other laws keep their hand arithmetic short (each of those
+/// options has its own test).
 hc::tree::policy_options legacy(hc::tree::policy_options o) {
+  o.fill_free = false;
   o.repeat_discount = false;
   o.memory_per_state = 0.0;
   o.memory_floor = 0.0;
@@ -163,8 +165,12 @@ TEST_CASE("resume from the deepest state; pins keep a state from eviction") {
 }
 
 TEST_CASE("prefill plan: chunk grid ∩ block grid, junction, tail, planned nodes") {
-  hc::tree::state_policy pol(
-      {.block_size = 4, .state_bytes = 1, .capacity_bytes = 8, .replan_every = 0});
+  // The base rules (fill_free, which adds free-room positions, has its own test).
+  hc::tree::state_policy pol({.block_size = 4,
+                              .state_bytes = 1,
+                              .capacity_bytes = 8,
+                              .replan_every = 0,
+                              .fill_free = false});
   std::vector<token_id> a(32);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<token_id>(i + 1);
   (void)pol.insert(ns_of(0), std::span<const token_id>(a).first(16));
@@ -983,6 +989,7 @@ TEST_CASE("fill free memory: free room gets evenly spread snapshots, valued 0 un
   hc::tree::policy_options o{
       .block_size = 4, .state_bytes = 1, .capacity_bytes = 4, .replan_every = 0};
   auto plain_opts = o;
+  plain_opts.fill_free = false;
   o.fill_free = true;
   hc::tree::state_policy pol(o), plain(plain_opts);
   std::vector<token_id> t1;

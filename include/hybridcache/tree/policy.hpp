@@ -162,7 +162,7 @@ struct policy_options {
   /// evicts nothing; once held they are ranked for eviction by ΔE[r] per byte as any state (one
   /// whose region no match has ended in is worth 0 and goes first). false: planned, junction and
   /// tail positions only (docs/tree.md, "Free memory").
-  bool fill_free = false;
+  bool fill_free = true;
 };
 
 /// What `match` found.

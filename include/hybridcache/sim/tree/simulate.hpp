@@ -48,7 +48,8 @@ inline constexpr std::string_view tree_policy_names[] = {
 /// `library_policy`'s `prefill_end`), and `hybridcache_prefill` (the default + that offer);
 /// `hybridcache_prefill_prior` and `hybridcache_age_prefill_prior`: `hybridcache_prefill` and
 /// `hybridcache_age_prefill` with the prefill-end prior on (`prefill_prior`);
-/// `hybridcache_fill`: the default with free memory filled (`fill_free`).
+/// `hybridcache_nofill`: the default without filling free memory (`fill_free` off; the default
+/// before it; `hybridcache_base` and `hybridcache_prev` have it off too).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
 inline constexpr std::array<std::string_view, 14> tree_policy_variants{
     "hybridcache_base",
@@ -64,7 +65,7 @@ inline constexpr std::array<std::string_view, 14> tree_policy_variants{
     "hybridcache_prefill",
     "hybridcache_prefill_prior",
     "hybridcache_age_prefill_prior",
-    "hybridcache_fill"};
+    "hybridcache_nofill"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -117,6 +118,7 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
       b.memory_per_state = 0.0;
       b.memory_floor = 0.0;
       b.admit_by_value = false;
+      b.fill_free = false;
     };
     bool known = true, two = false;
     if (name == "hybridcache_base") {
@@ -150,8 +152,8 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
       b.age_value = true;
       b.prefill_prior = true;
       two = true;
-    } else if (name == "hybridcache_fill") {
-      b.fill_free = true;
+    } else if (name == "hybridcache_nofill") {
+      b.fill_free = false;
     } else if (name == "hybridcache_age_shortmemory") {
       b.age_value = true;
       b.memory_per_state = 0.0;
