@@ -10,13 +10,10 @@ set ylabel "tokens recomputed (millions)"
 set yrange [0:*]
 plot '/work/wt-tree2/tree_multi-turn.dat' index 0 using 1:2 with linespoints lw 2 title 'hybridcache', \
      '/work/wt-tree2/tree_multi-turn.dat' index 1 using 1:2 with linespoints lw 2 title 'hybridcache_nofill', \
-     '/work/wt-tree2/tree_multi-turn.dat' index 2 using 1:2 with linespoints lw 2 title 'vllm_align', \
-     '/work/wt-tree2/tree_multi-turn.dat' index 3 using 1:2 with linespoints lw 2 title 'vllm_all', \
-     '/work/wt-tree2/tree_multi-turn.dat' index 4 using 1:2 with linespoints lw 2 title 'sglang_no_buffer', \
-     '/work/wt-tree2/tree_multi-turn.dat' index 5 using 1:2 with linespoints lw 2 title 'sglang_extra_buffer', \
-     '/work/wt-tree2/tree_multi-turn.dat' index 6 using 1:2 with linespoints lw 2 title 'sglang_extra_buffer_cap4', \
+     '/work/wt-tree2/tree_multi-turn.dat' index 2 using 1:2 with linespoints lw 2 title 'hybridcache_prefill', \
+     '/work/wt-tree2/tree_multi-turn.dat' index 3 using 1:2 with linespoints lw 2 title 'hybridcache_prefill_prior', \
+     '/work/wt-tree2/tree_multi-turn.dat' index 4 using 1:2 with linespoints lw 2 title 'hybridcache_age', \
+     '/work/wt-tree2/tree_multi-turn.dat' index 5 using 1:2 with linespoints lw 2 title 'hybridcache_age_prefill_prior', \
+     '/work/wt-tree2/tree_multi-turn.dat' index 6 using 1:2 with linespoints lw 2 title 'sglang_extra_buffer', \
      '/work/wt-tree2/tree_multi-turn.dat' index 7 using 1:2 with linespoints lw 2 title 'marconi', \
-     '/work/wt-tree2/tree_multi-turn.dat' index 8 using 1:2 with linespoints lw 2 title 'llamacpp', \
-     '/work/wt-tree2/tree_multi-turn.dat' index 9 using 1:2 with linespoints lw 3 title 'oracle', \
-     '/work/wt-tree2/tree_multi-turn.dat' index 10 using 1:2 with linespoints lw 3 title 'oracle_exact', \
-     '/work/wt-tree2/tree_multi-turn.dat' index 11 using 1:2 with linespoints lw 3 title 'static_optimum'
+     '/work/wt-tree2/tree_multi-turn.dat' index 8 using 1:2 with linespoints lw 3 title 'static_optimum'
