@@ -180,3 +180,28 @@ def test_prefill_prior_option():
     pol.unpin(pol.match(ns, [1]).resume_node)
     assert pol.prefill_share() == pytest.approx(2 / 3)
     assert tree.policy_options().prefill_prior is False
+
+
+def test_fill_free_option():
+    # B = 4, a pool of 4 one-byte states, an empty tree, a 40-token prompt: the plan is the tail
+    # 40 and, with fill_free (the default), F = 4 - 1 = 3 of the 9 other grid positions, the
+    # ceil(i * 9 / 3)-th for i = 1, 2, 3: 12, 24, 36. Admitting them frees nothing.
+    grid = list(range(4, 41, 4))
+    plain = tree.state_policy(tree.policy_options(block_size=4, state_bytes=1, capacity_bytes=4,
+                                                  replan_every=0, fill_free=False))
+    ns = segment.namespace_key()
+    toks = list(range(40))
+    m0 = plain.match(ns, toks)
+    assert list(plain.prefill_plan(m0, 40, grid)) == [40]
+    assert tree.policy_options().fill_free is True
+    pol = tree.state_policy(tree.policy_options(block_size=4, state_bytes=1, capacity_bytes=4,
+                                                replan_every=0))
+    m = pol.match(ns, toks)
+    plan = list(pol.prefill_plan(m, 40, grid))
+    assert plan == [12, 24, 36, 40]
+    path = pol.insert(ns, toks)
+    for p in plan:
+        r = pol.admit(int(path[p // 4 - 1]), 1)
+        assert r.admitted and r.victims == []
+    pol.unpin(m.resume_node)
+    assert pol.used_bytes == 4
