@@ -14,8 +14,10 @@
 // by value); the other hybridcache_* rows drop one option each (sim/tree/simulate.hpp).
 #include <benchmark/benchmark.h>
 
+#include <cstddef>
 #include <hybridcache/sim/tree.hpp>
 #include <string>
+#include <string_view>
 
 namespace sim = hybridcache::sim;
 
@@ -55,12 +57,12 @@ void BM_tree_noop(benchmark::State& st) {
 }
 BENCHMARK(BM_tree_noop)->Unit(benchmark::kMillisecond);
 
-void BM_tree_policy(benchmark::State& st, std::string name) {
+void BM_tree_policy(benchmark::State& st, std::string name, std::size_t budget) {
   const auto usable = sim::usable_matches(trace());
   const sim::tree_options o;
   for (auto _ : st) {
     auto p = sim::make_tree_policy(name, o, 1.0);
-    benchmark::DoNotOptimize(sim::replay_tree(trace(), *p, 64, usable));
+    benchmark::DoNotOptimize(sim::replay_tree(trace(), *p, budget, usable));
   }
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
 }
@@ -83,14 +85,22 @@ BENCHMARK(BM_tree_library_no_replan)->Unit(benchmark::kMillisecond);
 const int registered = [] {
   for (auto name : sim::tree_policy_names) {
     benchmark::RegisterBenchmark(("BM_tree_policy/" + std::string(name)).c_str(), BM_tree_policy,
-                                 std::string(name))
+                                 std::string(name), std::size_t{64})
         ->Unit(benchmark::kMillisecond);
   }
   for (auto name : sim::tree_policy_variants) {  // the library's ablations (same binary)
     benchmark::RegisterBenchmark(("BM_tree_policy/" + std::string(name)).c_str(), BM_tree_policy,
-                                 std::string(name))
+                                 std::string(name), std::size_t{64})
         ->Unit(benchmark::kMillisecond);
   }
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+  // M = 1024: the pool is mostly free for a long time, so fill_free admits the most there.
+  for (std::string_view name : {"hybridcache", "hybridcache_nofill", "sglang_extra_buffer"}) {
+    benchmark::RegisterBenchmark(("BM_tree_policy_M1024/" + std::string(name)).c_str(),
+                                 BM_tree_policy, std::string(name), std::size_t{1024})
+        ->Unit(benchmark::kMillisecond);
+  }
+#endif
   return 0;
 }();
 

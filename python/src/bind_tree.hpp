@@ -112,19 +112,20 @@ inline void bind_tree(nb::module_& m) {
              std::size_t capacity_bytes, double gamma, std::size_t replan_every, double hysteresis,
              bool snapshot_junction, bool snapshot_tail, bool fresh_prior, double replan_work,
              bool junction_prior, double junction_strength, double memory_per_state,
-             double memory_floor, bool repeat_discount, bool admit_by_value, bool age_value) {
+             double memory_floor, bool repeat_discount, bool admit_by_value, bool age_value,
+             bool prefill_prior, bool fill_free) {
             new (o) tr::policy_options{
                 block_size,     state_bytes,       capacity_bytes,   gamma,        replan_every,
                 hysteresis,     snapshot_junction, snapshot_tail,    fresh_prior,  replan_work,
                 junction_prior, junction_strength, memory_per_state, memory_floor, repeat_discount,
-                admit_by_value, age_value};
+                admit_by_value, age_value,         prefill_prior,    fill_free};
           },
           "block_size"_a = 16, "state_bytes"_a = 1, "capacity_bytes"_a = 1, "gamma"_a = 0.99,
           "replan_every"_a = 10, "hysteresis"_a = 0.02, "snapshot_junction"_a = true,
           "snapshot_tail"_a = true, "fresh_prior"_a = true, "replan_work"_a = 1.0,
           "junction_prior"_a = true, "junction_strength"_a = 2.0, "memory_per_state"_a = 1.0,
           "memory_floor"_a = 256.0, "repeat_discount"_a = true, "admit_by_value"_a = true,
-          "age_value"_a = false)
+          "age_value"_a = false, "prefill_prior"_a = false, "fill_free"_a = true)
       .def_rw("block_size", &tr::policy_options::block_size)
       .def_rw("state_bytes", &tr::policy_options::state_bytes)
       .def_rw("capacity_bytes", &tr::policy_options::capacity_bytes)
@@ -142,7 +143,11 @@ inline void bind_tree(nb::module_& m) {
       .def_rw("repeat_discount", &tr::policy_options::repeat_discount)
       .def_rw("admit_by_value", &tr::policy_options::admit_by_value)
       .def_rw("age_value", &tr::policy_options::age_value,
-              "Scale a state's value by the learned P(hit | age) (EVA; docs/tree.md).");
+              "Scale a state's value by the learned P(hit | age) (EVA; docs/tree.md).")
+      .def_rw("prefill_prior", &tr::policy_options::prefill_prior,
+              "Prior for noted prefill ends, learned apart from turn ends (docs/tree.md).")
+      .def_rw("fill_free", &tr::policy_options::fill_free,
+              "prefill_plan also offers positions into the pool's free room (docs/tree.md).");
 
   nb::class_<tr::match_result>(t, "match_result", "What state_policy.match found.")
       .def_ro("node", &tr::match_result::node, "Deepest cached node (namespace root if none).")
@@ -225,6 +230,10 @@ inline void bind_tree(nb::module_& m) {
       .def("match_share", &tr::state_policy::match_share, "node"_a)
       .def("hit_chance", &tr::state_policy::hit_chance, "node"_a,
            "P(hit | age) of the state held at node (1 with age_value off).")
+      .def("note_prefill_end", &tr::state_policy::note_prefill_end, "node"_a,
+           "The prefill ended at node: its prior with prefill_prior on (before admit).")
+      .def("prefill_share", &tr::state_policy::prefill_share,
+           "EW share of noted prefill ends matched later, (h_P + 1)/(n_P + 2).")
       .def_prop_ro("used_bytes", &tr::state_policy::used_bytes)
       .def_prop_ro("capacity_bytes", &tr::state_policy::capacity_bytes)
       .def_prop_ro("state_count", &tr::state_policy::state_count)

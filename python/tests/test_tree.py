@@ -159,3 +159,49 @@ def test_age_value_option_and_hit_chance():
     assert pol.admit(int(a[0]), 1).admitted
     assert pol.hit_chance(int(a[0])) == pytest.approx((1 + 0.5) / (2 + 1))
     assert tree.policy_options().age_value is False
+
+
+def test_prefill_prior_option():
+    # gamma = 1/2, B = 1, no junction prior, legacy laws: insert 1 2 3 gives the turn end a2 the
+    # prior 1/3; noting a0 as a prefill end gives it p_P = (0 + 1)/(1 + 2) = 1/3, so a0 and a2
+    # hold half the weight each; a match at a0 then counts a hit on the prefill books only:
+    # p_P = (1 + 1)/(1 + 2) = 2/3 before the next prefill end is noted.
+    o = tree.policy_options(block_size=1, state_bytes=1, capacity_bytes=2, gamma=0.5,
+                            replan_every=0, junction_prior=False, memory_per_state=0.0,
+                            memory_floor=0.0, repeat_discount=False, admit_by_value=False,
+                            prefill_prior=True)
+    assert o.prefill_prior
+    pol = tree.state_policy(o)
+    ns = segment.namespace_key()
+    a = pol.insert(ns, [1, 2, 3])
+    pol.note_prefill_end(int(a[0]))
+    assert pol.match_share(int(a[0])) == pytest.approx(0.5)
+    assert pol.prefill_share() == pytest.approx(1 / 3)
+    pol.unpin(pol.match(ns, [1]).resume_node)
+    assert pol.prefill_share() == pytest.approx(2 / 3)
+    assert tree.policy_options().prefill_prior is False
+
+
+def test_fill_free_option():
+    # B = 4, a pool of 4 one-byte states, an empty tree, a 40-token prompt: the plan is the tail
+    # 40 and, with fill_free (the default), F = 4 - 1 = 3 of the 9 other grid positions, the
+    # ceil(i * 9 / 3)-th for i = 1, 2, 3: 12, 24, 36. Admitting them frees nothing.
+    grid = list(range(4, 41, 4))
+    plain = tree.state_policy(tree.policy_options(block_size=4, state_bytes=1, capacity_bytes=4,
+                                                  replan_every=0, fill_free=False))
+    ns = segment.namespace_key()
+    toks = list(range(40))
+    m0 = plain.match(ns, toks)
+    assert list(plain.prefill_plan(m0, 40, grid)) == [40]
+    assert tree.policy_options().fill_free is True
+    pol = tree.state_policy(tree.policy_options(block_size=4, state_bytes=1, capacity_bytes=4,
+                                                replan_every=0))
+    m = pol.match(ns, toks)
+    plan = list(pol.prefill_plan(m, 40, grid))
+    assert plan == [12, 24, 36, 40]
+    path = pol.insert(ns, toks)
+    for p in plan:
+        r = pol.admit(int(path[p // 4 - 1]), 1)
+        assert r.admitted and r.victims == []
+    pol.unpin(m.resume_node)
+    assert pol.used_bytes == 4

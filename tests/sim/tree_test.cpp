@@ -439,10 +439,53 @@ TEST_CASE("the library's policy with the prefill end offered: a re-ask resumes a
   b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 8)), 20);
   for (bool offer : {true, false}) {
     CAPTURE(offer);
-    sim::library_policy p({}, "hybridcache", offer);
+    hybridcache::tree::policy_options o;
+    o.fill_free = false;  // free room would hold j = 3 anyway (see the fill_free test below)
+    sim::library_policy p(o, "hybridcache", offer);
     const auto r = run(b.trace(), p, 2);
     CHECK(r.resumes[1] == (offer ? 3u : 0u));
     CHECK(r.metrics.states_peak <= 2);
+  }
+}
+
+TEST_CASE("the prefill-end prior lets a full pool take the prompt's end over a fresh tail") {
+  // The trace above with a pool of 1: R1's tail a4 is admitted first (fresh-end prior 1/3 of
+  // an observation). The prompt's end a3 is then offered to a full pool: without a prior its
+  // weight is 0, so ΔE[r](a3) = 0 and it is refused; with `prefill_prior` it gets
+  // π_P = (0 + 1)/(1 + 2) = 1/3, so ΔE[r](a3) = 12 · 1/3 > ΔE[r](a4) = 4 · 1/3 and a4 goes.
+  // R2 re-asks the prompt: it resumes at 3 only with the prior.
+  sim::tree_trace_builder b("reask1", 4);
+  b.add_tokens(iota_tokens(1, 16), 12);
+  b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 8)), 20);
+  for (bool prior : {true, false}) {
+    CAPTURE(prior);
+    hybridcache::tree::policy_options o;
+    o.prefill_prior = prior;
+    sim::library_policy p(o, "hybridcache_prefill_prior", true);
+    const auto r = run(b.trace(), p, 1);
+    CHECK(r.resumes[1] == (prior ? 3u : 0u));
+    CHECK(r.metrics.states_peak <= 1);
+  }
+}
+
+TEST_CASE("the library's policy filling free memory: a later branch resumes at a filled state") {
+  // B = 4, a pool of 4. R1 = 1..24 (prompt 20, output 4: 6 blocks) on an empty pool: the plan is
+  // the tail j = 6 and, with `fill_free`, F = 4 − 1 = 3 of the other 5 grid positions, the
+  // ⌈i·5/3⌉-th for i = 1..3: j = 2, 4, 5. R2 = 1..8 ++ 60..71 (prompt 20) leaves R1 after block
+  // 2 (usable 2): it resumes at 2 with the filled states, from the root without them.
+  sim::tree_trace_builder b("branch", 4);
+  b.add_tokens(iota_tokens(1, 24), 20);
+  b.add_tokens(cat(iota_tokens(1, 8), iota_tokens(60, 12)), 20);
+  for (bool fill : {true, false}) {
+    CAPTURE(fill);
+    hybridcache::tree::policy_options o;
+    o.fill_free = fill;
+    sim::library_policy p(o, "hybridcache_fill");
+    const auto r = run(b.trace(), p, 4);
+    CHECK(r.held[0] == (fill ? std::vector<bool>{false, true, false, true, true, true}
+                             : std::vector<bool>{false, false, false, false, false, true}));
+    CHECK(r.resumes[1] == (fill ? 2u : 0u));
+    CHECK(r.metrics.states_peak <= 4);
   }
 }
 

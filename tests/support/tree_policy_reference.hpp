@@ -19,12 +19,24 @@
 // obs − touched, to per-age-class counts decayed eagerly (every count × γ per event); the class of
 // an age a is the number of binary digits of a (0 for a = 0). ΔE[r] per byte is multiplied by
 // (H(≥c) + P̄)/(N(≥c) + 1), P̄ = (H + 1/2)/(N + 1), H / N the hits / hits + ends in classes ≥ c.
+// Prefill-end prior (policy_options::prefill_prior): a noted prefill end no match has ended at
+// (and holding no prior) gets p_P = (h_P + 1)/(n_P + 2), divided by (1 − γ)·D_P when that
+// exceeds 1, with its own counts n_P (×γ per noted end), h_P and mean age D_P — the same rule as
+// the fresh-end prior with separate books, no junction; its first match feeds only those books.
+// Prefill plan (state_policy::prefill_plan), with free memory filled (policy_options::fill_free):
+// the grid positions p in (resume, prompt] on the block grid: on the matched path, a stateless
+// node that is planned (the caller's predicate) or the junction (p = matched < prompt); beyond
+// it, the deepest (the tail); then, with fill_free, k = min(F, n) more of the n other candidates
+// (beyond the match, or on it without a state), F = floor((capacity − used) / state_bytes) − (the
+// plan so far), chosen as the i·n/k-th (rounded up, 1-based) for i = 1..k, in long double.
 // ΔE[r] of dropping a state is computed by evaluating E[r] with and without it, walking every node
 // up to its deepest state — no shared code with include/hybridcache/tree.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace hybridcache_test {
@@ -37,6 +49,7 @@ struct tree_policy_model {
     std::size_t bytes = 0;
     int pins = 0;
     bool fresh = false;         // weight is the prior of an inserted end, no match ended here yet
+    bool prefill = false;       // with fresh: the prior is the prefill-end prior p_P
     bool junction = false;      // has been the junction of an insert (has an entry in `junctions`)
     int hits = 0;               // real matches ended here, counted up to 2
     std::uint64_t touched = 0;  // observation count at the state's admission / last resume
@@ -118,7 +131,16 @@ struct tree_policy_model {
   void observe(std::uint32_t v) {
     ++obs;
     auto& e = nodes.at(v);
-    if (e.fresh) {  // its age from the prior's eager decay: weight = p_insert · γ^age
+    if (e.fresh && e.prefill) {  // the prefill-end books: weight = p_P at note · γ^age
+      const long double ratio = e.weight / prefill_share();
+      const long double age =
+          (gamma < 1 && ratio > 0 && ratio < 1) ? std::log(ratio) / std::log(gamma) : 0;
+      pre_delay_sum = pre_delay_sum * gamma + age;
+      pre_delay_n = pre_delay_n * gamma + 1;
+      e.fresh = e.prefill = false;
+      e.weight = 0;
+      pre_hit += 1;
+    } else if (e.fresh) {  // its age from the prior's eager decay: weight = p_insert · γ^age
       junction_counts* j = junction_above(v);
       const long double ratio = e.weight / junction_share(j);
       const long double age =
@@ -165,6 +187,67 @@ struct tree_policy_model {
     }
     e.weight = p;
     e.fresh = true;
+  }
+  bool prefill_prior = false;
+  long double pre_ends = 0, pre_hit = 0, pre_delay_sum = 0, pre_delay_n = 0;
+  [[nodiscard]] long double prefill_share() const { return (pre_hit + 1) / (pre_ends + 2); }
+  /// The engine's prefill ended at `v` (note_prefill_end).
+  void prefill_end(std::uint32_t v) {
+    auto& e = nodes.at(v);
+    if (!prefill_prior || e.parent == UINT32_MAX || e.fresh || e.weight > 0) return;
+    pre_ends = pre_ends * gamma + 1;
+    pre_hit *= gamma;
+    long double p = prefill_share();
+    if (gamma < 1 && pre_delay_n > 0) {
+      const long double spread = (1 - gamma) * pre_delay_sum / pre_delay_n;
+      if (spread > 1) p /= spread;
+    }
+    e.weight = p;
+    e.fresh = e.prefill = true;
+  }
+  /// The prefill plan after a match that resumed at depth `resume` and matched `path` (node of
+  /// each matched block), for a prompt of `prompt` tokens and chunk ends `grid`.
+  [[nodiscard]] std::vector<std::size_t> prefill_plan(
+      std::size_t block, std::size_t resume, const std::vector<std::uint32_t>& path,
+      std::size_t prompt, const std::vector<std::size_t>& grid,
+      const std::function<bool(std::uint32_t)>& planned, bool fill_free, std::size_t capacity,
+      std::size_t state_bytes) const {
+    const std::size_t matched = path.size() * block;
+    std::set<std::size_t> plan;
+    std::size_t tail = 0;
+    std::set<std::size_t> other;
+    for (std::size_t p : grid) {
+      if (p == 0 || p % block != 0 || p <= resume || p > prompt) continue;
+      if (p <= matched) {
+        const std::uint32_t v = path[p / block - 1];
+        if (nodes.at(v).bytes != 0) continue;
+        if ((p == matched && prompt > matched) || planned(v))
+          plan.insert(p);
+        else
+          other.insert(p);
+      } else {
+        if (p > tail) {
+          if (tail != 0) other.insert(tail);
+          tail = p;
+        } else {
+          other.insert(p);
+        }
+      }
+    }
+    if (tail != 0) plan.insert(tail);
+    for (std::size_t p : plan) other.erase(p);
+    if (fill_free) {
+      const std::size_t room = (capacity - used()) / state_bytes;
+      if (room > plan.size()) {
+        const std::vector<std::size_t> c(other.begin(), other.end());
+        const std::size_t n = c.size(), f = room - plan.size(), k = f < n ? f : n;
+        for (std::size_t i = 1; i <= k; ++i) {
+          const long double at = std::ceil(static_cast<long double>(i) * n / k);
+          plan.insert(c[static_cast<std::size_t>(at) - 1]);
+        }
+      }
+    }
+    return {plan.begin(), plan.end()};
   }
   /// Leaf `v` is erased: its real weight moves to its parent, a prior is dropped.
   void erase(std::uint32_t v) {

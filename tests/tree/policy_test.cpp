@@ -34,9 +34,11 @@ hc::segment::namespace_key ns_of(int i) {
 
 std::vector<token_id> seq(std::initializer_list<token_id> t) { return t; }
 
-/// `o` with the repeat discount, the pool-scaled memory and admission by value off: the tests of
-/// other laws keep their hand arithmetic short (each of those options has its own test).
+/// `o` with the repeat discount, the pool-scaled memory, admission by value and the filling of
+/// free memory off: the tests of other laws keep their hand arithmetic short (each of those
+/// options has its own test).
 hc::tree::policy_options legacy(hc::tree::policy_options o) {
+  o.fill_free = false;
   o.repeat_discount = false;
   o.memory_per_state = 0.0;
   o.memory_floor = 0.0;
@@ -163,8 +165,12 @@ TEST_CASE("resume from the deepest state; pins keep a state from eviction") {
 }
 
 TEST_CASE("prefill plan: chunk grid ∩ block grid, junction, tail, planned nodes") {
-  hc::tree::state_policy pol(
-      {.block_size = 4, .state_bytes = 1, .capacity_bytes = 8, .replan_every = 0});
+  // The base rules (fill_free, which adds free-room positions, has its own test).
+  hc::tree::state_policy pol({.block_size = 4,
+                              .state_bytes = 1,
+                              .capacity_bytes = 8,
+                              .replan_every = 0,
+                              .fill_free = false});
   std::vector<token_id> a(32);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<token_id>(i + 1);
   (void)pol.insert(ns_of(0), std::span<const token_id>(a).first(16));
@@ -327,7 +333,8 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     const double gamma = run % 2 ? 0.9 : 1.0;
     // Runs 0–3 with the defaults (the window of M = ⌊20/3⌋ = 6 states: γ_eff = max(γ, 1 −
     // 1/(1·6 + 256))), runs 0–1 also with the age-conditioned value, runs 4–5 with the junction
-    // prior, the repeat discount, the pool-scaled memory and admission by value off.
+    // prior, the repeat discount, the pool-scaled memory and admission by value off; odd runs
+    // also note a random node of each insert as a prefill end (prefill_prior).
     const bool plain = run >= 4;
     hc::tree::policy_options o{
         .block_size = B, .state_bytes = 3, .capacity_bytes = 20, .gamma = gamma, .replan_every = 7};
@@ -336,13 +343,17 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
       o = legacy(o);
       o.junction_prior = false;
     }
+    o.prefill_prior = run % 2 == 1;
+    o.fill_free = run == 2 || run == 5;  // a match is followed by its prefill (plan, admit)
     hc::tree::state_policy pol(o);
     ht::tree_policy_model model;
     model.gamma = plain ? gamma : std::max(gamma, 1.0 - 1.0 / (6.0 + 256.0));
     model.junction_prior = model.repeat = !plain;
     model.age_value = run < 2;
-    int aged = 0;     // victims chosen while two states had different P(hit | age)
-    int refused = 0;  // admissions refused by value (the branch must be exercised)
+    model.prefill_prior = o.prefill_prior;
+    int aged = 0;            // victims chosen while two states had different P(hit | age)
+    int refused = 0;         // admissions refused by value (the branch must be exercised)
+    std::size_t filled = 0;  // positions fill_free added to plans (the branch is exercised)
     // Reference of what is cached: (namespace, block prefix) per node.
     std::map<node_id, std::pair<int, std::vector<token_id>>> prefix_of;
     std::set<std::pair<int, std::vector<token_id>>> present;
@@ -361,8 +372,8 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     for (int step = 0; step < 400; ++step) {
       const int ns = static_cast<int>(rng() % 3);
       const int op = static_cast<int>(rng() % 10);
-      if (op <= 2) {  // insert
-        const auto t = random_tokens();
+      // The engine's insert of `t` (after its match, when fill_free), checked against the model.
+      const auto do_insert = [&](const std::vector<token_id>& t) {
         const auto path = pol.insert(ns_of(ns), t);
         REQUIRE(path.size() == t.size() / B);
         std::uint32_t junction = UINT32_MAX;  // deepest node of the path that existed before
@@ -382,6 +393,15 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
           CHECK(prefix_of[path[i]] == std::make_pair(ns, pre));
         }
         if (!path.empty()) model.inserted_end(path.back(), junction);
+        if (o.prefill_prior && !path.empty()) {  // the prompt ended at a random block of it
+          const node_id pe = path[rng() % path.size()];
+          pol.note_prefill_end(pe);
+          model.prefill_end(pe);
+        }
+        return path;
+      };
+      if (op <= 2) {  // insert
+        (void)do_insert(random_tokens());
       } else if (op <= 4) {  // match
         const auto t = random_tokens();
         auto m = pol.match(ns_of(ns), t);
@@ -406,6 +426,29 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
         CHECK(m.replay_tokens == m.matched_tokens - model.nodes.at(want).depth);
         model.nodes.at(m.resume_node).pins++;
         pins.push_back({m.resume_node, 1});
+        if (o.fill_free) {  // the prefill: insert, plan on the block grid, admit the plan
+          std::vector<std::size_t> grid;
+          for (std::size_t p = B; p <= t.size(); p += B) grid.push_back(p);
+          const auto want_plan = model.prefill_plan(
+              B, model.nodes.at(want).depth, m.path, t.size(), grid,
+              [&](std::uint32_t v) { return pol.planned(v); }, true, 20, 3);
+          const auto plan = pol.prefill_plan(m, t.size(), grid);
+          CHECK(plan == want_plan);
+          const auto path = do_insert(t);
+          const auto plain_plan = model.prefill_plan(
+              B, model.nodes.at(want).depth, m.path, t.size(), grid,
+              [&](std::uint32_t v) { return pol.planned(v); }, false, 20, 3);
+          filled += want_plan.size() - plain_plan.size();  // the free-room positions
+          if (3 * plan.size() + model.used() <= 20) {      // all in free room: nothing displaced
+            for (std::size_t p : plan) {
+              const node_id v = path[p / B - 1];
+              const auto r = pol.admit(v, 3);
+              CHECK(r.admitted);
+              CHECK(r.victims.empty());
+              model.admitted(v, 3);
+            }
+          }
+        }
       } else if (op <= 6) {  // admit a random node
         if (prefix_of.empty()) continue;
         auto it = prefix_of.begin();
@@ -506,6 +549,8 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     }
     if (!plain) CHECK(refused > 0);
     if (run < 2) CHECK(aged > 0);
+    if (o.prefill_prior) CHECK(model.pre_hit > 0);  // a prefill-end prior was replaced by a match
+    if (o.fill_free) CHECK(filled > 0);
   }
 }
 
@@ -573,6 +618,59 @@ TEST_CASE("fresh-end prior: a late first match spreads the next prior over its a
   const double total = 0.875 + 1.0 + 2.0 / 7;
   CHECK(pol.match_share(b[0]) == doctest::Approx(2.0 / 7 / total));
   CHECK(pol.match_share(a[0]) == doctest::Approx(1.0 / total));
+}
+
+TEST_CASE("prefill-end prior: p_P = (h_P + 1)/(n_P + 2) on its own books, apart from turn ends") {
+  // γ = 1/2, B = 1, junction prior off. By hand (weights in units of the latest observation):
+  //  insert 1 2 3          turn end a2: n = 1, h = 0, π = 1/3
+  //  prefill end a0        n_P = 1, h_P = 0, π_P = 1/3
+  //  match 1               a0's π_P replaced: h_P = 1, age log(1)/log γ = 0 (D_P = 0);
+  //                        a0 = 1, a2 = 1/6
+  //  insert 1 2 3 4 5      turn end b4: n = 1.5, h = 0 (the prefill hit is not a turn-end hit),
+  //                        π = 1/3.5 = 2/7
+  //  prefill end b3        n_P = 1.5, h_P = 0.5, π_P = 1.5/3.5 = 3/7
+  //  prefill ends a0, b4   no-ops: a match ended at a0, b4 holds the turn-end prior
+  //  weights a0 = 1, a2 = 1/6, b4 = 2/7, b3 = 3/7: total 79/42 (off: b3 = 0, total 61/42).
+  for (bool on : {true, false}) {
+    CAPTURE(on);
+    hc::tree::state_policy pol(legacy({.block_size = 1,
+                                       .state_bytes = 1,
+                                       .capacity_bytes = 2,
+                                       .gamma = 0.5,
+                                       .replan_every = 0,
+                                       .junction_prior = false,
+                                       .prefill_prior = on}));
+    const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
+    pol.note_prefill_end(a[0]);
+    CHECK(pol.match_share(a[0]) == doctest::Approx(on ? 0.5 : 0.0));  // 1/3 of 2/3
+    pol.unpin(pol.match(ns_of(0), seq({1})).resume_node);
+    const auto b = pol.insert(ns_of(0), seq({1, 2, 3, 4, 5}));
+    pol.note_prefill_end(b[3]);
+    pol.note_prefill_end(a[0]);
+    pol.note_prefill_end(b[4]);
+    const double total = on ? 79.0 / 42 : 61.0 / 42;
+    CHECK(pol.match_share(a[0]) == doctest::Approx(1.0 / total));
+    CHECK(pol.match_share(a[2]) == doctest::Approx(1.0 / 6 / total));
+    CHECK(pol.match_share(b[4]) == doctest::Approx(2.0 / 7 / total));
+    CHECK(pol.match_share(b[3]) == doctest::Approx(on ? 3.0 / 7 / total : 0.0));
+    CHECK(pol.prefill_share() == doctest::Approx(on ? 3.0 / 7 : 0.5));
+    if (!on) continue;
+    // Five matches of nothing, then one at b3: π_P decayed by γ^5, age 5; D_P = (0·γ + 5) /
+    // (1·γ + 1) = 10/3, h_P = 0.5 + 1 = 1.5. insert 7 7, prefill end c0: n_P = 1.75,
+    // h_P = 0.75, p_P = 7/15, (1 − γ)·D_P = 5/3 > 1, so π_P = 7/15 · 3/5 = 7/25 (b3 = 1 now).
+    for (int i = 0; i < 5; ++i) pol.unpin(pol.match(ns_of(0), seq({})).resume_node);
+    pol.unpin(pol.match(ns_of(0), seq({1, 2, 3, 4})).resume_node);
+    const double b3_before = pol.match_share(b[3]);
+    const auto c = pol.insert(ns_of(0), seq({7, 7}));
+    pol.note_prefill_end(c[0]);
+    CHECK(pol.prefill_share() == doctest::Approx(7.0 / 15));
+    CHECK(pol.match_share(c[0]) / pol.match_share(b[3]) == doctest::Approx(7.0 / 25));
+    // Erasing the leaves c1 (turn-end prior) then c0 (π_P) drops both priors, nothing moves up:
+    // the shares are those before insert 7 7.
+    pol.erase(c[1]);
+    pol.erase(c[0]);
+    CHECK(pol.match_share(b[3]) == doctest::Approx(b3_before));
+  }
 }
 
 TEST_CASE("junction prior: p_J = (h_J + k p)/(n_J + k) learned per junction, dropped on erase") {
@@ -882,4 +980,52 @@ TEST_CASE("the worked example of docs/tree.md") {
         doctest::Approx((96 * s2 + 160 * p2 * s2 + 64 * s3 + 80 * p3 * s3) / total));
   CHECK(pol.planned(path[3]));
   CHECK(pol.planned(n96));
+}
+
+TEST_CASE("fill free memory: free room gets evenly spread snapshots, valued 0 until matched") {
+  // B = 4, one state = 1 byte, a pool of 4. A 40-token prompt (10 blocks) on an empty tree:
+  // the plan without fill_free is the tail {40}; with it, F = 4 − 1 = 3 of the 9 other
+  // candidates 4, 8, …, 36, the ⌈i·9/3⌉-th for i = 1, 2, 3: 12, 24, 36.
+  hc::tree::policy_options o{
+      .block_size = 4, .state_bytes = 1, .capacity_bytes = 4, .replan_every = 0};
+  auto plain_opts = o;
+  plain_opts.fill_free = false;
+  o.fill_free = true;
+  hc::tree::state_policy pol(o), plain(plain_opts);
+  std::vector<token_id> t1;
+  for (token_id i = 0; i < 40; ++i) t1.push_back(i);
+  std::vector<std::size_t> grid;
+  for (std::size_t p = 4; p <= 40; p += 4) grid.push_back(p);
+  const auto m0 = plain.match(ns_of(0), t1);
+  CHECK(plain.prefill_plan(m0, 40, grid) == std::vector<std::size_t>{40});
+  const auto m1 = pol.match(ns_of(0), t1);
+  const auto plan = pol.prefill_plan(m1, 40, grid);
+  CHECK(plan == std::vector<std::size_t>{12, 24, 36, 40});
+  // A coarser chunk grid limits the candidates: 16, 32 and the tail 40 (room for all).
+  CHECK(pol.prefill_plan(m1, 40, std::vector<std::size_t>{16, 30, 32, 40}) ==
+        std::vector<std::size_t>{16, 32, 40});
+  const auto p1 = pol.insert(ns_of(0), t1);
+  for (std::size_t p : plan) {
+    const auto r = pol.admit(p1[p / 4 - 1], 1);
+    CHECK(r.admitted);
+    CHECK(r.victims.empty());  // free room: nothing displaced
+  }
+  pol.unpin(m1.resume_node);
+  CHECK(pol.used_bytes() == 4);
+  // A second prompt shares 24 tokens and goes on with 24 new ones: it resumes at 24 (a filled
+  // state). The pool is full: no free room, the plan is the tail 48 only.
+  std::vector<token_id> t2(t1.begin(), t1.begin() + 24);
+  for (token_id i = 0; i < 24; ++i) t2.push_back(100 + i);
+  const auto m2 = pol.match(ns_of(0), t2);
+  CHECK(m2.resume_tokens == 24);
+  CHECK(pol.prefill_plan(m2, 48, std::vector<std::size_t>{28, 36, 44, 48}) ==
+        std::vector<std::size_t>{48});
+  const auto p2 = pol.insert(ns_of(0), t2);
+  // Admitting the tail (the new end, valued by its fresh-end prior) evicts a state whose region
+  // no match has ended in: 12 (nodes 4…12, no weight) and 36 (node 36) are worth 0 (24 holds
+  // the match, 40 the first prompt's prior); the tie goes to the least recently used, 12.
+  const auto r = pol.admit(p2[11], 1);
+  CHECK(r.admitted);
+  CHECK(r.victims == std::vector<node_id>{p1[2]});
+  pol.unpin(m2.resume_node);
 }

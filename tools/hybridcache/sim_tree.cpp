@@ -40,7 +40,8 @@ const char* const usage =
                       hybridcache_noprior hybridcache_nojunction hybridcache_norepeat
                       hybridcache_shortmemory hybridcache_admitall hybridcache_age
                       hybridcache_age_shortmemory hybridcache_age_prefill
-                      hybridcache_prefill)
+                      hybridcache_prefill hybridcache_prefill_prior
+                      hybridcache_age_prefill_prior hybridcache_nofill)
   --tree-block B      tokens per tree node (default 64; mooncake is always 512)
   --tree-sessions N   synthetic multi-turn sessions (default 400)
   --tree-chunk C      SGLang chunked-prefill size in tokens (default 8192)

@@ -146,6 +146,23 @@ struct policy_options {
   /// growing past the ages at which states are still resumed, so it loses its rank as an LRU
   /// would drop it. false: ΔE[r] per byte alone.
   bool age_value = false;
+  /// Prefill-end prior: `note_prefill_end(v)` gives the end v of a request's prompt (the
+  /// prefill's end, which a re-asked prompt resumes at), if no match has ended there yet, the
+  /// pseudo-observation π_P = p̂_P · min(1, 1/((1 − γ) D̂_P)) · (mass of one observation now),
+  /// learned apart from the turn ends of `fresh_prior`: p̂_P = (h_P + 1)/(n_P + 2) the EW (γ per
+  /// noted prefill end) share of such ends that a later match ended at, D̂_P their EW mean age
+  /// then; the first real match at v replaces π_P (docs/tree.md, "Prefill ends"). false:
+  /// `note_prefill_end` does nothing.
+  bool prefill_prior = false;
+  /// Fill free memory: while the pool has free room, admitting a state displaces nothing, so
+  /// `prefill_plan` also returns up to F = ⌊(capacity_bytes − used_bytes) / state_bytes⌋ − (its
+  /// other positions) further candidates (grid positions in (resume, prompt] whose node holds no
+  /// state), spread evenly over them with the deepest kept: of n such candidates c_0 < … < c_{n−1}
+  /// it picks c_{⌈(i+1)·n/k⌉−1}, i < k = min(F, n). They fit the free room, so admitting them
+  /// evicts nothing; once held they are ranked for eviction by ΔE[r] per byte as any state (one
+  /// whose region no match has ended in is worth 0 and goes first). false: planned, junction and
+  /// tail positions only (docs/tree.md, "Free memory").
+  bool fill_free = true;
 };
 
 /// What `match` found.
@@ -252,7 +269,8 @@ class basic_state_policy {
   /// prefill that follows `m`: the candidates are the `chunk_ends` that lie on the block grid and
   /// in (m.resume_tokens, prompt_tokens]; of those it returns the re-planned nodes of the
   /// replayed path that lack a state, the junction m.matched_tokens when the prompt goes beyond
-  /// it, and the deepest candidate beyond the match (the tail, the next turn's likely resume).
+  /// it, and the deepest candidate beyond the match (the tail, the next turn's likely resume);
+  /// with `fill_free`, also further candidates into the pool's free room (policy_options).
   /// @throws invalid_argument if a chunk end exceeds `prompt_tokens`, or `m` does not fit
   ///         (matched_tokens > prompt_tokens, path size ≠ matched_tokens / B).
   [[nodiscard]] std::vector<std::size_t> prefill_plan(
@@ -285,6 +303,7 @@ class basic_state_policy {
     if (tail != 0) out.push_back(tail);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
+    if (opts_.fill_free) fill_free_room(m, prompt_tokens, chunk_ends, out);
     return out;
   }
 
@@ -368,6 +387,27 @@ class basic_state_policy {
     add_state(node, static_cast<std::uint32_t>(bytes));
     r.admitted = true;
     return r;
+  }
+
+  /// The engine's prefill of the current request ends at `node` (the prompt's last full block,
+  /// a node of the last `insert`): with `prefill_prior` on and no match ended there yet (no
+  /// weight, no prior), it gets the prefill-end prior π_P (policy_options::prefill_prior), so a
+  /// later `admit(node, …)` values the state by the chance that the prompt is asked again.
+  /// Call it before offering that state to `admit`. O(depth of node) (the state above it).
+  /// @throws invalid_argument for an unknown node.
+  void note_prefill_end(node_id node) {
+    check_node(node, "node");
+    if (!opts_.prefill_prior || nodes_[node].parent == no_node) return;
+    node_rec& n = nodes_[node];
+    if ((n.flags & fresh_flag) || n.weight > 0.0) return;
+    pre_ends_ = pre_ends_ * gamma_ + 1.0;
+    pre_hit_ *= gamma_;
+    const double prior = prefill_prior_mass() * scale_;
+    n.weight = prior;
+    n.flags |= fresh_flag | prefill_flag;
+    total_ += prior;
+    const node_id anchor = n.state != no_state ? node : state_above(node);
+    if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].region += prior;
   }
 
   /// Frees at least `bytes` (or every unpinned state): victims in increasing exact ΔE[r] per
@@ -512,6 +552,19 @@ class basic_state_policy {
     check_node(v, "v");
     return total_ > 0.0 ? nodes_[v].weight / total_ : 0.0;
   }
+  /// p̂_P = (h_P + 1)/(n_P + 2): the EW share of noted prefill ends that a later match ended at
+  /// (policy_options::prefill_prior; 1/2 before any).
+  [[nodiscard]] double prefill_share() const noexcept {
+    return (pre_hit_ + 1.0) / (pre_ends_ + 2.0);
+  }
+  /// π_P / (mass of one observation): p̂_P · min(1, 1/((1 − γ) D̂_P)), the prior a prefill end
+  /// noted now would get (its own count excluded).
+  [[nodiscard]] double prefill_prior_mass() const noexcept {
+    const double p = prefill_share();
+    if (!(gamma_ < 1.0) || !(pre_delay_n_ > 0.0)) return p;
+    const double spread = (1.0 - gamma_) * (pre_delay_sum_ / pre_delay_n_);
+    return spread > 1.0 ? p / spread : p;
+  }
   /// P(hit | age) of the state held at `v` (policy_options::age_value): the learned chance that
   /// its region is matched again given the observations since its admission or last resume;
   /// 1 with `age_value` off. @throws invalid_argument for an unknown node or one with no state.
@@ -557,7 +610,8 @@ class basic_state_policy {
   static constexpr std::uint32_t max_pins = (1u << 24) - 1;
   static constexpr std::uint32_t no_state = std::numeric_limits<std::uint32_t>::max();
   static constexpr std::uint32_t live_flag = 1, planned_flag = 2, fresh_flag = 4, junction_flag = 8,
-                                 once_flag = 16, repeat_flag = 32, junction_hit_flag = 64;
+                                 once_flag = 16, repeat_flag = 32, junction_hit_flag = 64,
+                                 prefill_flag = 128;  // with fresh_flag: the prior is π_P
 
   /// EW counts at a junction J (see policy_options::junction_prior).
   struct junction_stat {
@@ -671,7 +725,16 @@ class basic_state_policy {
   void observe(node_id v, node_id anchor) {
     double* region =
         nodes_[anchor].state != no_state ? &states_v_[nodes_[anchor].state].region : nullptr;
-    if (nodes_[v].flags & fresh_flag) {  // the first real match at a fresh end replaces π
+    if ((nodes_[v].flags & (fresh_flag | prefill_flag)) == (fresh_flag | prefill_flag)) {
+      // The first real match at a prefill end replaces π_P; its age from π_P's decay.
+      const double ratio = nodes_[v].weight / scale_ / prefill_share();
+      const double age =
+          (gamma_ < 1.0 && ratio > 0.0 && ratio < 1.0) ? std::log(ratio) / std::log(gamma_) : 0.0;
+      pre_delay_sum_ = pre_delay_sum_ * gamma_ + age;
+      pre_delay_n_ = pre_delay_n_ * gamma_ + 1.0;
+      drop_prior(v, anchor);
+      pre_hit_ += 1.0;
+    } else if (nodes_[v].flags & fresh_flag) {  // the first real match at a fresh end replaces π
       // Its age in observations, from π's decay: w / scale = p̂_insert · γ^age, p̂_insert ≈ p̂.
       const node_id j = junction_of(v);
       const double ratio = nodes_[v].weight / scale_ / junction_share(j);
@@ -800,7 +863,7 @@ class basic_state_policy {
     node_rec& n = nodes_[v];
     const double prior = n.weight;
     n.weight = 0.0;
-    n.flags &= static_cast<std::uint8_t>(~fresh_flag);
+    n.flags &= static_cast<std::uint8_t>(~(fresh_flag | prefill_flag));
     total_ = std::max(0.0, total_ - prior);
     if (nodes_[anchor].state != no_state) {
       double& r = states_v_[nodes_[anchor].state].region;
@@ -944,6 +1007,33 @@ class basic_state_policy {
     return (age_suffix_h_[b] + s * all) / (age_suffix_n_[b] + s);
   }
 
+  /// `fill_free`: adds to the sorted `out` up to F = free states − |out| further candidates of
+  /// `prefill_plan` (grid positions in (resume, prompt], no state at their node if on the match),
+  /// evenly spread, the deepest kept (see policy_options::fill_free).
+  void fill_free_room(const match_result& m, std::size_t prompt_tokens,
+                      std::span<const std::size_t> chunk_ends,
+                      std::vector<std::size_t>& out) const {
+    const std::size_t B = opts_.block_size;
+    const std::size_t room = (opts_.capacity_bytes - used_bytes_) / opts_.state_bytes;
+    if (room <= out.size()) return;
+    const std::size_t free_slots = room - out.size();
+    std::vector<std::size_t> cand;
+    for (const std::size_t p : chunk_ends) {
+      if (p % B != 0 || p <= m.resume_tokens || p == 0 || p > prompt_tokens) continue;
+      if (p <= m.matched_tokens) {
+        const node_id v = m.path[p / B - 1];
+        if (!live(v) || nodes_[v].state != no_state) continue;
+      }
+      if (!std::binary_search(out.begin(), out.end(), p)) cand.push_back(p);
+    }
+    std::sort(cand.begin(), cand.end());
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+    const std::size_t n = cand.size(), k = std::min(free_slots, n);
+    if (k == 0) return;
+    for (std::size_t i = 0; i < k; ++i) out.push_back(cand[((i + 1) * n + k - 1) / k - 1]);
+    std::sort(out.begin(), out.end());
+  }
+
   /// A candidate victim: ordered by ΔE[r] per byte, then unplanned first, then LRU, then id.
   struct victim_entry {
     double per_byte;
@@ -1047,7 +1137,9 @@ class basic_state_policy {
   double once_n_ = 0.0, once_hit_ = 0.0;    // EW counts of first matches / of those repeated
   double ends_ = 0.0, ends_hit_ = 0.0;      // EW counts of fresh ends and of those matched later
   double delay_sum_ = 0.0, delay_n_ = 0.0;  // EW sum / count of their ages at the first match
-  std::size_t work_ = 0;                    // blocks walked since the last re-plan
+  double pre_ends_ = 0.0, pre_hit_ = 0.0;   // the same for noted prefill ends (prefill_prior)
+  double pre_delay_sum_ = 0.0, pre_delay_n_ = 0.0;
+  std::size_t work_ = 0;  // blocks walked since the last re-plan
   // Age-conditioned value: EW hits / ends per log2 age bucket, common scale, suffix sums.
   double age_hits_[age_buckets] = {}, age_ends_[age_buckets] = {};
   double age_scale_ = 1.0;

@@ -106,7 +106,9 @@ class library_policy final : public tree_policy {
     }
     if (prefill_end_ && s.prompt_blocks > s.resumed && s.prompt_blocks < path.size()) {
       // The prefill's own end (the request's prompt), offered like any snapshot: admitted
-      // while the pool has room or when it is worth more than a held state.
+      // while the pool has room or when it is worth more than a held state (valued by the
+      // prefill-end prior, policy_options::prefill_prior, until a match ends there).
+      pol_->note_prefill_end(lib[s.prompt_blocks - 1]);
       const auto r = pol_->admit(lib[s.prompt_blocks - 1], state_bytes_);
       for (auto victim : r.victims) ctx_.pool->remove(lib_to_node_.at(victim));
       if (r.admitted && !ctx_.pool->holds(path[s.prompt_blocks - 1]))

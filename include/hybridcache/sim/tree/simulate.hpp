@@ -45,13 +45,27 @@ inline constexpr std::string_view tree_policy_names[] = {
 /// (`admit_by_value`); and the default with the age-conditioned value on (`age_value`):
 /// `hybridcache_age`, `hybridcache_age_shortmemory` (also `memory_per_state = memory_floor =
 /// 0`), `hybridcache_age_prefill` (also the prefill end offered as a snapshot,
-/// `library_policy`'s `prefill_end`), and `hybridcache_prefill` (the default + that offer).
+/// `library_policy`'s `prefill_end`), and `hybridcache_prefill` (the default + that offer);
+/// `hybridcache_prefill_prior` and `hybridcache_age_prefill_prior`: `hybridcache_prefill` and
+/// `hybridcache_age_prefill` with the prefill-end prior on (`prefill_prior`);
+/// `hybridcache_nofill`: the default without filling free memory (`fill_free` off; the default
+/// before it; `hybridcache_base` and `hybridcache_prev` have it off too).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 11> tree_policy_variants{
-    "hybridcache_base",        "hybridcache_prev",     "hybridcache_noprior",
-    "hybridcache_nojunction",  "hybridcache_norepeat", "hybridcache_shortmemory",
-    "hybridcache_admitall",    "hybridcache_age",      "hybridcache_age_shortmemory",
-    "hybridcache_age_prefill", "hybridcache_prefill"};
+inline constexpr std::array<std::string_view, 14> tree_policy_variants{
+    "hybridcache_base",
+    "hybridcache_prev",
+    "hybridcache_noprior",
+    "hybridcache_nojunction",
+    "hybridcache_norepeat",
+    "hybridcache_shortmemory",
+    "hybridcache_admitall",
+    "hybridcache_age",
+    "hybridcache_age_shortmemory",
+    "hybridcache_age_prefill",
+    "hybridcache_prefill",
+    "hybridcache_prefill_prior",
+    "hybridcache_age_prefill_prior",
+    "hybridcache_nofill"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -104,6 +118,7 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
       b.memory_per_state = 0.0;
       b.memory_floor = 0.0;
       b.admit_by_value = false;
+      b.fill_free = false;
     };
     bool known = true, two = false;
     if (name == "hybridcache_base") {
@@ -130,6 +145,15 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
       two = true;
     } else if (name == "hybridcache_prefill") {
       two = true;
+    } else if (name == "hybridcache_prefill_prior") {
+      b.prefill_prior = true;
+      two = true;
+    } else if (name == "hybridcache_age_prefill_prior") {
+      b.age_value = true;
+      b.prefill_prior = true;
+      two = true;
+    } else if (name == "hybridcache_nofill") {
+      b.fill_free = false;
     } else if (name == "hybridcache_age_shortmemory") {
       b.age_value = true;
       b.memory_per_state = 0.0;

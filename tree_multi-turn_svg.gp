@@ -1,0 +1,19 @@
+set terminal svg size 800,480 dynamic font 'Helvetica,11'
+set termoption noenhanced
+set output '/work/wt-tree2/tree_multi-turn.svg'
+set title "multi-turn: tokens recomputed vs state memory (B = 64 tokens, 2250 requests)"
+set grid
+set logscale x 2
+set key outside right
+set xlabel "state memory (GiB)"
+set ylabel "tokens recomputed (millions)"
+set yrange [0:*]
+plot '/work/wt-tree2/tree_multi-turn.dat' index 0 using 1:2 with linespoints lw 2 title 'hybridcache', \
+     '/work/wt-tree2/tree_multi-turn.dat' index 1 using 1:2 with linespoints lw 2 title 'hybridcache_nofill', \
+     '/work/wt-tree2/tree_multi-turn.dat' index 2 using 1:2 with linespoints lw 2 title 'hybridcache_prefill', \
+     '/work/wt-tree2/tree_multi-turn.dat' index 3 using 1:2 with linespoints lw 2 title 'hybridcache_prefill_prior', \
+     '/work/wt-tree2/tree_multi-turn.dat' index 4 using 1:2 with linespoints lw 2 title 'hybridcache_age', \
+     '/work/wt-tree2/tree_multi-turn.dat' index 5 using 1:2 with linespoints lw 2 title 'hybridcache_age_prefill_prior', \
+     '/work/wt-tree2/tree_multi-turn.dat' index 6 using 1:2 with linespoints lw 2 title 'sglang_extra_buffer', \
+     '/work/wt-tree2/tree_multi-turn.dat' index 7 using 1:2 with linespoints lw 2 title 'marconi', \
+     '/work/wt-tree2/tree_multi-turn.dat' index 8 using 1:2 with linespoints lw 3 title 'static_optimum'
