@@ -722,14 +722,18 @@ class basic_state_policy {
   /// One EW observation at v (whose anchor is `anchor`): weights are kept as Σ γ^{−s}; the
   /// common scale is folded back into every weight before it could overflow (so every value
   /// stays finite; O(n) every ~log(1e150)/log(1/γ) observations, O(1) amortised).
+  /// The age, in observations, of a prior π that has decayed to `ratio` = w / π of its value:
+  /// w = π · γ^age, so age = log(ratio) / log γ (0 when γ = 1 or the ratio is not in (0, 1)).
+  [[nodiscard]] double prior_age(double ratio) const noexcept {
+    return (gamma_ < 1.0 && ratio > 0.0 && ratio < 1.0) ? std::log(ratio) / std::log(gamma_) : 0.0;
+  }
+
   void observe(node_id v, node_id anchor) {
     double* region =
         nodes_[anchor].state != no_state ? &states_v_[nodes_[anchor].state].region : nullptr;
     if ((nodes_[v].flags & (fresh_flag | prefill_flag)) == (fresh_flag | prefill_flag)) {
       // The first real match at a prefill end replaces π_P; its age from π_P's decay.
-      const double ratio = nodes_[v].weight / scale_ / prefill_share();
-      const double age =
-          (gamma_ < 1.0 && ratio > 0.0 && ratio < 1.0) ? std::log(ratio) / std::log(gamma_) : 0.0;
+      const double age = prior_age(nodes_[v].weight / scale_ / prefill_share());
       pre_delay_sum_ = pre_delay_sum_ * gamma_ + age;
       pre_delay_n_ = pre_delay_n_ * gamma_ + 1.0;
       drop_prior(v, anchor);
@@ -737,9 +741,7 @@ class basic_state_policy {
     } else if (nodes_[v].flags & fresh_flag) {  // the first real match at a fresh end replaces π
       // Its age in observations, from π's decay: w / scale = p̂_insert · γ^age, p̂_insert ≈ p̂.
       const node_id j = junction_of(v);
-      const double ratio = nodes_[v].weight / scale_ / junction_share(j);
-      const double age =
-          (gamma_ < 1.0 && ratio > 0.0 && ratio < 1.0) ? std::log(ratio) / std::log(gamma_) : 0.0;
+      const double age = prior_age(nodes_[v].weight / scale_ / junction_share(j));
       delay_sum_ = delay_sum_ * gamma_ + age;
       delay_n_ = delay_n_ * gamma_ + 1.0;
       drop_prior(v, anchor);
