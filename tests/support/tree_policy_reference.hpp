@@ -165,6 +165,14 @@ struct tree_policy_model {
     if (e.hits < 2) ++e.hits;
     e.weight += add;
   }
+  /// p / max(1, (1 − γ) · sum / n): a prior shrunk by the mean age at its first match.
+  [[nodiscard]] long double discounted(long double p, long double sum, long double n) const {
+    if (gamma < 1 && n > 0) {
+      const long double spread = (1 - gamma) * sum / n;
+      if (spread > 1) p /= spread;
+    }
+    return p;
+  }
   /// An insert whose last full block is `v`; `junction`: the deepest node of its path that
   /// existed before it (UINT32_MAX when the whole path existed).
   void inserted_end(std::uint32_t v, std::uint32_t junction) {
@@ -172,11 +180,7 @@ struct tree_policy_model {
     if (!prior || e.parent == UINT32_MAX || e.fresh || e.weight > 0) return;
     ends = ends * gamma + 1;
     ends_hit *= gamma;
-    long double p = share();
-    if (gamma < 1 && delay_n > 0) {
-      const long double spread = (1 - gamma) * delay_sum / delay_n;
-      if (spread > 1) p /= spread;
-    }
+    long double p = discounted(share(), delay_sum, delay_n);
     if (junction_prior) {
       if (junction == UINT32_MAX) junction = e.parent;
       junction_counts& j = junctions[junction];
@@ -197,11 +201,7 @@ struct tree_policy_model {
     if (!prefill_prior || e.parent == UINT32_MAX || e.fresh || e.weight > 0) return;
     pre_ends = pre_ends * gamma + 1;
     pre_hit *= gamma;
-    long double p = prefill_share();
-    if (gamma < 1 && pre_delay_n > 0) {
-      const long double spread = (1 - gamma) * pre_delay_sum / pre_delay_n;
-      if (spread > 1) p /= spread;
-    }
+    long double p = discounted(prefill_share(), pre_delay_sum, pre_delay_n);
     e.weight = p;
     e.fresh = e.prefill = true;
   }

@@ -560,10 +560,7 @@ class basic_state_policy {
   /// π_P / (mass of one observation): p̂_P · min(1, 1/((1 − γ) D̂_P)), the prior a prefill end
   /// noted now would get (its own count excluded).
   [[nodiscard]] double prefill_prior_mass() const noexcept {
-    const double p = prefill_share();
-    if (!(gamma_ < 1.0) || !(pre_delay_n_ > 0.0)) return p;
-    const double spread = (1.0 - gamma_) * (pre_delay_sum_ / pre_delay_n_);
-    return spread > 1.0 ? p / spread : p;
+    return delay_discounted(prefill_share(), pre_delay_sum_, pre_delay_n_);
   }
   /// P(hit | age) of the state held at `v` (policy_options::age_value): the learned chance that
   /// its region is matched again given the observations since its admission or last resume;
@@ -824,9 +821,13 @@ class basic_state_policy {
   /// fresh ends were first matched — a match expected within the EW memory 1/(1 − γ) counts as
   /// one observation, a later one as its rate p̂ / D̂ per observation times that memory.
   [[nodiscard]] double fresh_prior() const noexcept {
-    const double p = fresh_share();
-    if (!(gamma_ < 1.0) || !(delay_n_ > 0.0)) return p;
-    const double spread = (1.0 - gamma_) * (delay_sum_ / delay_n_);
+    return delay_discounted(fresh_share(), delay_sum_, delay_n_);
+  }
+  /// p · min(1, 1 / ((1 − γ) D̂)) with D̂ = delay_sum / delay_n the EW mean age at the first
+  /// match (p unchanged before any first match or with γ = 1).
+  [[nodiscard]] double delay_discounted(double p, double delay_sum, double delay_n) const noexcept {
+    if (!(gamma_ < 1.0) || !(delay_n > 0.0)) return p;
+    const double spread = (1.0 - gamma_) * (delay_sum / delay_n);
     return spread > 1.0 ? p / spread : p;
   }
 
