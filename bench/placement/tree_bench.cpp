@@ -9,6 +9,9 @@
 // no root-to-leaf path exceeds 256 blocks. Weights (where matches end):
 //   sparse — at leaves and branch points only (what an engine's match-end statistics give);
 //   dense  — at every node (the hardest case: nothing reduces).
+// Wide trees (issue #21 item 8): a star (the root's n children are weighted leaves, as a
+// junction under which many conversations diverge) and a two-level broom (√n junctions of √n
+// leaves each), where the plan's budget splits over very many children.
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
@@ -84,6 +87,55 @@ void tree_place(benchmark::State& state) {
   state.SetLabel("place_optimal_tree (values + positions)");
 }
 
+/// Root → `n` weighted leaves (two_level = false), or root → ⌈√n⌉ junctions each with leaves
+/// (two_level = true), depths in blocks of 16 tokens, lognormal weights.
+radix_tree make_wide_tree(std::size_t n, bool two_level) {
+  std::mt19937_64 rng(20261125);
+  std::lognormal_distribution<double> w(0.0, 1.5);
+  radix_tree t;
+  t.parent = {0};
+  t.depth = {0.0};
+  t.weight = {0.0};
+  std::size_t fan = n;
+  if (two_level) {
+    fan = 1;
+    while (fan * fan < n) ++fan;
+    for (std::size_t j = 0; j < fan; ++j) {
+      t.parent.push_back(0);
+      t.depth.push_back(static_cast<double>(16 * (1 + rng() % 64)));
+      t.weight.push_back(0.0);
+    }
+  }
+  for (std::size_t i = 0; t.parent.size() < n + 1; ++i) {
+    const std::size_t p = two_level ? 1 + i % fan : 0;
+    t.parent.push_back(p);
+    t.depth.push_back(t.depth[p] + static_cast<double>(16 * (1 + rng() % 256)));
+    t.weight.push_back(w(rng));
+  }
+  return t;
+}
+
+template <bool TwoLevel>
+void tree_place_wide(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto m = static_cast<std::size_t>(state.range(1));
+  const auto t = make_wide_tree(n, TwoLevel);
+  const hc::tree_view view{t.parent, t.depth, t.weight};
+  for (auto _ : state) benchmark::DoNotOptimize(hc::place_optimal_tree(view, m));
+  state.SetLabel(TwoLevel ? "place_optimal_tree, broom (sqrt(n) x sqrt(n))"
+                          : "place_optimal_tree, star (n leaves)");
+}
+
+template <bool TwoLevel>
+void tree_frontier_wide(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto m = static_cast<std::size_t>(state.range(1));
+  const auto t = make_wide_tree(n, TwoLevel);
+  const hc::tree_view view{t.parent, t.depth, t.weight};
+  for (auto _ : state) benchmark::DoNotOptimize(hc::optimal_tree_frontier(view, m));
+  state.SetLabel(TwoLevel ? "optimal_tree_frontier, broom" : "optimal_tree_frontier, star");
+}
+
 }  // namespace
 
 #define HC_TREE_SIZES ->Args({10000, 256})->Args({100000, 1024})->Unit(benchmark::kMillisecond)
@@ -93,3 +145,8 @@ BENCHMARK(tree_place<false>) HC_TREE_SIZES;
 BENCHMARK(tree_frontier<true, true>) HC_TREE_SIZES;
 BENCHMARK(tree_frontier<false, true>) HC_TREE_SIZES;
 BENCHMARK(tree_place<true>) HC_TREE_SIZES;
+#define HC_WIDE_SIZES ->Args({10000, 256})->Args({100000, 1024})->Unit(benchmark::kMillisecond)
+BENCHMARK(tree_place_wide<false>) HC_WIDE_SIZES;
+BENCHMARK(tree_frontier_wide<false>) HC_WIDE_SIZES;
+BENCHMARK(tree_place_wide<true>) HC_WIDE_SIZES;
+BENCHMARK(tree_frontier_wide<true>) HC_WIDE_SIZES;

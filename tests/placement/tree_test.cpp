@@ -22,6 +22,26 @@ hc::tree_view view(const ht::tree_case& t) { return {t.parent, t.depth, t.weight
 constexpr ht::tree_shape all_shapes[] = {ht::tree_shape::chain, ht::tree_shape::star,
                                          ht::tree_shape::binary, ht::tree_shape::caterpillar,
                                          ht::tree_shape::random};
+
+/// Root → `junctions` nodes → `leaves` children shared round-robin among them (a broom of
+/// fan-outs; junctions = 0 gives a star of `leaves`). Integer depth steps and small integer
+/// weights, so ties are common.
+ht::tree_case broom(std::mt19937& rng, std::size_t junctions, std::size_t leaves) {
+  ht::tree_case t{{0}, {0.0}, {0.0}};
+  for (std::size_t j = 0; j < junctions; ++j) {
+    t.parent.push_back(0);
+    t.depth.push_back(static_cast<double>(1 + rng() % 4));
+    t.weight.push_back(rng() % 2 == 0 ? 0.0 : static_cast<double>(rng() % 3));
+  }
+  for (std::size_t i = 0; i < leaves; ++i) {
+    const std::size_t p = junctions == 0 ? 0 : 1 + i % junctions;
+    t.parent.push_back(p);
+    t.depth.push_back(t.depth[p] + static_cast<double>(1 + rng() % 4));
+    t.weight.push_back(rng() % 4 == 0 ? 0.0 : static_cast<double>(rng() % 4));
+  }
+  t.weight.back() += 1.0;  // never all zero
+  return t;
+}
 }  // namespace
 
 TEST_CASE("tree placement equals the brute force for every budget on every shape") {
@@ -76,6 +96,58 @@ TEST_CASE("tree placement equals the unreduced reference DP on larger trees") {
         CHECK(static_cast<double>(ht::tree_recompute(t, plan.checkpoints)) ==
               doctest::Approx(static_cast<double>(ref[m])).epsilon(1e-12).scale(1.0));
       }
+    }
+  }
+}
+
+TEST_CASE("wide trees (stars, brooms, caterpillars) equal the brute force for every budget") {
+  // Positions split a node's budget over its children from checkpointed prefix merges in blocks
+  // of ceil(sqrt(children)) (detail::tree_dp::split_children): up to 15 children = 4 blocks.
+  std::mt19937 rng(2121);
+  int checked = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    ht::tree_case t;
+    switch (trial % 3) {
+      case 0:
+        t = broom(rng, 0, 1 + rng() % 14);  // star
+        break;
+      case 1:
+        t = broom(rng, 1 + rng() % 3, 4 + rng() % 10);
+        break;
+      default:
+        t = ht::random_tree(rng, 2 + rng() % 14, ht::tree_shape::caterpillar, trial % 2 == 0);
+    }
+    const std::size_t n = t.parent.size();
+    const auto ref = ht::tree_brute_force(t);
+    const auto v = hc::optimal_tree_frontier(view(t), n);
+    for (std::size_t m = 0; m <= n; ++m) {
+      const double best = static_cast<double>(ref[std::min(m, n - 1)]);
+      CHECK(v[m] == doctest::Approx(best).epsilon(1e-12).scale(1.0));
+      const auto plan = hc::place_optimal_tree(view(t), m);
+      CHECK(plan.checkpoints.size() <= m);
+      CHECK(static_cast<double>(ht::tree_recompute(t, plan.checkpoints)) ==
+            doctest::Approx(best).epsilon(1e-12).scale(1.0));
+      ++checked;
+    }
+  }
+  CHECK(checked > 400);
+}
+
+TEST_CASE("wide stars and brooms equal the unreduced reference DP") {
+  // 30..330 children per node: many blocks in the checkpointed split, budgets past the block size.
+  std::mt19937 rng(2122);
+  for (int trial = 0; trial < 8; ++trial) {
+    const auto t = trial % 2 == 0 ? broom(rng, 0, 30 + rng() % 300)
+                                  : broom(rng, 2 + rng() % 3, 60 + rng() % 200);
+    const std::size_t max_m = 24;
+    const auto ref = ht::tree_reference_dp(t, max_m);
+    const auto v = hc::optimal_tree_frontier(view(t), max_m);
+    for (std::size_t m = 0; m <= max_m; ++m) {
+      CHECK(v[m] == doctest::Approx(static_cast<double>(ref[m])).epsilon(1e-12).scale(1.0));
+      const auto plan = hc::place_optimal_tree(view(t), m);
+      CHECK(plan.checkpoints.size() <= m);
+      CHECK(static_cast<double>(ht::tree_recompute(t, plan.checkpoints)) ==
+            doctest::Approx(static_cast<double>(ref[m])).epsilon(1e-12).scale(1.0));
     }
   }
 }

@@ -16,7 +16,23 @@
 ///    ⊕ the (min,+) convolution, each vector capped at min(weighted nodes in the subtree, M).
 ///    Anchors are solved deepest first; the root is the free anchor, so V(k) = H[root][k].
 /// 3. **Positions**: the anchor passes are re-run for the chosen checkpoints only, top-down,
-///    recovering every split by argmin over the same sums.
+///    recovering every split by argmin over the same sums (`split_children`: prefix merges kept
+///    at block ends only, one block of ⌈√r⌉ recomputed at a time).
+///
+/// **Memory** (n input nodes, m ≤ n reduced nodes, n_w(x) weighted nodes in subtree(x), r(x)
+/// children of x in the reduced tree, M the budget). Peak, in 8-byte words:
+///
+///     O(n)                              validation copy, reduction, index arrays
+///   + 2 · Σ_x (min(n_w(x), M) + 1)      H and X (X is one buffer, reused by every anchor pass)
+///   + (M + 1)                           the merge accumulator's scratch
+///   + 2⌈√r(x)⌉ · (M + 1) + O(r(x))      one split at a time (block ends + one block)
+///
+/// i.e. O(n + Σ_x min(n_w(x), M) + M·√Δ), Δ the largest fan-out; Σ_x min(n_w(x), M) ≤
+/// min(m·M, n_w·(h + 1)) for reduced height h (edges), so O(n·min(M, h + 1) + M·√n). A star of 10⁵
+/// weighted leaves at M = 1024 needs 3·10⁵ + 2·1025 words of tables and (315 + 317) · 1025 of split
+/// scratch (5.2 MB; 820 MB while every prefix merge of the split was kept). The H tables cannot be
+/// dropped: every ancestor's anchor pass reads H[x]. tests/placement/tree_memory_test.cpp
+/// checks the bound by counting heap bytes.
 ///
 /// Without step 1 (`compress = false`) this is the plain exact DP the benchmark uses as its
 /// baseline.
@@ -77,7 +93,7 @@ class tree_dp {
       anchor_pass(j.anchor);
       // Descend from the anchor's children with budget split as in H[a] = ⊕ X_a[c].
       stack.clear();
-      split_children(j.anchor, j.budget, stack, /*use_x=*/true);
+      split_children(j.anchor, j.budget, stack);
       while (!stack.empty()) {
         auto [x, b] = stack.back();
         stack.pop_back();
@@ -91,7 +107,7 @@ class tree_dp {
           out.push_back(orig_[x]);
           todo.push_back({x, std::min(bb - 1, cap_strict(x))});
         } else {
-          split_children(x, bb, stack, /*use_x=*/true);
+          split_children(x, bb, stack);
         }
       }
     }
@@ -187,15 +203,22 @@ class tree_dp {
     h_.assign(hoff_[m], inf);
   }
 
-  /// out[0..cap_out] = a ⊕ b (min-plus), a of length la+1, b of length lb+1.
+  /// out[0..cap_out] = a ⊕ b (min-plus), a of length la+1, b of length lb+1. Every candidate
+  /// a[i] + b[j] is one rounded sum and min is exact (no NaN, no −0: costs are ≥ +0 or +inf), so
+  /// the result does not depend on the loop order: the shorter operand runs outside and the inner
+  /// loop runs long (and vectorises) — a leaf child has length 2.
   static void convolve(const double* a, std::size_t la, const double* b, std::size_t lb,
                        double* out, std::size_t cap_out) {
     std::fill(out, out + cap_out + 1, inf);
-    for (std::size_t i = 0; i <= la && i <= cap_out; ++i) {
-      const double ai = a[i];
-      const std::size_t jmax = std::min(lb, cap_out - i);
-      double* o = out + i;
-      for (std::size_t j = 0; j <= jmax; ++j) o[j] = std::min(o[j], ai + b[j]);
+    if (lb > la) {
+      std::swap(a, b);
+      std::swap(la, lb);
+    }
+    for (std::size_t j = 0; j <= lb && j <= cap_out; ++j) {
+      const double bj = b[j];
+      const std::size_t imax = std::min(la, cap_out - j);
+      double* o = out + j;
+      for (std::size_t i = 0; i <= imax; ++i) o[i] = std::min(o[i], a[i] + bj);
     }
   }
 
@@ -245,49 +268,82 @@ class tree_dp {
     }
   }
 
-  /// Splits budget `b` among the children of x so that Σ X_a[c][b_c] = (⊕ X_a[c])[b] and pushes
-  /// (c, b_c) on the stack. Prefix merges are recomputed here (only along the optimal descent).
+  /// Splits budget `b` among the children c_0..c_{r−1} of x so that Σ X_a[c][b_c] =
+  /// (⊕ X_a[c])[b] and pushes (c, b_c) on the stack. The split is read backwards from the prefix
+  /// merges P_j = X[c_0] ⊕ … ⊕ X[c_j] (capped at b): b_{c_j} is the least k attaining
+  /// min_k P_{j−1}[rem − k] + X[c_j][k]. Keeping every P_j would cost r·(b + 1) doubles (820 MB
+  /// for a 10⁵-child star at b = 1024), so the children are cut into blocks of s = ⌈√r⌉: the
+  /// forward pass keeps only the P_j that end a block, and the backward pass recomputes one block
+  /// at a time from the stored P_j before it. Scratch ≤ (⌈r/s⌉ + s)(b + 1) ≤ (2√r + 2)(b + 1)
+  /// doubles, at the price of ≤ one more forward pass; every P_j is computed by the same
+  /// sequence of convolutions as before, so the split is bit-identical.
   void split_children(std::size_t x, std::size_t b,
-                      std::vector<std::pair<std::uint32_t, std::size_t>>& stack, bool /*use_x*/) {
+                      std::vector<std::pair<std::uint32_t, std::size_t>>& stack) {
     const std::size_t cb = cstart_[x], ce = cstart_[x + 1];
     if (cb == ce) return;
     const std::size_t r = ce - cb;
-    // prefix[j] = X[c_0] ⊕ … ⊕ X[c_j], capped at b.
-    prefix_.resize(r);
-    std::vector<std::size_t> plen(r);
-    for (std::size_t j = 0; j < r; ++j) {
-      const std::uint32_t c = kids_[cb + j];
-      const std::size_t lc = std::min(cap(c), b);
-      auto& pj = prefix_[j];
-      if (j == 0) {
-        pj.assign(&x_[off_[c]], &x_[off_[c]] + lc + 1);
-        plen[j] = lc;
-      } else {
-        const std::size_t lo = std::min(plen[j - 1] + cap(c), b);
-        pj.assign(lo + 1, inf);
-        convolve(prefix_[j - 1].data(), plen[j - 1], &x_[off_[c]], cap(c), pj.data(), lo);
-        plen[j] = lo;
-      }
-    }
-    std::size_t rem = std::min(b, plen[r - 1]);
-    for (std::size_t j = r; j-- > 1;) {
-      const std::uint32_t c = kids_[cb + j];
-      const double* xc = &x_[off_[c]];
-      const std::size_t lc = cap(c);
-      std::size_t best_k = 0;
-      double best = inf;
-      for (std::size_t kc = 0; kc <= std::min(lc, rem); ++kc) {
-        if (rem - kc > plen[j - 1]) continue;
-        const double v = prefix_[j - 1][rem - kc] + xc[kc];
-        if (v < best) {
-          best = v;
-          best_k = kc;
+    const std::uint32_t* kid = &kids_[cb];
+    // plen[j] = min(Σ_{i ≤ j} cap(c_i), b): the length of P_j (depends on the caps only).
+    plen_.resize(r);
+    for (std::size_t j = 0; j < r; ++j)
+      plen_[j] = std::min((j == 0 ? 0 : plen_[j - 1]) + cap(kid[j]), b);
+    std::size_t s = 1;
+    while (s * s < r) ++s;
+    const std::size_t blocks = (r + s - 1) / s;
+    // Stored block ends: P_{(q+1)s−1} for q = 0..blocks−2 (the start of block q + 1).
+    kept_off_.assign(blocks, 0);
+    for (std::size_t q = 0; q + 1 < blocks; ++q)
+      kept_off_[q + 1] = kept_off_[q] + plen_[(q + 1) * s - 1] + 1;
+    kept_.resize(blocks > 1 ? kept_off_[blocks - 1] : 0);
+    // Computes P_j for j in block q into block_ (P_j at block_off_[j − qs]).
+    auto fill_block = [&](std::size_t q) {
+      const std::size_t j0 = q * s, j1 = std::min(j0 + s, r);
+      block_off_.resize(j1 - j0 + 1);
+      block_off_[0] = 0;
+      for (std::size_t j = j0; j < j1; ++j)
+        block_off_[j - j0 + 1] = block_off_[j - j0] + plen_[j] + 1;
+      block_.resize(block_off_[j1 - j0]);
+      for (std::size_t j = j0; j < j1; ++j) {
+        const std::uint32_t c = kid[j];
+        double* pj = &block_[block_off_[j - j0]];
+        if (j == 0) {
+          std::copy(&x_[off_[c]], &x_[off_[c]] + plen_[0] + 1, pj);
+        } else {
+          const double* prev = j == j0 ? &kept_[kept_off_[q - 1]] : &block_[block_off_[j - j0 - 1]];
+          convolve(prev, plen_[j - 1], &x_[off_[c]], cap(c), pj, plen_[j]);
         }
       }
-      stack.emplace_back(c, best_k);
-      rem -= best_k;
+    };
+    for (std::size_t q = 0; q + 1 < blocks; ++q) {
+      fill_block(q);
+      const std::size_t last = std::min(q * s + s, r) - 1 - q * s;
+      std::copy(&block_[block_off_[last]], &block_[block_off_[last]] + plen_[q * s + s - 1] + 1,
+                &kept_[kept_off_[q]]);
     }
-    stack.emplace_back(kids_[cb], rem);
+    std::size_t rem = std::min(b, plen_[r - 1]);
+    for (std::size_t q = blocks; q-- > 0;) {
+      fill_block(q);  // for the last block, the forward pass's own work
+      const std::size_t j0 = q * s, j1 = std::min(j0 + s, r);
+      for (std::size_t j = j1; j-- > std::max<std::size_t>(j0, 1);) {
+        const double* prev = j == j0 ? &kept_[kept_off_[q - 1]] : &block_[block_off_[j - j0 - 1]];
+        const std::uint32_t c = kid[j];
+        const double* xc = &x_[off_[c]];
+        const std::size_t lc = cap(c);
+        std::size_t best_k = 0;
+        double best = inf;
+        for (std::size_t kc = 0; kc <= std::min(lc, rem); ++kc) {
+          if (rem - kc > plen_[j - 1]) continue;
+          const double v = prev[rem - kc] + xc[kc];
+          if (v < best) {
+            best = v;
+            best_k = kc;
+          }
+        }
+        stack.emplace_back(c, best_k);
+        rem -= best_k;
+      }
+    }
+    stack.emplace_back(kid[0], rem);
   }
 
   static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
@@ -301,7 +357,9 @@ class tree_dp {
   std::vector<std::uint32_t> kids_;
   std::vector<std::size_t> off_, hoff_;
   std::vector<double> x_, h_, tmp_;
-  std::vector<std::vector<double>> prefix_;
+  // split_children scratch: block-end prefix merges, one block's prefix merges, their offsets.
+  std::vector<double> kept_, block_;
+  std::vector<std::size_t> plen_, kept_off_, block_off_;
 };
 
 }  // namespace detail
