@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <hybridcache/placement.hpp>
@@ -150,6 +151,60 @@ TEST_CASE("wide stars and brooms equal the unreduced reference DP") {
             doctest::Approx(static_cast<double>(ref[m])).epsilon(1e-12).scale(1.0));
     }
   }
+}
+
+TEST_CASE("weights whose sum overflows are normalised as place_optimal normalises them") {
+  // Issue #21 item 10: 1e308 + 1e308 = inf; both planners scale by an exact power of two first.
+  const std::vector<double> w{0.0, 1e308, 1e308};  // depths 1, 2, 3
+  const std::vector<std::size_t> parent{0, 0, 1, 2};
+  const std::vector<double> depth{0, 1, 2, 3};
+  const std::vector<double> weight{0, 0.0, 1e308, 1e308};
+  const hc::tree_view t{parent, depth, weight};
+  const auto chain = hc::place_optimal(w, 1);
+  CHECK(chain.expected_recompute ==
+        0.5);  // a checkpoint at 2 (or 3) leaves 1 token (or 2) half the time
+  const auto tree = hc::place_optimal_tree(t, 1);
+  CHECK(tree.expected_recompute == chain.expected_recompute);
+  CHECK(tree.checkpoints == chain.checkpoints);
+  const auto fc = hc::optimal_frontier(w, 3);
+  const auto ft = hc::optimal_tree_frontier(t, 3);
+  CHECK(ft == fc);  // {2.5, 0.5, 0, 0}
+  CHECK(hc::expected_recompute_tree(t, std::vector<std::size_t>{}) == 2.5);
+  // Subnormal weights: exactly the plans and values of their normal multiples.
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  std::mt19937 rng(10);
+  for (int trial = 0; trial < 10; ++trial) {
+    auto big = ht::random_tree(rng, 12, ht::tree_shape::random, trial % 2 == 0);
+    auto small = big;
+    for (auto& x : small.weight) x *= tiny;
+    for (std::size_t m = 0; m <= 4; ++m) {
+      const auto a = hc::place_optimal_tree(view(big), m);
+      const auto b = hc::place_optimal_tree(view(small), m);
+      CHECK(a.checkpoints == b.checkpoints);
+      CHECK(a.expected_recompute == b.expected_recompute);
+    }
+  }
+}
+
+TEST_CASE("optimal_tree_frontier rejects an output too large to allocate, naming max_budget") {
+  // Issue #21 item 9: 2^50 budgets (8 PiB of output) ended in std::bad_alloc.
+  const ht::tree_case t{{0, 0, 1}, {0, 1, 2}, {0, 1, 1}};
+  for (const std::size_t huge :
+       {std::size_t{1} << 50, std::size_t{1} << 44, std::numeric_limits<std::size_t>::max()}) {
+    try {
+      (void)hc::optimal_tree_frontier(view(t), huge);
+      FAIL("no throw for max_budget " << huge);
+    } catch (const hc::invalid_argument& e) {
+      CHECK(e.argument() == "max_budget + 1");
+      const std::string what = e.what();
+      const std::string shown = huge == std::numeric_limits<std::size_t>::max()
+                                    ? std::to_string(huge)
+                                    : std::to_string(huge + 1);
+      CHECK(what.find(shown) != std::string::npos);
+    }
+  }
+  // The largest output that may be allocated is not rejected by the check itself.
+  CHECK(hc::optimal_tree_frontier(view(t), 1000).size() == 1001);
 }
 
 TEST_CASE("ties, zero weights and weight only at the root") {

@@ -4,7 +4,8 @@
 /// @file
 /// `optimal_frontier`: the optimal expected recompute V(M) for every budget M = 0..max_budget in
 /// one pass of the layered DP (Theorem 2 of the sparse prefix caching paper), O(N·max_budget)
-/// time and O(N) memory.
+/// time and O(N + max_budget) memory: O(N) working memory (one DP layer and ≤ 8 hulls) plus the
+/// returned max_budget + 1 values, which are checked against `max_allocation_bytes` first.
 ///
 /// V is nonincreasing and convex in M (the edge cost is Monge, see detail/lagrangian.hpp), V(0) is
 /// the no-cache recompute R_nc and V(M) = V(useful) for M ≥ useful, where useful is the number of
@@ -31,8 +32,9 @@ HYBRIDCACHE_NAMESPACE_BEGIN
 /// M = 0..max_budget; `opts.granularity` restricts candidates to multiples of B (`opts.method` is
 /// ignored: the frontier is always the layered DP).
 /// @returns a vector of max_budget + 1 values in tokens under the normalised weights.
-/// @throws invalid_argument for empty, non-finite, negative or all-zero weights, and for a
-///         granularity of 0 or above N.
+/// @throws invalid_argument for empty, non-finite, negative or all-zero weights, for a
+///         granularity of 0 or above N, and naming `max_budget + 1` when the output would not
+///         fit in `max_allocation_bytes` (checked.hpp).
 inline std::vector<double> optimal_frontier(std::span<const double> weights, std::size_t max_budget,
                                             placement_options opts = {}) {
   const auto pb = detail::make_problem(weights, opts.granularity);

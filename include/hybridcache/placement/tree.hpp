@@ -17,7 +17,10 @@
 /// be the unique best anchor (weightless subtrees, weightless non-branching nodes), then runs an
 /// exact DP over (anchor, node, budget) with (min,+) knapsack merging over children, each vector
 /// capped by its subtree's count of weighted nodes. Time O(Σ_a |subtree(a)| · min(n_w, M)) over
-/// the reduced tree in the worst case, memory O(Σ_x min(n_w(x), M)).
+/// the reduced tree in the worst case. Peak memory O(n + Σ_x min(n_w(x), M) + M·√Δ), Δ the
+/// largest fan-out of the reduced tree (so O(n + M·√n) on a star, O(n·min(M, h + 1) + M·√n) for
+/// reduced height h); the exact terms are in detail/tree_dp.hpp. `optimal_tree_frontier` adds
+/// its output, max_budget + 1 doubles.
 ///
 /// @code
 ///   // root ─ 1 (depth 100) ─┬─ 2 (depth 110, w 0.5)
@@ -35,7 +38,9 @@
 #include <span>
 #include <vector>
 
+#include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
+#include "hybridcache/detail/normalise.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/placement/detail/tree_dp.hpp"
 
@@ -57,6 +62,10 @@ struct tree_placement {
 namespace detail {
 
 /// Validates `tree` (every rule of DESIGN §7) and returns it with normalised weights.
+/// The weights are normalised as `place_optimal` normalises a chain's (detail/problem.hpp): first
+/// multiplied by the exact power of two `scale_to_unit` (detail/normalise.hpp) that brings the
+/// largest into [1, 2), then divided by their sum, which is then in [1, 2n) — so finite weights
+/// never overflow the sum (1e308 + 1e308) and subnormal ones keep their ratios.
 /// @throws invalid_argument naming the offending argument and value.
 inline tree_problem make_tree_problem(tree_view tree) {
   const std::size_t n = tree.parent.size();
@@ -68,12 +77,12 @@ inline tree_problem make_tree_problem(tree_view tree) {
     throw_invalid("tree.weight.size()", tree.weight.size(),
                   "must equal tree.parent.size() = " + std::to_string(n));
   if (tree.depth[0] != 0.0) throw_invalid("tree.depth[0]", tree.depth[0], "the root's depth is 0");
-  double total = 0.0;
+  double max_w = 0.0;
   for (std::size_t v = 0; v < n; ++v) {
     const double w = tree.weight[v];
     if (!std::isfinite(w) || w < 0.0)
       throw_invalid(indexed("tree.weight", v), w, "weights must be finite and >= 0");
-    total += w;
+    if (w > max_w) max_w = w;
     if (v == 0) continue;
     const std::size_t p = tree.parent[v];
     if (p >= v)
@@ -83,10 +92,15 @@ inline tree_problem make_tree_problem(tree_view tree) {
       throw_invalid(indexed("tree.depth", v), d,
                     "must be finite and > the parent's depth " + to_display(tree.depth[p]));
   }
-  if (!(total > 0.0)) throw_invalid("tree.weight", "all 0", "at least one weight must be > 0");
-  if (!std::isfinite(total)) throw_invalid("tree.weight", "sum = inf", "the sum overflows");
+  if (!(max_w > 0.0)) throw_invalid("tree.weight", "all 0", "at least one weight must be > 0");
+  const unit_scale scale = scale_to_unit(max_w);  // exact, subnormal- and overflow-safe
   tree_problem pb{tree.parent, tree.depth, std::vector<double>(n)};
-  for (std::size_t v = 0; v < n; ++v) pb.weight[v] = tree.weight[v] / total;
+  double total = 0.0;
+  for (std::size_t v = 0; v < n; ++v) {
+    pb.weight[v] = scale(tree.weight[v]);
+    total += pb.weight[v];
+  }
+  for (double& w : pb.weight) w /= total;  // total ∈ [1, 2n): finite and normal
   return pb;
 }
 
@@ -126,7 +140,8 @@ inline double tree_recompute(const tree_problem& pb, std::span<const std::size_t
 /// @returns node ids ascending, never 0, and their E[r].
 /// @throws invalid_argument for sizes that differ, an empty tree, parent[v] ≥ v, depth[0] ≠ 0, a
 ///         depth not strictly increasing along an edge (or not finite), NaN/inf/negative or
-///         all-zero weights.
+///         all-zero weights. Finite weights whose sum overflows a double are fine (normalised as
+///         by `place_optimal`).
 [[nodiscard]] inline tree_placement place_optimal_tree(tree_view tree, std::size_t budget) {
   const auto pb = detail::make_tree_problem(tree);
   const std::size_t n = pb.parent.size();
@@ -139,13 +154,16 @@ inline double tree_recompute(const tree_problem& pb, std::span<const std::size_t
 }
 
 /// V(M) = the optimal E[r] for every budget M = 0..max_budget (size max_budget + 1);
-/// nonincreasing, V(0) = Σ ŵ(v) depth(v), and V(M) = 0 from M = useful on.
-/// @throws invalid_argument as `place_optimal_tree`.
+/// nonincreasing, V(0) = Σ ŵ(v) depth(v), and V(M) = 0 from M = useful on. The DP itself runs to
+/// min(max_budget, n) only; the output's max_budget + 1 doubles are the rest of the memory.
+/// @throws invalid_argument as `place_optimal_tree`, and naming `max_budget + 1` when the output
+///         would not fit in `max_allocation_bytes` (checked.hpp), as `optimal_frontier` does.
 [[nodiscard]] inline std::vector<double> optimal_tree_frontier(tree_view tree,
                                                                std::size_t max_budget) {
   const auto pb = detail::make_tree_problem(tree);
-  if (max_budget >= std::vector<double>().max_size())
-    detail::throw_invalid("max_budget", max_budget, "the frontier would not fit in memory");
+  // The frontier has max_budget + 1 entries: checked before sizing it (as optimal_frontier).
+  (void)checked_count<double>(checked_add(max_budget, std::size_t{1}, "max_budget", "1"),
+                              "max_budget + 1");
   const std::size_t n = pb.parent.size();
   const std::size_t m = max_budget < n ? max_budget : n;
   detail::tree_dp dp(pb, m, /*compress=*/true);
