@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "hybridcache/config.hpp"
