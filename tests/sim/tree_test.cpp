@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <hybridcache/sim/tree.hpp>
+#include <map>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -329,7 +331,10 @@ TEST_CASE("the engine rejects a policy that cheats") {
     std::string name() const override { return "z"; }
     void reset(const sim::tree_context& ctx) override { c = ctx; }
     std::size_t resume(const sim::tree_step&) override { return 0; }
-    void finish(const sim::tree_step& s) override {
+    void plan_prefill(const sim::tree_step& s, std::vector<std::size_t>& pos) override {
+      for (std::size_t j = 1; j <= s.prompt_blocks; ++j) pos.push_back(j);
+    }
+    void after_prefill(const sim::tree_step& s) override {
       for (auto v : s.path()) c.pool->add(v);
     }
   } z;
@@ -429,11 +434,14 @@ TEST_CASE("the library's policy through its public API: tail snapshot, budget, n
   CHECK(run(b.trace(), none, 0).metrics.resumed_tokens == 0.0);
 }
 
-TEST_CASE("the library's policy with the prefill end offered: a re-ask resumes at the prompt") {
-  // B = 4. R1 = 1..16 (prompt 12 = 3 blocks, output 4): the tail (j = 4) is snapshotted, and with
-  // `prefill_end` also the prompt's end (j = 3; the pool of 2 has room). R2 re-asks R1's prompt
-  // with another answer (1..12 ++ 50..57, prompt 20): usable min(3, ⌊19/4⌋) = 3, so it resumes
-  // at 3 with the offer and from the root without it (R1's tail is not on its path).
+TEST_CASE("the library's policy plans the prompt's tail at match time: a re-ask resumes there") {
+  // B = 4. R1 = 1..16 (prompt 12 = 3 blocks, output 4). Causal: at match time the prefill plan
+  // over the prompt's grid (4, 8, 12] has the prompt's tail j = 3 (the deepest new position),
+  // admitted after the prefill (a pool of 2 has room); at the end the request's tail j = 4 is
+  // admitted too. With `prefill_end` the same position is offered once more (no change). R2
+  // re-asks R1's prompt with another answer (1..12 ++ 50..57, prompt 20): usable
+  // min(3, ⌊19/4⌋) = 3, so it resumes at 3 either way (before the causal protocol, without the
+  // offer it resumed at 0: the plan then ran over the whole path and its tail was j = 4).
   sim::tree_trace_builder b("reask", 4);
   b.add_tokens(iota_tokens(1, 16), 12);
   b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 8)), 20);
@@ -443,7 +451,8 @@ TEST_CASE("the library's policy with the prefill end offered: a re-ask resumes a
     o.fill_free = false;  // free room would hold j = 3 anyway (see the fill_free test below)
     sim::library_policy p(o, "hybridcache", offer);
     const auto r = run(b.trace(), p, 2);
-    CHECK(r.resumes[1] == (offer ? 3u : 0u));
+    CHECK(r.resumes[1] == 3u);
+    CHECK(r.held[0] == std::vector<bool>{false, false, true, true});
     CHECK(r.metrics.states_peak <= 2);
   }
 }
@@ -469,22 +478,29 @@ TEST_CASE("the prefill-end prior lets a full pool take the prompt's end over a f
 }
 
 TEST_CASE("the library's policy filling free memory: a later branch resumes at a filled state") {
-  // B = 4, a pool of 4. R1 = 1..24 (prompt 20, output 4: 6 blocks) on an empty pool: the plan is
-  // the tail j = 6 and, with `fill_free`, F = 4 − 1 = 3 of the other 5 grid positions, the
-  // ⌈i·5/3⌉-th for i = 1..3: j = 2, 4, 5. R2 = 1..8 ++ 60..71 (prompt 20) leaves R1 after block
-  // 2 (usable 2): it resumes at 2 with the filled states, from the root without them.
+  // B = 4, a pool of 4. R1 = 1..24 (prompt 20 = 5 blocks, output 4: 6 blocks) on an empty pool.
+  // At match time the plan over the prompt's grid (4 … 20] is the prompt's tail j = 5 and, with
+  // `fill_free`, F = 4 − 1 = 3 of the other 4 positions, the ⌈i·4/3⌉-th for i = 1..3: j = 2, 3,
+  // 4 (the pool is then full). Decode block 6: no free room, nothing offered. Request end: the
+  // tail j = 6 (fresh-end prior) is offered to the full pool; the held states' regions have no
+  // weight, so the least recently admitted, j = 2, goes. Without `fill_free`: j = 5, then 6.
+  // R2 = 1..12 ++ 60..71 (prompt 24) leaves R1 after block 3 (usable 3): it resumes at 3 with
+  // the filled states, from the root without them.
   sim::tree_trace_builder b("branch", 4);
   b.add_tokens(iota_tokens(1, 24), 20);
-  b.add_tokens(cat(iota_tokens(1, 8), iota_tokens(60, 12)), 20);
+  b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(60, 12)), 24);
   for (bool fill : {true, false}) {
     CAPTURE(fill);
     hybridcache::tree::policy_options o;
     o.fill_free = fill;
     sim::library_policy p(o, "hybridcache_fill");
     const auto r = run(b.trace(), p, 4);
-    CHECK(r.held[0] == (fill ? std::vector<bool>{false, true, false, true, true, true}
-                             : std::vector<bool>{false, false, false, false, false, true}));
-    CHECK(r.resumes[1] == (fill ? 2u : 0u));
+    CHECK(r.held[0] == (fill ? std::vector<bool>{false, false, true, true, true, true}
+                             : std::vector<bool>{false, false, false, false, true, true}));
+    CHECK(r.resumes[1] == (fill ? 3u : 0u));
+    // Extra chunk boundaries (announced j with 4j < P): R1 j = 2, 3, 4 (j = 5 is P = 20 itself);
+    // R2 with fill: its tail j = 6 (= P) only, the pool being full; without: the junction j = 3.
+    CHECK(r.metrics.chunk_boundaries == (fill ? 3.0 : 1.0));
     CHECK(r.metrics.states_peak <= 4);
   }
 }
@@ -500,5 +516,390 @@ TEST_CASE("static optimum: the best fixed set for the realised matches") {
   CHECK(one.recomputed_tokens == 0.0);
   CHECK(one.resumed_tokens == 24.0);
   CHECK(sim::static_optimum(b.trace(), 0, usable).recomputed_tokens == 24.0);
+}
+#endif
+
+// ---- the causal protocol (issue #22) ------------------------------------------------------------
+
+TEST_CASE("causal protocol: each call sees only the blocks known then") {
+  // B = 4. R = 1..22, prompt 10: pb = 2, path n = ⌊22/4⌋ = 5. The probe records blocks_known()
+  // and path().size() at every call.
+  sim::tree_trace_builder b("known", 4);
+  b.add_tokens(iota_tokens(1, 22), 10);
+  struct probe final : sim::tree_policy {
+    std::vector<std::pair<std::string, std::size_t>> seen;
+    std::string name() const override { return "probe"; }
+    void reset(const sim::tree_context&) override {}
+    std::size_t resume(const sim::tree_step& s) override {
+      seen.emplace_back("resume", s.path().size());
+      return 0;
+    }
+    void plan_prefill(const sim::tree_step& s, std::vector<std::size_t>&) override {
+      seen.emplace_back("plan", s.blocks_known());
+    }
+    void after_prefill(const sim::tree_step& s) override {
+      seen.emplace_back("prefill", s.path().size());
+    }
+    void on_decode_block(const sim::tree_step& s, std::size_t j) override {
+      CHECK(s.path().size() == j);
+      seen.emplace_back("decode", s.path().size());
+    }
+    void finish(const sim::tree_step& s) override { seen.emplace_back("finish", s.path().size()); }
+  } p;
+  sim::replay_tree(b.trace(), p, 4, sim::usable_matches(b.trace()));
+  const std::vector<std::pair<std::string, std::size_t>> want{
+      {"resume", 2}, {"plan", 2},   {"prefill", 2}, {"decode", 3},
+      {"decode", 4}, {"decode", 5}, {"finish", 5}};
+  CHECK(p.seen == want);
+}
+
+TEST_CASE("causal protocol: the replay rejects any snapshot not announced before its tokens") {
+  // B = 4. R = 1..22, prompt 10 (pb = 2, n = 5). `mode` picks the cheat.
+  sim::tree_trace_builder b("announce", 4);
+  b.add_tokens(iota_tokens(1, 22), 10);
+  const auto usable = sim::usable_matches(b.trace());
+  struct cheat final : sim::tree_policy {
+    int mode = 0;
+    sim::tree_context c;
+    std::string name() const override { return "cheat"; }
+    void reset(const sim::tree_context& ctx) override { c = ctx; }
+    std::size_t resume(const sim::tree_step&) override { return 0; }
+    void plan_prefill(const sim::tree_step&, std::vector<std::size_t>& pos) override {
+      if (mode == 0 || mode == 1) pos.push_back(2);  // the prompt's last full block
+      if (mode == 2) pos.push_back(3);               // beyond the prompt: not a prefill position
+    }
+    void after_prefill(const sim::tree_step& s) override {
+      if (mode == 0) c.pool->add(s.path()[1]);  // announced: fine
+      if (mode == 1) c.pool->add(s.path()[0]);  // j = 1 was not announced
+    }
+    void on_decode_block(const sim::tree_step& s, std::size_t j) override {
+      if (mode == 3 && j == 4) c.pool->add(s.path()[2]);  // block 3 passed a block ago
+    }
+    void finish(const sim::tree_step& s) override {
+      if (mode == 4) c.pool->add(s.path()[3]);  // not the end
+      if (mode == 0) c.pool->add(s.path()[4]);  // the end: fine
+    }
+  } p;
+  for (int mode : {0, 1, 2, 3, 4}) {
+    CAPTURE(mode);
+    p.mode = mode;
+    if (mode == 0) {
+      const auto m = sim::replay_tree(b.trace(), p, 4, usable);
+      CHECK(m.states_peak == 2);
+      CHECK(m.chunk_boundaries == 1.0);  // j = 2: 8 < P = 10 splits the prefill
+    } else {
+      CHECK_THROWS_AS(sim::replay_tree(b.trace(), p, 4, usable), hybridcache::invalid_argument);
+    }
+  }
+}
+
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+namespace {
+// A request: the token sequence (prompt ++ output) and its prompt length.
+struct req {
+  tokens seq;
+  std::size_t prompt = 0;
+};
+sim::tree_trace build(const std::vector<req>& rs, std::size_t B) {
+  sim::tree_trace_builder b("causal", B);
+  for (const auto& r : rs) b.add_tokens(r.seq, r.prompt);
+  return b.take();
+}
+// Records what the wrapped policy decided at match time and after each prefill.
+struct recorder final : sim::tree_policy {
+  sim::tree_policy& inner;
+  sim::tree_context c;
+  std::vector<std::size_t> resumes;
+  std::vector<std::vector<std::size_t>> announced;
+  std::vector<std::vector<std::uint32_t>> after_prefill_held;
+  explicit recorder(sim::tree_policy& p) : inner(p) {}
+  std::string name() const override { return inner.name(); }
+  void reset(const sim::tree_context& ctx) override {
+    c = ctx;
+    inner.reset(ctx);
+  }
+  std::size_t resume(const sim::tree_step& s) override {
+    resumes.push_back(inner.resume(s));
+    return resumes.back();
+  }
+  void plan_prefill(const sim::tree_step& s, std::vector<std::size_t>& pos) override {
+    const auto before = pos.size();
+    inner.plan_prefill(s, pos);
+    announced.emplace_back(pos.begin() + static_cast<std::ptrdiff_t>(before), pos.end());
+  }
+  void after_prefill(const sim::tree_step& s) override {
+    inner.after_prefill(s);
+    std::vector<std::uint32_t> h;
+    for (std::uint32_t v = 0; v < c.trace->node_count(); ++v)
+      if (c.pool->holds(v)) h.push_back(v);
+    after_prefill_held.push_back(h);
+  }
+  void on_decode_block(const sim::tree_step& s, std::size_t j) override {
+    inner.on_decode_block(s, j);
+  }
+  void finish(const sim::tree_step& s) override { inner.finish(s); }
+  void on_dropped(std::uint32_t v) override { inner.on_dropped(v); }
+  void on_evicted(std::uint32_t v) override { inner.on_evicted(v); }
+};
+}  // namespace
+
+TEST_CASE("the library's row has no hindsight: a request's output never changes its prefill") {
+  // Random conversations (B = 4): a request extends an earlier request's prompt ++ output with a
+  // new user turn, or starts afresh; outputs of random length. For each i, a second trace differs
+  // from the first only in request i's output (another length and other tokens): everything the
+  // library decided up to request i's prefill (resume points, announced positions, states held
+  // after each prefill) must be identical. Before the causal protocol the plan ran over prompt ++
+  // output (a longer output moved the fill positions and the tail), so this check failed.
+  sim::detail::rng rng(7);
+  std::vector<req> rs;
+  sim::token_id next = 1;
+  auto fresh = [&](std::size_t n) {
+    tokens t(n);
+    for (auto& x : t) x = next++;
+    return t;
+  };
+  for (int i = 0; i < 24; ++i) {
+    req r;
+    if (!rs.empty() && rng.below(3) != 0) r.seq = rs[rng.below(rs.size())].seq;
+    r.seq = cat(r.seq, fresh(rng.between(3, 14)));
+    r.prompt = r.seq.size();
+    r.seq = cat(r.seq, fresh(rng.below(20)));
+    rs.push_back(r);
+  }
+  for (std::size_t budget : {2, 5, 12}) {
+    for (std::size_t i = 1; i < rs.size(); i += 2) {
+      CAPTURE(budget);
+      CAPTURE(i);
+      auto alt = rs;
+      alt[i].seq.resize(alt[i].prompt);
+      alt[i].seq = cat(alt[i].seq, fresh(rs[i].seq.size() - rs[i].prompt + 37));
+      const auto ta = build(rs, 4), tb = build(alt, 4);
+      sim::library_policy la, lb;
+      recorder ra(la), rb(lb);
+      sim::tree_replayer pa(ta, ra, budget, sim::usable_matches(ta));
+      sim::tree_replayer pb(tb, rb, budget, sim::usable_matches(tb));
+      pa.run(i + 1);
+      pb.run(i + 1);
+      CHECK(ra.resumes == rb.resumes);
+      CHECK(ra.announced == rb.announced);
+      // Node ids differ past the changed output; up to request i's prefill they are shared.
+      CHECK(ra.after_prefill_held == rb.after_prefill_held);
+    }
+  }
+}
+#endif
+
+TEST_CASE("KV budget: separate and joint pools, hand-worked") {
+  // A toy model: one state = 8 bytes, KV = 2 bytes per token, so a block of B = 4 tokens is 8 bytes
+  // (one unit). KV budget 32 bytes (4 blocks); M = 1 state. vllm_all snapshots every prompt block.
+  // R1 = 1..8 (2 blocks), R2 = 1..4 ++ 50..53 (prompt 8: match 1, usable 1), R3 = 200..215.
+  //
+  // separate: state pool of 1. R1: j = 1, then j = 2 evicts it (LRU). R2: no state at R1b1 →
+  //   resume 0; j = 1, 2 → holds R2b2. R3 allocates 4 blocks: 7 blocks = 56 > 32 bytes; LRU
+  //   leaves off R3's path: R1b2 (no state), then R2b2 (its state dropped), then R1b1 (now a
+  //   leaf) → 4 blocks. Evicted 3, dropped 1.
+  // joint: one pool of 32 + 1·8 = 40 bytes. R1: KV 16 → capacity ⌊(40 − 16)/8⌋ = 3 → holds
+  //   j = 1, 2 (2 states > M: the pool lends KV's unused share). R2: resume 1 (R1b1 held; the
+  //   hit refreshes it); KV 24 + 16 = 40 fits; capacity 2; j = 2 evicts R1b2's state (LRU). R3:
+  //   7 blocks + 2 states = 72 > 40: evict R1b2 (no state) → 64, R2b2 (dropped) → 48, R1b1
+  //   (dropped) → 32; capacity 1 → holds R3b4. Evicted 3, dropped 2.
+  sim::tree_trace_builder b("kv", 4);
+  b.add_tokens(iota_tokens(1, 8), 8);
+  b.add_tokens(cat(iota_tokens(1, 4), iota_tokens(50, 4)), 8);
+  b.add_tokens(iota_tokens(200, 16), 16);
+  sim::tree_cost_model c;
+  c.model = sim::model_shape{"toy", 1, 1, 1, 1, 8, 1, 1, 1};
+  REQUIRE(c.model.checkpoint_bytes() == 8.0);
+  REQUIRE(c.model.kv_bytes_per_token() == 2.0);
+  const auto& t = b.trace();
+  for (auto mode : {sim::kv_mode::separate, sim::kv_mode::joint}) {
+    CAPTURE(sim::to_string(mode));
+    c.kv = {mode, 32.0};
+    const auto usable = sim::usable_matches(t, c);
+    CHECK(usable == std::vector<std::size_t>{0, 1, 0});
+    sim::vllm_all_policy p;
+    sim::tree_replayer r(t, p, 1, usable, c);
+    std::vector<std::size_t> resumes;
+    while (r.step()) resumes.push_back(r.last_resume());
+    const auto m = r.metrics();
+    const bool joint = mode == sim::kv_mode::joint;
+    CHECK(resumes ==
+          (joint ? std::vector<std::size_t>{0, 1, 0} : std::vector<std::size_t>{0, 0, 0}));
+    CHECK(m.kv_evicted_blocks == 3.0);
+    CHECK(m.states_dropped == (joint ? 2.0 : 1.0));
+    CHECK(m.states_peak == (joint ? 2u : 1u));
+    CHECK(r.tree().blocks() == 4);
+    CHECK(r.kv_bytes() == 32.0);
+    CHECK(r.pool().size() == 1);
+    CHECK(r.pool().holds(t.requests()[2].path[3]));
+    CHECK_FALSE(r.tree().present(t.requests()[0].path[0]));
+  }
+  // Unlimited KV: R2 resumes at 1 only if R1b1 kept its state — with M = 1 it did not.
+  sim::vllm_all_policy p;
+  CHECK(run(t, p, 1).resumes == std::vector<std::size_t>{0, 0, 0});
+}
+
+TEST_CASE("KV budget: a state whose KV is gone cannot be resumed") {
+  // R1 = 1..8, R2 = 100..107, R3 = 1..12 (R1 extended); a KV pool of 3 blocks (toy model, 8
+  // bytes a block): R2's allocation evicts R1's leaf block R1b2 and the state vllm_align took
+  // there (j = pb = 2), so R3 matches 1 block (usable 1; unlimited KV: 2) and resumes from the
+  // root. A policy resuming at 2, where the unlimited replay's state was, is rejected.
+  sim::tree_trace_builder b("kvgone", 4);
+  b.add_tokens(iota_tokens(1, 8), 8);
+  b.add_tokens(iota_tokens(100, 8), 8);
+  b.add_tokens(iota_tokens(1, 12), 12);
+  sim::tree_cost_model c;
+  c.model = sim::model_shape{"toy", 1, 1, 1, 1, 8, 1, 1, 1};
+  c.kv = {sim::kv_mode::separate, 24.0};
+  const auto& t = b.trace();
+  const auto usable = sim::usable_matches(t, c);
+  CHECK(usable == std::vector<std::size_t>{0, 0, 1});
+  CHECK(sim::usable_matches(t) == std::vector<std::size_t>{0, 0, 2});
+  sim::vllm_align_policy a;
+  const auto m = sim::replay_tree(t, a, 4, usable, c);
+  CHECK(m.states_dropped == 2.0);  // R1b2's at R2's allocation, R2b2's at R3's
+  CHECK(m.resumed_tokens == 0.0);
+  struct stale final : sim::tree_policy {
+    std::string name() const override { return "stale"; }
+    void reset(const sim::tree_context&) override {}
+    std::size_t resume(const sim::tree_step& s) override { return s.index == 2 ? 2 : 0; }
+  } st;
+  CHECK_THROWS_AS(sim::replay_tree(t, st, 4, usable, c), hybridcache::invalid_argument);
+}
+
+TEST_CASE("KV budget: every policy runs within both pools on the synthetic workload") {
+  sim::multi_turn_options o;
+  o.sessions = 30;
+  o.block = 32;
+  o.system_tokens = 256;
+  o.max_turns = 5;
+  o.user_max = 120;
+  o.output_max = 160;
+  const auto t = sim::synthetic_multi_turn(o);
+  for (auto mode : {sim::kv_mode::separate, sim::kv_mode::joint}) {
+    CAPTURE(sim::to_string(mode));
+    sim::tree_options so;
+    so.budgets = {0, 2, 9};
+    so.marconi_alphas = {0.0, 1.0};
+    // KV for about a third of the trace's distinct blocks: eviction happens.
+    so.cost.kv = {mode, static_cast<double>(t.node_count()) / 3.0 * 32.0 *
+                            so.cost.model.kv_bytes_per_token()};
+    const auto res = sim::simulate_tree(t, so);
+    for (const auto& m : res.rows) {
+      CAPTURE(m.policy);
+      CAPTURE(m.budget);
+      CHECK(m.kv == mode);
+      if (m.policy != "static_optimum") CHECK(m.kv_evicted_blocks > 0.0);
+      CHECK(m.resumed_tokens + m.recomputed_tokens == doctest::Approx(m.usable_tokens));
+      if (mode == sim::kv_mode::separate) CHECK(m.states_peak <= m.budget);
+    }
+  }
+}
+
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+TEST_CASE("tree::state_policy: extend_keys + note_sequence_end insert exactly as insert_keys") {
+  // Two policies see the same requests: A inserts each whole sequence at its end (insert_keys);
+  // B adds the prompt, then the output one block at a time (extend_keys), then notes the end
+  // (note_sequence_end). Both match first and admit the prompt's end and the sequence's end.
+  // Their node ids, states, expected recompute and the tail's hit chance must agree throughout
+  // (the fresh-end prior and its junction statistics included).
+  using hybridcache::segment::digest;
+  namespace ht = hybridcache::tree;
+  ht::policy_options o;
+  o.block_size = 1;
+  o.state_bytes = 1;
+  o.capacity_bytes = 3;
+  o.replan_every = 4;
+  ht::state_policy a(o), b(o);
+  const auto ns = hybridcache::segment::namespace_key{}.with_tenant("t");
+  sim::detail::rng rng(5);
+  std::vector<std::vector<std::uint32_t>> seqs;  // symbols
+  std::map<std::vector<std::uint32_t>, std::uint64_t> key_of;
+  auto key = [&](const std::vector<std::uint32_t>& prefix) {
+    auto [it, fresh] = key_of.emplace(prefix, key_of.size() + 1);
+    (void)fresh;
+    return digest{it->second, 0xABCDULL};
+  };
+  for (int i = 0; i < 200; ++i) {
+    std::vector<std::uint32_t> s;
+    if (!seqs.empty() && rng.below(4) != 0) {
+      s = seqs[rng.below(seqs.size())];
+      s.resize(rng.below(s.size() + 1));
+    }
+    const std::size_t prompt = s.size() + 1 + rng.below(3);
+    while (s.size() < prompt + rng.below(4)) s.push_back(static_cast<std::uint32_t>(rng.below(3)));
+    seqs.push_back(s);
+    std::vector<digest> keys;
+    std::vector<std::uint32_t> prefix;
+    for (auto x : s) {
+      prefix.push_back(x);
+      keys.push_back(key(prefix));
+    }
+    const std::size_t pl = std::min(prompt, keys.size());
+    const auto ma = a.match_keys(ns, std::span(keys).first(pl - 1));
+    const auto mb = b.match_keys(ns, std::span(keys).first(pl - 1));
+    REQUIRE(ma.resume_node == mb.resume_node);
+    const auto na = a.insert_keys(ns, keys);
+    ht::node_id junction = ht::no_node;
+    auto nb = b.extend_keys(ns, ht::no_node, std::span(keys).first(pl), junction);
+    for (std::size_t j = pl; j < keys.size(); ++j)
+      nb.push_back(b.extend_keys(ns, nb.back(), std::span(keys).subspan(j, 1), junction).front());
+    b.note_sequence_end(nb.back(), junction);
+    REQUIRE(na == nb);
+    for (auto v : {na[pl - 1], na.back()}) {
+      const auto ra = a.admit(v, 1), rb = b.admit(v, 1);
+      CHECK(ra.admitted == rb.admitted);
+      CHECK(ra.victims == rb.victims);
+    }
+    a.unpin(ma.resume_node);
+    b.unpin(mb.resume_node);
+    CHECK(a.expected_recompute() == doctest::Approx(b.expected_recompute()));
+    CHECK(a.match_share(na.back()) == doctest::Approx(b.match_share(na.back())));
+    if (a.has_state(na.back()))
+      CHECK(a.hit_chance(na.back()) == doctest::Approx(b.hit_chance(na.back())));
+    CHECK(a.state_count() == b.state_count());
+  }
+}
+#endif
+
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+TEST_CASE("tree::state_policy: set_capacity_bytes frees what evict would, then plans in the room") {
+  // Two policies with the same history (B = 1, one-byte states, capacity 4): four sequences of
+  // one block under the root, each matched once, with states. A shrinks its capacity to 1
+  // (set_capacity_bytes), B frees 3 bytes by evict: the same victims in the same order. Then A
+  // plans (fill_free) with room for 0 more states: no fill position; with the capacity back at
+  // 4, the free room of 3 states takes the three other grid positions of a 4-block prompt.
+  using hybridcache::segment::digest;
+  namespace ht = hybridcache::tree;
+  ht::policy_options o;
+  o.block_size = 1;
+  o.state_bytes = 1;
+  o.capacity_bytes = 4;
+  o.replan_every = 0;
+  o.snapshot_tail = false;
+  o.snapshot_junction = false;
+  ht::state_policy a(o), b(o);
+  const auto ns = hybridcache::segment::namespace_key{}.with_tenant("t");
+  for (std::uint64_t i = 1; i <= 4; ++i) {
+    const std::vector<digest> k{digest{i, 7}};
+    for (auto* p : {&a, &b}) {
+      const auto n = p->insert_keys(ns, k);
+      CHECK(p->admit(n[0], 1).admitted);
+      for (std::uint64_t r = 0; r < i; ++r) p->unpin(p->match_keys(ns, k).resume_node);
+    }
+  }
+  const auto va = a.set_capacity_bytes(1);
+  const auto vb = b.evict(3);
+  CHECK(va.size() == 3);
+  CHECK(va == vb);
+  CHECK(a.capacity_bytes() == 1);
+  CHECK(a.used_bytes() == 1);
+  CHECK_THROWS_AS(a.set_capacity_bytes(0), hybridcache::invalid_argument);
+  const ht::match_result none = a.match_keys(ns, std::vector<digest>{});
+  const std::vector<std::size_t> grid{1, 2, 3, 4};
+  CHECK(a.prefill_plan(none, 4, grid).empty());
+  CHECK(a.set_capacity_bytes(4).empty());
+  CHECK(a.prefill_plan(none, 4, grid) == std::vector<std::size_t>{2, 3, 4});
+  a.unpin(none.resume_node);
 }
 #endif

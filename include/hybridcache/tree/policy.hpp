@@ -347,6 +347,55 @@ class basic_state_policy {
     return out;
   }
 
+  // ---- a sequence inserted while it is computed (causal engines, issue #22) ----------------
+
+  /// `insert_keys` of a sequence still being computed (the prompt after its prefill, then the
+  /// output block by block): adds `keys` below `parent` (`no_node`: the root of `ns`) and
+  /// returns their nodes, but notes no end. `junction`, when still `no_node`, is set to the
+  /// parent of the first node created (what `insert_keys` calls the junction); pass the same
+  /// variable through every call of one sequence and then to `note_sequence_end`.
+  /// @throws invalid_argument for a `parent` that is not a live node.
+  std::vector<node_id> extend_keys(const segment::namespace_key& ns, node_id parent,
+                                   std::span<const segment::digest> keys, node_id& junction) {
+    node_id cur = parent;
+    if (cur == no_node) {
+      cur = root_of(ns);
+    } else {
+      check_node(cur, "parent");
+    }
+    std::vector<node_id> out;
+    out.reserve(keys.size());
+    for (const auto& k : keys) {
+      const node_id prev = cur;
+      cur = child(cur, k);
+      if (junction == no_node && fresh_child_) junction = prev;
+      out.push_back(cur);
+    }
+    work_ += out.size() + (parent == no_node ? 1 : 0);
+    return out;
+  }
+  /// The sequence added by `extend_keys` ended at `end` (its junction as they left it): notes
+  /// the end exactly as `insert_keys` of the whole sequence would (fresh-end prior).
+  /// @throws invalid_argument for an unknown node.
+  void note_sequence_end(node_id end, node_id junction) {
+    check_node(end, "end");
+    if (nodes_[end].parent == no_node) return;
+    const node_id anchor = nodes_[end].state != no_state ? end : state_above(end);
+    note_end(end, anchor, junction);
+  }
+  /// The pool's budget is now `bytes` (an engine whose states share one memory pool with KV, as
+  /// vLLM's hybrid allocator: the room for states changes as KV grows and shrinks). Plans,
+  /// re-plans and admissions use it from now on (the EW window of `memory_per_state` keeps the
+  /// capacity given at construction); if the states held exceed it, victims in `evict`'s order
+  /// are taken off the books and returned for the engine to free.
+  /// @throws invalid_argument for bytes 0.
+  std::vector<node_id> set_capacity_bytes(std::size_t bytes) {
+    if (bytes == 0) hybridcache::detail::throw_invalid("bytes", bytes, "must be >= 1");
+    opts_.capacity_bytes = bytes;
+    if (used_bytes_ <= bytes) return {};
+    return evict_greedy(used_bytes_ - bytes, no_node);
+  }
+
   /// The engine stored a state of `bytes` at `node`. If the pool would overflow, the victims
   /// (`evict`'s order, never a pinned state) are taken off the books and returned for the engine
   /// to free; with `admit_by_value` the new state is a candidate too, and if it is the cheapest

@@ -3,21 +3,33 @@
 
 /// @file
 /// The library's own prefix-tree state policy (`tree::state_policy`, include/hybridcache/tree/,
-/// docs/tree.md) driven through its public API on the replay engine, exactly as an engine that
-/// already has block hashes would call it:
+/// docs/tree.md) driven through its public API on the causal replay engine, exactly as an engine
+/// that already has block hashes would call it, with no knowledge the engine would not have
+/// (replay.hpp's protocol; the trie node ids of the trace stand in for the block hashes):
 ///
-/// 1. `match_keys(ns, h_1..h_u)` with the request's chained keys truncated at the usable match
-///    u (SGLang's input − 1 cap) → resume from `resume_tokens / B`;
-/// 2. `insert_keys(ns, h_1..h_n)` → the policy's node of every block;
-/// 3. `prefill_plan(m, n·B, grid)` with every block-grid position in (k·B, n·B] as a chunk end
-///    the engine can schedule (the request's prompt and output blocks) → snapshot positions;
-/// 4. `admit(node, state_bytes)` per snapshot → victims, freed from the pool first (with
-///    `prefill_end`, also the prompt's last full block);
-/// 5. `unpin(m.resume_node)`.
+/// 1. match time (`resume`): `match_keys(ns, h_1..h_u)` with the chained keys truncated at the
+///    usable match u (SGLang's input − 1 cap) → resume from `resume_tokens / B`;
+/// 2. match time (`plan_prefill`): `prefill_plan(m, P, grid)` with every block-grid position in
+///    (k·B, pb·B], the prompt only → the snapshot positions of the prefill (planned nodes, the
+///    junction, the prompt's tail, and with `fill_free` free room spread over the prompt), each a
+///    chunk end the engine schedules;
+/// 3. after the prefill: `extend_keys` of the prompt's blocks (no end noted yet) → the policy's
+///    nodes; `admit(node, state_bytes)` per planned snapshot → victims, freed from the pool first
+///    (with `prefill_end`, `note_prefill_end` and the offer of the prompt's last full block);
+/// 4. each decode block end j (n unknown): `extend_keys` of block j; with `fill_free`, the state
+///    is offered to `admit` while the pool has free room for it beyond the one state the request
+///    end will offer (so it displaces nothing: fill_free's rule, online);
+/// 5. request end: `note_sequence_end` (the fresh-end prior, with the junction where the request
+///    left the tree, as `insert_keys` of the whole sequence notes it), `admit` of the end block
+///    (the tail, `snapshot_tail`), `unpin(m.resume_node)`.
 ///
-/// The trie node ids of the trace stand in for the engine's block hashes (one distinct 128-bit
-/// key per node; the policy verifies parent links itself), and the namespace is a tenant named
-/// after the trace's namespace index, so namespaces stay apart in the policy too.
+/// The policy's `capacity_bytes` is the pool's capacity: M states, or with a joint KV budget the
+/// room the pool has for states, which changes per request (`set_capacity_bytes` at match time
+/// and again once the request's KV is allocated; the policy is built with the whole pool's
+/// capacity before any KV is cached). States the engine drops with their KV are given back by
+/// `drop`, and every evicted KV leaf by `erase`.
+/// The namespace is a tenant named after the trace's namespace index, so namespaces stay apart
+/// in the policy too.
 ///
 /// `static_optimum` is the offline static reference: the exact tree placement
 /// (`place_optimal_tree`, placement/tree.hpp) of M states on the whole trie, weighted by the
@@ -50,16 +62,15 @@
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
-/// Adapter of `tree::state_policy` to the replay engine (see the file comment).
+/// Adapter of `tree::state_policy` to the causal replay engine (see the file comment).
 class library_policy final : public tree_policy {
  public:
   /// `base`: options passed through (gamma, replan_every, hysteresis, junction/tail switches);
   /// block size, state bytes and capacity are set from the replay.
   /// `name`: the row label (ablations of the options get their own).
-  /// `prefill_end`: also offer the state at the prompt's last full block (the prefill's end,
-  /// before the decode extends the sequence; SGLang `extra_buffer` keeps it) to `admit`, after
-  /// the prefill plan's snapshots: it is admitted while the pool has room, or when it is worth
-  /// more per byte than a held state.
+  /// `prefill_end`: also note the prompt's last full block as a prefill end
+  /// (`note_prefill_end`, for `prefill_prior`) and offer it to `admit` after the prefill plan's
+  /// snapshots (it is announced at match time whenever it lies beyond the resume point).
   explicit library_policy(tree::policy_options base = {}, std::string name = "hybridcache",
                           bool prefill_end = false)
       : base_(base), name_(std::move(name)), prefill_end_(prefill_end) {}
@@ -69,7 +80,10 @@ class library_policy final : public tree_policy {
     ctx_ = ctx;
     pol_.reset();
     lib_to_node_.clear();
+    node_to_lib_.assign(ctx.trace->node_count(), tree::no_node);
     state_bytes_ = static_cast<std::size_t>(ctx.state_bytes);
+    // The pool's capacity before any KV is cached: M states, or for a joint KV budget every
+    // state the whole pool could hold.
     if (ctx.pool->capacity() == 0) return;  // no pool: nothing to decide
     tree::policy_options o = base_;
     o.block_size = ctx.trace->block();
@@ -80,41 +94,84 @@ class library_policy final : public tree_policy {
 
   std::size_t resume(const tree_step& s) override {
     if (!pol_) return 0;
-    const auto path = s.path();
-    keys(path, s.usable);
+    keys(s.path(), s.usable);
     m_ = pol_->match_keys(ns_of(s), keys_);
     return m_.resume_tokens / ctx_.trace->block();
+  }
+
+  void plan_prefill(const tree_step& s, std::vector<std::size_t>& positions) override {
+    planned_.clear();
+    if (!pol_) return;
+    sync_capacity();
+    const std::size_t B = ctx_.trace->block();
+    grid_.clear();
+    for (std::size_t j = s.resumed + 1; j <= s.prompt_blocks; ++j) grid_.push_back(j * B);
+    for (auto p : pol_->prefill_plan(m_, s.prompt_tokens, grid_)) planned_.push_back(p / B);
+    if (prefill_end_ && s.prompt_blocks > s.resumed) planned_.push_back(s.prompt_blocks);
+    positions.insert(positions.end(), planned_.begin(), planned_.end());
+  }
+
+  void after_prefill(const tree_step& s) override {
+    if (!pol_) return;
+    sync_capacity();  // the request's KV is allocated: the joint pool's room for states is known
+    const auto path = s.path();
+    keys(path, path.size());
+    junction_ = tree::no_node;
+    lib_ = pol_->extend_keys(ns_of(s), tree::no_node, keys_, junction_);
+    for (std::size_t i = 0; i < lib_.size(); ++i) map(lib_[i], path[i]);
+    const std::size_t plan = prefill_end_ && !planned_.empty() &&
+                                     planned_.back() == s.prompt_blocks && s.prompt_blocks > 0
+                                 ? planned_.size() - 1
+                                 : planned_.size();
+    for (std::size_t i = 0; i < plan; ++i) offer(planned_[i], path);
+    if (plan < planned_.size()) {
+      // The prefill's own end (the request's prompt), offered like any snapshot: admitted
+      // while the pool has room or when it is worth more than a held state (valued by the
+      // prefill-end prior, policy_options::prefill_prior, until a match ends there).
+      pol_->note_prefill_end(lib_[s.prompt_blocks - 1]);
+      offer(s.prompt_blocks, path);
+    }
+  }
+
+  void on_decode_block(const tree_step& s, std::size_t j) override {
+    if (!pol_) return;
+    const auto path = s.path();
+    keys(path.subspan(j - 1), 1);
+    const auto v =
+        pol_->extend_keys(ns_of(s), j > 1 ? lib_[j - 2] : tree::no_node, keys_, junction_);
+    lib_.push_back(v.front());
+    map(v.front(), path[j - 1]);
+    // fill_free, online: a state that fits the free room beside the one the end will offer.
+    if (!pol_->options().fill_free) return;
+    const std::size_t reserve = pol_->options().snapshot_tail ? 1 : 0;
+    const auto& pool = *ctx_.pool;
+    const std::size_t lib_room = (pol_->capacity_bytes() - pol_->used_bytes()) / state_bytes_;
+    const std::size_t room =
+        std::min(lib_room, pool.capacity() - std::min(pool.capacity(), pool.size()));
+    if (room > reserve) offer(j, path);
   }
 
   void finish(const tree_step& s) override {
     if (!pol_) return;
     const auto path = s.path();
-    const std::size_t B = ctx_.trace->block();
-    keys(path, path.size());
-    const auto lib = pol_->insert_keys(ns_of(s), keys_);
-    for (std::size_t i = 0; i < lib.size(); ++i) {
-      if (lib_to_node_.size() <= lib[i]) lib_to_node_.resize(lib[i] + 1, tree_trace::no_parent);
-      lib_to_node_[lib[i]] = path[i];
-    }
-    grid_.clear();
-    for (std::size_t j = s.resumed + 1; j <= path.size(); ++j) grid_.push_back(j * B);
-    for (auto p : pol_->prefill_plan(m_, path.size() * B, grid_)) {
-      const std::size_t j = p / B;
-      const auto r = pol_->admit(lib[j - 1], state_bytes_);
-      for (auto victim : r.victims) ctx_.pool->remove(lib_to_node_.at(victim));
-      if (r.admitted) ctx_.pool->add(path[j - 1]);
-    }
-    if (prefill_end_ && s.prompt_blocks > s.resumed && s.prompt_blocks < path.size()) {
-      // The prefill's own end (the request's prompt), offered like any snapshot: admitted
-      // while the pool has room or when it is worth more than a held state (valued by the
-      // prefill-end prior, policy_options::prefill_prior, until a match ends there).
-      pol_->note_prefill_end(lib[s.prompt_blocks - 1]);
-      const auto r = pol_->admit(lib[s.prompt_blocks - 1], state_bytes_);
-      for (auto victim : r.victims) ctx_.pool->remove(lib_to_node_.at(victim));
-      if (r.admitted && !ctx_.pool->holds(path[s.prompt_blocks - 1]))
-        ctx_.pool->add(path[s.prompt_blocks - 1]);
+    if (!path.empty()) {
+      pol_->note_sequence_end(lib_.back(), junction_);
+      // The tail: the deepest new position (beyond the match), the next turn's likely resume.
+      if (pol_->options().snapshot_tail && path.size() > s.match && path.size() > s.resumed)
+        offer(path.size(), path);
     }
     pol_->unpin(m_.resume_node);
+  }
+
+  void on_dropped(std::uint32_t v) override {
+    if (pol_ && node_to_lib_[v] != tree::no_node) pol_->drop(node_to_lib_[v]);
+  }
+  /// The engine evicted leaf v's KV: `erase` (its match-end mass moves to the parent).
+  void on_evicted(std::uint32_t v) override {
+    if (!pol_ || node_to_lib_[v] == tree::no_node) return;
+    const auto lib = node_to_lib_[v];
+    node_to_lib_[v] = tree::no_node;
+    pol_->erase(lib);
   }
 
   /// The wrapped policy (null before `reset` or with a zero budget).
@@ -127,7 +184,28 @@ class library_policy final : public tree_policy {
       keys_.push_back(segment::digest{path[i] + 1ULL, 0x7EE5'5111'0000'0000ULL});
   }
   segment::namespace_key ns_of(const tree_step& s) const {
-    return segment::namespace_key{}.with_tenant(std::to_string(ctx_.trace->ns(s.request->root)));
+    return segment::namespace_key{}.with_tenant(std::to_string(ctx_.trace->ns(s.root)));
+  }
+  void map(tree::node_id lib, std::uint32_t node) {
+    if (lib_to_node_.size() <= lib) lib_to_node_.resize(lib + 1, tree_trace::no_parent);
+    lib_to_node_[lib] = node;
+    node_to_lib_[node] = lib;
+  }
+  /// The policy's budget follows the engine pool's capacity (it changes only under a joint KV
+  /// budget): `set_capacity_bytes` (a capacity of 0 states is one byte: nothing fits).
+  void sync_capacity() {
+    const std::size_t bytes = std::max<std::size_t>(1, ctx_.pool->capacity() * state_bytes_);
+    if (bytes == pol_->capacity_bytes()) return;
+    for (auto victim : pol_->set_capacity_bytes(bytes)) ctx_.pool->remove(lib_to_node_.at(victim));
+  }
+  /// Offers the state at position j (in the open window) to `admit`.
+  void offer(std::size_t j, std::span<const std::uint32_t> path) {
+    const auto lib = lib_[j - 1];
+    if (pol_->has_state(lib)) return;
+    auto& pool = *ctx_.pool;
+    const auto r = pol_->admit(lib, state_bytes_);
+    for (auto victim : r.victims) pool.remove(lib_to_node_.at(victim));
+    if (r.admitted) pool.add(path[j - 1]);
   }
 
   tree::policy_options base_;
@@ -137,8 +215,10 @@ class library_policy final : public tree_policy {
   std::unique_ptr<tree::state_policy> pol_;
   tree::match_result m_;
   std::vector<segment::digest> keys_;
-  std::vector<std::size_t> grid_;
-  std::vector<std::uint32_t> lib_to_node_;
+  std::vector<std::size_t> grid_, planned_;
+  std::vector<tree::node_id> lib_;  ///< the policy's node of each known block of the request
+  tree::node_id junction_ = tree::no_node;
+  std::vector<std::uint32_t> lib_to_node_, node_to_lib_;
   std::size_t state_bytes_ = 1;
 };
 
@@ -171,6 +251,8 @@ inline tree_metrics static_optimum(const tree_trace& t, std::size_t budget,
   tree_metrics m;
   m.policy = "static_optimum";
   m.budget = budget;
+  m.kv = cost.kv.mode;
+  m.kv_budget_bytes = cost.kv.mode == kv_mode::unlimited ? 0.0 : cost.kv.bytes;
   m.state_memory = static_cast<double>(budget) * cost.model.checkpoint_bytes();
   double ttft = 0.0;
   for (std::size_t i = 0; i < t.size(); ++i) {

@@ -6,7 +6,10 @@
 /// plus an offline reference with future knowledge. Positions are in blocks: "j" names the state
 /// after block j of the request's path, i.e. at node path[j−1]; the request computed blocks
 /// k+1 … n (k = its resume point, n = path length, prompt and output), so only j in (k, n] can
-/// be snapshotted. P = prompt tokens, B = block size, pb = ⌊P/B⌋, m = match, u = usable match.
+/// be snapshotted. P = prompt tokens, B = block size, pb = ⌊P/B⌋, m = match (prompt blocks
+/// only), u = usable match. On the causal protocol (replay.hpp), positions j <= pb are announced
+/// at match time (`plan_prefill`), decode positions are taken at their block end and the request
+/// end j = n at `finish`.
 ///
 /// Per policy: snapshots (admission); eviction; the engine it follows.
 /// - `vllm_align`: j = pb (the replay boundary, the prompt's last full block) and j = m when
@@ -87,8 +90,9 @@ class recency_order {
   std::uint64_t clock_ = 0;
 };
 
-/// Shared skeleton of the engine policies: an admission rule (`positions`), LRU or FIFO
-/// eviction, an optional per-path cap, and an optional cap on the pool below the budget.
+/// Shared skeleton of the engine policies: an admission rule (`prefill_positions` announced at
+/// match time, `decode_position` at a decode block end, `end_position` at the request end), LRU
+/// or FIFO eviction, an optional per-path cap, and an optional cap on the pool below the budget.
 class engine_policy : public tree_policy {
  public:
   void reset(const tree_context& ctx) override {
@@ -104,24 +108,23 @@ class engine_policy : public tree_policy {
     }
     return deepest_held(*ctx_.pool, path, s.usable);
   }
+  void plan_prefill(const tree_step& s, std::vector<std::size_t>& positions) override {
+    planned_.clear();
+    prefill_positions(s, planned_);
+    std::sort(planned_.begin(), planned_.end());
+    planned_.erase(std::unique(planned_.begin(), planned_.end()), planned_.end());
+    std::erase_if(planned_, [&](std::size_t j) { return j <= s.resumed || j > s.prompt_blocks; });
+    positions.insert(positions.end(), planned_.begin(), planned_.end());
+  }
+  void after_prefill(const tree_step& s) override {
+    for (auto j : planned_) take(s, j);
+  }
+  void on_decode_block(const tree_step& s, std::size_t j) override {
+    if (decode_position(s, j)) take(s, j);
+  }
   void finish(const tree_step& s) override {
-    std::vector<std::size_t> pos;
-    positions(s, pos);
-    std::sort(pos.begin(), pos.end());
-    pos.erase(std::unique(pos.begin(), pos.end()), pos.end());
     const auto path = s.path();
-    const std::size_t cap = std::min(ctx_.pool->capacity(), limit_);
-    for (auto j : pos) {
-      if (j <= s.resumed || j > path.size() || cap == 0) continue;
-      const auto v = path[j - 1];
-      if (ctx_.pool->holds(v)) {
-        if (touch_on_hit_) order_.touch(v);
-        continue;
-      }
-      while (ctx_.pool->size() >= cap) evict_one(s);
-      ctx_.pool->add(v);
-      order_.insert(v);
-    }
+    if (end_position(s)) take(s, path.size());
     if (path_cap_ > 0) {
       std::size_t held = 0;
       for (auto v : path) held += ctx_.pool->holds(v) ? 1 : 0;
@@ -135,8 +138,36 @@ class engine_policy : public tree_policy {
   }
 
  protected:
-  /// Block positions j (state at path[j−1]) the engine would snapshot for this request.
-  virtual void positions(const tree_step& s, std::vector<std::size_t>& out) const = 0;
+  void on_dropped(std::uint32_t v) override { order_.erase(v); }
+
+  /// Block positions j <= pb (state at path[j−1]) the engine snapshots during the prefill,
+  /// decided at match time (positions outside (k, pb] are ignored).
+  virtual void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const = 0;
+  /// Whether the engine snapshots decode block j (> pb), decided at its end (default: no).
+  virtual bool decode_position(const tree_step& s, std::size_t j) const {
+    (void)s;
+    (void)j;
+    return false;
+  }
+  /// Whether the engine snapshots the request end j = n (default: no).
+  virtual bool end_position(const tree_step& s) const {
+    (void)s;
+    return false;
+  }
+  /// Takes the state at position j (in the open window), evicting to make room.
+  void take(const tree_step& s, std::size_t j) {
+    const std::size_t cap = std::min(ctx_.pool->capacity(), limit_);
+    const auto path = s.path();
+    if (j <= s.resumed || j > path.size() || cap == 0) return;
+    const auto v = path[j - 1];
+    if (ctx_.pool->holds(v)) {
+      if (touch_on_hit_) order_.touch(v);
+      return;
+    }
+    while (ctx_.pool->size() >= cap) evict_one(s);
+    ctx_.pool->add(v);
+    order_.insert(v);
+  }
   /// Picks and drops one state (default: least recently used / first in).
   virtual void evict_one(const tree_step&) { drop(order_.oldest()); }
   void drop(std::uint32_t v) {
@@ -149,6 +180,7 @@ class engine_policy : public tree_policy {
   bool touch_on_hit_ = true;  ///< false: FIFO
   std::size_t path_cap_ = 0;  ///< 0: no per-path cap
   std::size_t limit_ = std::numeric_limits<std::size_t>::max();
+  std::vector<std::size_t> planned_;  ///< this request's announced prefill positions
 };
 
 /// vLLM v1 `--mamba-cache-mode align`: the replay boundary and the junction (see the file comment).
@@ -157,7 +189,7 @@ class vllm_align_policy final : public engine_policy {
   [[nodiscard]] std::string name() const override { return "vllm_align"; }
 
  protected:
-  void positions(const tree_step& s, std::vector<std::size_t>& out) const override {
+  void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const override {
     if (s.prompt_blocks > 0) out.push_back(s.prompt_blocks);
     if (s.match > 0 && s.match < s.prompt_blocks) out.push_back(s.match);
   }
@@ -169,7 +201,7 @@ class vllm_all_policy final : public engine_policy {
   [[nodiscard]] std::string name() const override { return "vllm_all"; }
 
  protected:
-  void positions(const tree_step& s, std::vector<std::size_t>& out) const override {
+  void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const override {
     for (std::size_t j = s.resumed + 1; j <= s.prompt_blocks; ++j) out.push_back(j);
   }
 };
@@ -185,12 +217,12 @@ class sglang_no_buffer_policy final : public engine_policy {
   [[nodiscard]] std::string name() const override { return "sglang_no_buffer"; }
 
  protected:
-  void positions(const tree_step& s, std::vector<std::size_t>& out) const override {
+  void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const override {
     const std::size_t B = ctx_.trace->block();
-    const std::size_t P = s.request->prompt_tokens;
+    const std::size_t P = s.prompt_tokens;
     for (std::size_t end = s.resumed * B + chunk_; end < P; end += chunk_) out.push_back(end / B);
-    out.push_back(s.path().size());
   }
+  bool end_position(const tree_step&) const override { return true; }
 
  private:
   std::size_t chunk_;
@@ -207,11 +239,11 @@ class sglang_extra_buffer_policy final : public engine_policy {
   }
 
  protected:
-  void positions(const tree_step& s, std::vector<std::size_t>& out) const override {
+  void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const override {
     if (s.prompt_blocks > 0) out.push_back(s.prompt_blocks);
-    if (s.match > 0 && s.match < s.path().size()) out.push_back(s.match);
-    out.push_back(s.path().size());
+    if (s.match > 0) out.push_back(s.match);  // m <= pb: the branch point (== pb: the extend end)
   }
+  bool end_position(const tree_step&) const override { return true; }
 };
 
 /// llama.cpp server context checkpoints: two near the prompt end, FIFO of `per_slot`.
@@ -226,9 +258,9 @@ class llamacpp_policy final : public engine_policy {
   [[nodiscard]] std::string name() const override { return "llamacpp"; }
 
  protected:
-  void positions(const tree_step& s, std::vector<std::size_t>& out) const override {
+  void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const override {
     const std::size_t B = ctx_.trace->block();
-    const std::size_t P = s.request->prompt_tokens;
+    const std::size_t P = s.prompt_tokens;
     if (P > 4 + ubatch_) out.push_back((P - 4 - ubatch_) / B);
     if (P > 4) out.push_back((P - 4) / B);
   }
@@ -248,14 +280,14 @@ class marconi_policy final : public engine_policy {
   [[nodiscard]] double alpha() const noexcept { return alpha_; }
 
  protected:
-  void positions(const tree_step& s, std::vector<std::size_t>& out) const override {
-    const auto path = s.path();
-    out.push_back(path.size());
+  void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const override {
     // Speculative insertion: the sequence branches off at the matched node when that node
-    // already has a child (inserting would split an edge or add a sibling).
-    if (s.match > 0 && s.match < path.size() && ctx_.tree->children(path[s.match - 1]) > 0)
-      out.push_back(s.match);
+    // already has a child (inserting would split an edge or add a sibling). Decided at match
+    // time, on the tree before this request's blocks are allocated.
+    const auto path = s.path();
+    if (s.match > 0 && ctx_.tree->children(path[s.match - 1]) > 0) out.push_back(s.match);
   }
+  bool end_position(const tree_step&) const override { return true; }
   void evict_one(const tree_step&) override {
     // Candidates: states whose node has at most one child in the tree.
     std::vector<std::uint32_t> cand, all;
@@ -306,14 +338,58 @@ class marconi_policy final : public engine_policy {
 /// Shared machinery of the two offline references (Belady on states): for every node, the
 /// requests that would use a state there (in request order, one compressed row per node), the
 /// next use after a given request, and the held states ordered by next use.
+///
+/// On the causal protocol the references still choose with future knowledge (offline), at match
+/// time over the request's whole path (`candidates`), but take each state only when the engine
+/// opens its window: positions j <= pb, j < n are announced for the prefill, decode positions
+/// are taken at their block end and j = n at the request end.
 class belady_policy : public tree_policy {
  public:
   std::size_t resume(const tree_step& s) override {
     return deepest_held(*ctx_.pool, s.path(), s.usable);
   }
+  void plan_prefill(const tree_step& s, std::vector<std::size_t>& positions) override {
+    used(s);
+    cand_.clear();
+    const auto& full = ctx_.trace->requests()[s.index].path;  // offline: the whole path
+    candidates(s, full, cand_);
+    const std::size_t n = full.size();
+    at_.assign(n + 1, never);
+    for (const auto& [j, nu] : cand_) {
+      if (j <= s.resumed || j > n) continue;
+      at_[j] = nu;
+      if (j <= s.prompt_blocks && j < n) positions.push_back(j);
+    }
+  }
+  void after_prefill(const tree_step& s) override {
+    const std::size_t n = at_.size() - 1;
+    for (const auto& [j, nu] : cand_) {
+      if (j > s.resumed && j <= s.prompt_blocks && j < n) take(s, j, nu);
+    }
+  }
+  void on_decode_block(const tree_step& s, std::size_t j) override {
+    if (j + 1 < at_.size() && at_[j] != never) take(s, j, at_[j]);
+  }
+  void finish(const tree_step& s) override {
+    const std::size_t n = s.path().size();
+    if (n > s.resumed && n < at_.size() && at_[n] != never) take(s, n, at_[n]);
+  }
+  void on_dropped(std::uint32_t v) override { order_.erase({key_[v], v}); }
 
  protected:
   static constexpr std::size_t never = std::numeric_limits<std::size_t>::max();
+
+  /// Match time: the held states used by request s.index get their next use.
+  virtual void used(const tree_step& s) = 0;
+  /// Match time: (position j, next use) of the states to admit, in admission order, chosen
+  /// over the whole path `full` (offline).
+  virtual void candidates(const tree_step& s, const std::vector<std::uint32_t>& full,
+                          std::vector<std::pair<std::size_t, std::size_t>>& out) = 0;
+  void take(const tree_step& s, std::size_t j, std::size_t nu) {
+    const auto v = s.path()[j - 1];
+    if (ctx_.pool->capacity() == 0 || ctx_.pool->holds(v)) return;
+    admit(v, nu);
+  }
 
   /// Starts a replay: `uses(i, f)` calls f(v) for every node v that request i uses.
   template <class Uses>
@@ -361,6 +437,8 @@ class belady_policy : public tree_policy {
   tree_context ctx_{};
 
  private:
+  std::vector<std::pair<std::size_t, std::size_t>> cand_;
+  std::vector<std::size_t> at_;  ///< per position j of this request: next use of a candidate
   std::vector<std::size_t> start_, uses_, cursor_, key_;
   std::set<std::pair<std::size_t, std::uint32_t>> order_;
 };
@@ -383,21 +461,23 @@ class oracle_policy final : public belady_policy {
       for (std::size_t j = 0; j < (*ctx.usable)[i]; ++j) use(path[j]);
     });
   }
-  void finish(const tree_step& s) override {
-    const auto path = s.path();
-    auto& pool = *ctx_.pool;
+
+ protected:
+  void used(const tree_step& s) override {
     // States on the usable path were (potentially) used now: move on to their next use.
+    const auto path = s.path();
     for (std::size_t j = 0; j < s.usable; ++j) {
-      if (pool.holds(path[j])) rekey(path[j], s.index);
+      if (ctx_.pool->holds(path[j])) rekey(path[j], s.index);
     }
-    if (pool.capacity() == 0) return;
+  }
+  void candidates(const tree_step& s, const std::vector<std::uint32_t>& full,
+                  std::vector<std::pair<std::size_t, std::size_t>>& out) override {
     std::size_t deeper = never;  // next use of the deeper candidate already considered
-    for (std::size_t j = path.size(); j > s.resumed; --j) {
-      const auto v = path[j - 1];
-      const std::size_t nu = next_use(v, s.index);
+    for (std::size_t j = full.size(); j > s.resumed; --j) {
+      const std::size_t nu = next_use(full[j - 1], s.index);
       if (nu == never || nu == deeper) continue;  // not needed, or a deeper node serves it
       deeper = nu;
-      if (!pool.holds(v)) admit(v, nu);
+      out.emplace_back(j, nu);
     }
   }
 };
@@ -417,17 +497,18 @@ class oracle_exact_policy final : public belady_policy {
       if (u > 0) use(ctx.trace->requests()[i].path[u - 1]);
     });
   }
-  void finish(const tree_step& s) override {
-    const auto path = s.path();
-    auto& pool = *ctx_.pool;
+
+ protected:
+  void used(const tree_step& s) override {
     // The state used exactly now gets its next use.
-    if (s.usable > 0 && pool.holds(path[s.usable - 1])) rekey(path[s.usable - 1], s.index);
-    if (pool.capacity() == 0) return;
-    for (std::size_t j = s.resumed + 1; j <= path.size(); ++j) {
-      const auto v = path[j - 1];
-      if (pool.holds(v)) continue;
-      const std::size_t nu = next_use(v, s.index);
-      if (nu != never) admit(v, nu);
+    const auto path = s.path();
+    if (s.usable > 0 && ctx_.pool->holds(path[s.usable - 1])) rekey(path[s.usable - 1], s.index);
+  }
+  void candidates(const tree_step& s, const std::vector<std::uint32_t>& full,
+                  std::vector<std::pair<std::size_t, std::size_t>>& out) override {
+    for (std::size_t j = s.resumed + 1; j <= full.size(); ++j) {
+      const std::size_t nu = next_use(full[j - 1], s.index);
+      if (nu != never) out.emplace_back(j, nu);
     }
   }
 };

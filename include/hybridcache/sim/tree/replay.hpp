@@ -2,15 +2,15 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// The replay engine of the tree scenario: a block-granular radix tree, one pool of recurrent
-/// states with a budget of M states (M · checkpoint_bytes bytes), and a policy that decides
-/// where states are taken and which are dropped.
+/// The replay engine of the tree scenario: a block-granular radix tree of attention KV, one pool
+/// of recurrent states, and a policy that decides where states are taken and which are dropped,
+/// driven through a *causal* protocol: a policy learns a request's blocks only as an engine
+/// would, and may store a state only where it said so before the tokens were computed.
 ///
-/// The attention KV of every block ever computed is assumed cached (the question is the
-/// recurrent states), so the radix tree only grows. Per request r with path p_1 … p_n (nodes of
-/// its full blocks), prompt P tokens and block size B:
+/// Per request r with path p_1 … p_n (nodes of its full blocks, prompt and output), prompt P
+/// tokens, block size B and pb = ⌊P/B⌋ prompt blocks:
 ///
-///     match  m  = number of leading p_i already in the tree (inserted by earlier requests)
+///     match  m  = number of leading prompt blocks p_1 … p_pb present in the tree
 ///     usable u  = min(m, ⌊(P − 1)/B⌋)            at least one prompt token is computed
 ///     resume k  = policy.resume(r) <= u,          p_k holds a state (k = 0: the namespace root)
 ///     recomputed tokens   = (u − k) · B          KV cached, state missing: replayed
@@ -19,11 +19,45 @@
 ///     prefill FLOPs       = f_tok · n + f_pair · (n·p + n(n+1)/2),   n = P − kB, p = kB
 ///     modelled TTFT (ms)  = prefill_cost_model::cost(n, p)            (sim/model.hpp)
 ///
-/// then `policy.finish(r)` snapshots states at nodes the request computed (p_{k+1} … p_n, the
-/// output's blocks included) and evicts under pressure; finally p_1 … p_n are inserted. The pool
-/// (`state_pool`) rejects a snapshot of a node the request did not compute and any snapshot
-/// beyond the budget, so no policy can cheat either way. Decision time is the wall time spent
-/// in the policy's `resume` and `finish`.
+/// The protocol (`tree_policy`), in order; `tree_step::path()` shows only the blocks known then:
+///
+/// 1. `resume(s)` at match time (path = p_1 … p_pb);
+/// 2. `plan_prefill(s, positions)` at match time, before any token is computed: the block
+///    positions j in (k, pb] it will snapshot during the prefill. Each is a chunk end the engine
+///    must schedule; those with j·B < P split the prefill and are counted as *extra chunk
+///    boundaries* (`tree_metrics::chunk_boundaries`);
+/// 3. the engine allocates KV for the request's blocks (inserting p_1 … p_n into the tree) and,
+///    under a KV budget, evicts (below);
+/// 4. `after_prefill(s)`: the pool accepts `add(p_j)` only at the announced positions;
+/// 5. `on_decode_block(s, j)` for j = pb+1 … n (path = p_1 … p_j, n unknown): only `add(p_j)`;
+/// 6. `finish(s)` (path = p_1 … p_n): only `add(p_n)`, the running state at the request end (the
+///    block grid's stand-in for the state after the last token).
+///
+/// `state_pool::add` throws for any other node, so no policy can snapshot what it did not
+/// announce before the tokens were computed, nor beyond the budget; evictions (`remove`) are
+/// allowed at any time. Offline references (oracle*) may read the future through
+/// `tree_context::usable` and the trace; they still obey the pool's windows. Decision time is
+/// the wall time spent in the policy's calls.
+///
+/// **KV budget** (`kv_budget`, in the cost model; default unlimited: every block ever computed
+/// stays cached). A present block costs B · kv_bytes_per_token bytes (model_shape). When the
+/// request's blocks are allocated (step 3), the tree is trimmed by evicting its least recently
+/// used *leaf* block not on the running request's path (a request's allocation touches all its
+/// blocks, root to leaf), repeatedly, until the budget holds; a state at an evicted block is
+/// dropped (its prefix KV is gone, so it is useless) and the policy told (`on_dropped`), and
+/// every evicted block is reported (`on_evicted`). The match then counts only present blocks, so
+/// no request can resume from a state whose KV is gone (the engine checks it too).
+/// - `separate` (SGLang: a KV pool and a state pool): KV bytes ≤ `bytes`; the state pool keeps
+///   its budget of M states.
+/// - `joint` (vLLM's hybrid allocator: KV blocks and states share one pool): one budget of
+///   `bytes` + M · state_bytes bytes (the same total memory as `separate` with M states). Blocks
+///   are evicted while KV bytes + held states' bytes exceed it; if no leaf off the running path
+///   is left, held states are dropped in the LRU order of their blocks. The state pool's
+///   capacity for the request is then ⌊(total − KV bytes) / state_bytes⌋, fixed from step 4 to
+///   the request's end (it may exceed M when KV is light). The request's whole KV (prompt and
+///   output) is allocated at step 3; its own blocks are never evicted while it runs (if they
+///   alone exceed the budget, KV runs over it and the state capacity is 0).
+/// The rule is the engine's, the same for every policy.
 
 #include <algorithm>
 #include <chrono>
@@ -33,7 +67,11 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <set>
+#include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hybridcache/config.hpp"
@@ -44,8 +82,9 @@
 HYBRIDCACHE_NAMESPACE_BEGIN
 
 /// The pool of recurrent states: which nodes hold one, under a budget of `capacity` states.
-/// Only the engine opens a request's computable range; a policy may add a state only at a node
-/// of that range and only while the pool is below capacity.
+/// Only the engine opens a window (the nodes a state may be taken at right now, see the file
+/// comment); a policy may add a state only at a node of the open window and only while the pool
+/// is below capacity.
 class state_pool {
  public:
   void reset(std::size_t nodes, std::size_t capacity) {
@@ -63,16 +102,20 @@ class state_pool {
   [[nodiscard]] std::size_t peak() const noexcept { return peak_; }
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   [[nodiscard]] bool full() const noexcept { return size_ >= capacity_; }
-  /// Whether the current request computed node `v` (so a state can be taken there).
+  /// Whether a state can be taken at `v` now (v is in the open window).
   [[nodiscard]] bool computable(std::uint32_t v) const noexcept {
     return v < stamp_.size() && stamp_[v] == epoch_ && epoch_ != 0;
   }
+  /// Same as `computable`.
+  [[nodiscard]] bool is_open(std::uint32_t v) const noexcept { return computable(v); }
 
   /// Stores a state at `v`. @returns false when `v` already holds one.
-  /// @throws capacity_error when the pool is full; invalid_argument when `v` was not computed.
+  /// @throws capacity_error when the pool is full; invalid_argument when `v` is not open now
+  ///         (not announced / not the current decode block / not the request end).
   bool add(std::uint32_t v) {
     if (!computable(v))
-      hybridcache::detail::throw_invalid("node", v, "was not computed by the current request");
+      hybridcache::detail::throw_invalid(
+          "node", v, "is not open (not announced before its tokens were computed)");
     if (held_[v]) return false;
     if (size_ >= capacity_)
       throw capacity_error("hybridcache: state pool full (evict before adding)");
@@ -88,83 +131,164 @@ class state_pool {
     --size_;
   }
 
-  /// Engine: marks `nodes` as the current request's computed range (closes the previous one).
+  /// Engine: opens the window `nodes` (closes the previous one).
   void open(std::span<const std::uint32_t> nodes) {
     ++epoch_;
     for (auto v : nodes) stamp_[v] = epoch_;
   }
+  /// Engine: closes the window.
+  void close() noexcept { ++epoch_; }
+  /// Engine: a new capacity (the joint KV budget). Does not drop states.
+  void set_capacity(std::size_t capacity) noexcept { capacity_ = capacity; }
 
  private:
   std::vector<std::uint8_t> held_;
-  std::vector<std::uint32_t> stamp_;
-  std::uint32_t epoch_ = 0;
+  std::vector<std::uint64_t> stamp_;
+  std::uint64_t epoch_ = 0;
   std::size_t size_ = 0, peak_ = 0, capacity_ = 0;
 };
 
-/// The radix tree of cached blocks (KV assumed cached forever): presence and child counts.
+/// The radix tree of cached KV blocks: presence, child counts and, when `track` is on, the LRU
+/// order of its leaves (for a KV budget; see the file comment). Present nodes are always closed
+/// under parents (paths are inserted from the root, only leaves are evicted).
 class block_tree {
  public:
-  void reset(std::size_t nodes) {
+  void reset(std::size_t nodes, bool track = false) {
     present_.assign(nodes, 0);
     children_.assign(nodes, 0);
+    stamp_.assign(track ? nodes : 0, 0);
+    leaves_.clear();
+    track_ = track;
+    clock_ = 0;
+    blocks_ = 0;
   }
   [[nodiscard]] bool present(std::uint32_t v) const noexcept { return present_[v] != 0; }
   /// Children of `v` present in the tree.
   [[nodiscard]] std::uint32_t children(std::uint32_t v) const noexcept { return children_[v]; }
+  /// Present blocks.
+  [[nodiscard]] std::size_t blocks() const noexcept { return blocks_; }
   /// Leading nodes of `path` present.
   [[nodiscard]] std::size_t match(std::span<const std::uint32_t> path) const noexcept {
     std::size_t m = 0;
     while (m < path.size() && present_[path[m]]) ++m;
     return m;
   }
-  void insert(const tree_trace& t, std::span<const std::uint32_t> path) {
+  /// Inserts `path` (root to leaf); with tracking, every node of it becomes the most recently
+  /// used, the leaf last. @returns the first stamp of this insertion (nodes stamped at or after
+  /// it are the running path, see `evict_lru_leaf`).
+  std::uint64_t insert(const tree_trace& t, std::span<const std::uint32_t> path) {
+    const std::uint64_t first = clock_ + 1;
     for (auto v : path) {
-      if (present_[v]) continue;
-      present_[v] = 1;
-      const auto p = t.parent(v);
-      if (p != tree_trace::no_parent) ++children_[p];
+      if (!present_[v]) {
+        present_[v] = 1;
+        ++blocks_;
+        const auto p = t.parent(v);
+        if (p != tree_trace::no_parent) {
+          if (track_ && present_[p] && children_[p] == 0) leaves_.erase({stamp_[p], p});
+          ++children_[p];
+        }
+      } else if (track_ && children_[v] == 0) {
+        leaves_.erase({stamp_[v], v});
+      }
+      if (!track_) continue;
+      stamp_[v] = ++clock_;
+      if (children_[v] == 0) leaves_.emplace(stamp_[v], v);
     }
+    // A node that gained a child in this insertion left the leaves when it did.
+    return first;
+  }
+  /// Evicts the least recently used leaf stamped before `guard` (not on the running path).
+  /// Needs tracking. @returns it, or `tree_trace::no_parent` when there is none.
+  std::uint32_t evict_lru_leaf(const tree_trace& t, std::uint64_t guard) {
+    if (leaves_.empty() || leaves_.begin()->first >= guard) return tree_trace::no_parent;
+    const auto v = leaves_.begin()->second;
+    leaves_.erase(leaves_.begin());
+    present_[v] = 0;
+    --blocks_;
+    const auto p = t.parent(v);
+    if (p != tree_trace::no_parent && --children_[p] == 0 && present_[p])
+      leaves_.emplace(stamp_[p], p);
+    return v;
+  }
+  /// LRU stamp of `v` (tracking only; 0 otherwise).
+  [[nodiscard]] std::uint64_t stamp(std::uint32_t v) const noexcept {
+    return track_ ? stamp_[v] : 0;
   }
 
  private:
   std::vector<std::uint8_t> present_;
   std::vector<std::uint32_t> children_;
+  std::vector<std::uint64_t> stamp_;
+  std::set<std::pair<std::uint64_t, std::uint32_t>> leaves_;
+  bool track_ = false;
+  std::uint64_t clock_ = 0;
+  std::size_t blocks_ = 0;
 };
 
-/// What a policy sees of one request.
+/// What a policy sees of one request. `path()` is the causal view: the blocks known now.
 struct tree_step {
-  std::size_t index = 0;                  ///< request number in the trace
-  const tree_request* request = nullptr;  ///< the request
-  std::size_t match = 0;                  ///< m: leading path nodes in the tree
-  std::size_t usable = 0;                 ///< u = min(m, ⌊(P − 1)/B⌋)
-  std::size_t prompt_blocks = 0;          ///< ⌊P/B⌋
-  std::size_t resumed = 0;                ///< k (set before `finish`)
-  [[nodiscard]] std::span<const std::uint32_t> path() const noexcept { return request->path; }
+  std::size_t index = 0;  ///< request number in the trace
+  /// The whole request (future included): offline references only; an online policy reads
+  /// `path()`, `prompt_tokens` and `root`.
+  const tree_request* request = nullptr;
+  std::uint32_t root = 0;         ///< the namespace's root node
+  std::size_t prompt_tokens = 0;  ///< P
+  std::size_t match = 0;          ///< m: leading prompt blocks in the tree (m <= pb)
+  std::size_t usable = 0;         ///< u = min(m, ⌊(P − 1)/B⌋)
+  std::size_t prompt_blocks = 0;  ///< pb = ⌊P/B⌋
+  std::size_t resumed = 0;        ///< k (set after `resume`)
+  std::size_t known = 0;          ///< blocks known now (pb until the decode)
+  /// p_1 … p_known: the blocks known at this moment (see the file comment).
+  [[nodiscard]] std::span<const std::uint32_t> path() const noexcept {
+    return std::span<const std::uint32_t>(request->path).first(known);
+  }
+  [[nodiscard]] std::size_t blocks_known() const noexcept { return known; }
 };
 
-/// Everything a policy may read: the trace, the pool it manages, the tree as of the current
-/// request (before its insertion), the cost model and, for offline policies only, the usable
-/// match of every request (future knowledge).
+/// Everything a policy may read: the trace, the pool it manages, the tree (before the
+/// request's blocks are allocated during `resume` and `plan_prefill`, with them afterwards), the
+/// cost model and, for offline policies only, the usable match of every request (future
+/// knowledge).
 struct tree_context {
   const tree_trace* trace = nullptr;
   state_pool* pool = nullptr;
   const block_tree* tree = nullptr;
   const std::vector<std::size_t>* usable = nullptr;  ///< per request: u (offline knowledge)
   double state_bytes = 0.0;                          ///< bytes of one state
-  std::function<double(double, double)> flops;       ///< prefill FLOPs(n new, p cached)
+  std::size_t budget = 0;  ///< M, the row's state budget (the pool's capacity but for `joint`)
+  std::function<double(double, double)> flops;  ///< prefill FLOPs(n new, p cached)
 };
 
-/// A state policy: resume point and snapshot/evict decisions (see the file comment).
+/// A state policy on the causal protocol (see the file comment for the order of the calls).
 class tree_policy {
  public:
   virtual ~tree_policy() = default;
   [[nodiscard]] virtual std::string name() const = 0;
   /// Starts a replay; the pool is empty and sized.
   virtual void reset(const tree_context& ctx) = 0;
-  /// k <= s.usable with pool.holds(path[k−1]) when k > 0. Default: the deepest held state.
+  /// Match time. k <= s.usable with pool.holds(path[k−1]) when k > 0; s.path() = p_1 … p_pb.
+  /// A hit is where a policy refreshes what it wants.
   virtual std::size_t resume(const tree_step& s) = 0;
-  /// Takes snapshots among path[k..n) and evicts, keeping pool.size() <= capacity.
-  virtual void finish(const tree_step& s) = 0;
+  /// Match time, after `resume` (s.resumed = k), before any token is computed: appends the block
+  /// positions j in (k, pb] it will snapshot during the prefill (each a scheduled chunk end).
+  virtual void plan_prefill(const tree_step& s, std::vector<std::size_t>& positions) {
+    (void)s;
+    (void)positions;
+  }
+  /// After the prefill: the pool accepts `add` only at the announced positions; evict as needed.
+  virtual void after_prefill(const tree_step& s) { (void)s; }
+  /// Block j in (pb, n] was just completed by the decode: the pool accepts add(path[j−1]) only.
+  /// s.path() = p_1 … p_j; n is unknown.
+  virtual void on_decode_block(const tree_step& s, std::size_t j) {
+    (void)s;
+    (void)j;
+  }
+  /// Request end: s.path() = p_1 … p_n; the pool accepts add(path[n−1]). Evict as needed.
+  virtual void finish(const tree_step& s) { (void)s; }
+  /// The engine dropped the state at `v` because its KV was evicted (already off the pool).
+  virtual void on_dropped(std::uint32_t v) { (void)v; }
+  /// The engine evicted the KV of leaf block `v` (after `on_dropped` if it held a state).
+  virtual void on_evicted(std::uint32_t v) { (void)v; }
 };
 
 /// Deepest k in [0, limit] with path[k−1] held (0 when none).
@@ -176,14 +300,34 @@ inline std::size_t deepest_held(const state_pool& pool, std::span<const std::uin
   return 0;
 }
 
-/// Prefill cost: FLOPs and modelled TTFT (see the file comment). The FLOP constants are
-/// assumptions for a ≈Qwen3.5-0.8B stack: f_tok = 2 · 0.8e9 (two FLOPs per weight per token),
-/// f_pair = 4 · 6 attention layers · 8 query heads · 256 head dim (QKᵀ and AV per pair).
+/// How KV memory is counted (see the file comment).
+enum class kv_mode : std::uint8_t {
+  unlimited,  ///< every computed block stays cached (the state-only sweep)
+  separate,   ///< a KV pool of `bytes`, the state pool apart (SGLang)
+  joint,      ///< one pool of `bytes` + M · state_bytes for KV and states (vLLM hybrid)
+};
+
+/// The name of a KV mode ("unlimited", "separate", "joint").
+[[nodiscard]] constexpr std::string_view to_string(kv_mode m) noexcept {
+  return m == kv_mode::separate ? "separate" : m == kv_mode::joint ? "joint" : "unlimited";
+}
+
+/// A KV budget (see the file comment).
+struct kv_budget {
+  kv_mode mode = kv_mode::unlimited;
+  double bytes = 0.0;  ///< the KV pool (separate) or the KV share of the joint pool
+};
+
+/// Prefill cost: FLOPs and modelled TTFT (see the file comment), plus the KV budget. The FLOP
+/// constants are assumptions for a ≈Qwen3.5-0.8B stack: f_tok = 2 · 0.8e9 (two FLOPs per weight
+/// per token), f_pair = 4 · 6 attention layers · 8 query heads · 256 head dim (QKᵀ and AV per
+/// pair).
 struct tree_cost_model {
   model_shape model = qwen3_5_0_8b;
   prefill_cost_model time = hypic_fig14_prefill();
   double flops_per_token = 2.0 * 0.8e9;
   double flops_per_pair = 4.0 * 6.0 * 8.0 * 256.0;
+  kv_budget kv{};  ///< KV memory (default unlimited); bytes per token from `model`
   [[nodiscard]] double flops(double n, double p) const noexcept {
     return flops_per_token * n + flops_per_pair * (n * p + n * (n + 1.0) / 2.0);
   }
@@ -208,9 +352,20 @@ struct tree_metrics {
   double decision_ns = 0.0;            ///< mean policy time per request
   double decision_ns_per_block = 0.0;  ///< … per path block
   double parameter = std::numeric_limits<double>::quiet_NaN();  ///< a tuned knob (Marconi's α)
+  double chunk_boundaries = 0.0;    ///< Σ extra chunk boundaries (announced j with j·B < P)
+  kv_mode kv = kv_mode::unlimited;  ///< KV accounting of the run
+  double kv_budget_bytes = 0.0;     ///< kv_budget::bytes (0: unlimited)
+  double kv_evicted_blocks = 0.0;   ///< blocks whose KV was evicted
+  double states_dropped = 0.0;      ///< states dropped with their KV (or for the joint pool)
+  double kv_blocks_mean = 0.0;      ///< mean present blocks after each request
+  /// Extra chunk boundaries per request.
+  [[nodiscard]] double chunk_boundaries_per_request() const noexcept {
+    return requests ? chunk_boundaries / static_cast<double>(requests) : 0.0;
+  }
 };
 
-/// Per request: the usable match u (policy-independent: the tree holds every block ever seen).
+/// Per request: the usable match u with unlimited KV (policy-independent: the tree holds every
+/// block ever seen).
 inline std::vector<std::size_t> usable_matches(const tree_trace& t) {
   block_tree tree;
   tree.reset(t.node_count());
@@ -223,76 +378,150 @@ inline std::vector<std::size_t> usable_matches(const tree_trace& t) {
   return out;
 }
 
-/// Replays a tree trace through one policy, one request at a time (see the file comment).
-/// Requests before `begin` are inserted into the tree (their KV is cached) with no state held:
-/// a cold state pool over a warm tree.
+/// Per request: the usable match u under `cost.kv`, with KV alone in the budget (no states):
+/// exact for `separate` and `unlimited`; for `joint` the matches when the states take their
+/// M share, an approximation (the real ones depend on the states a policy holds). The offline
+/// references' future knowledge.
+inline std::vector<std::size_t> usable_matches(const tree_trace& t, const tree_cost_model& cost) {
+  if (cost.kv.mode == kv_mode::unlimited) return usable_matches(t);
+  const double block_bytes = static_cast<double>(t.block()) * cost.model.kv_bytes_per_token();
+  block_tree tree;
+  tree.reset(t.node_count(), true);
+  std::vector<std::size_t> out;
+  out.reserve(t.size());
+  for (const auto& r : t.requests()) {
+    const std::size_t pb = r.prompt_blocks(t.block());
+    out.push_back(std::min(std::min(tree.match(r.path), pb), r.usable_blocks(t.block())));
+    const auto guard = tree.insert(t, r.path);
+    while (static_cast<double>(tree.blocks()) * block_bytes > cost.kv.bytes &&
+           tree.evict_lru_leaf(t, guard) != tree_trace::no_parent) {
+    }
+  }
+  return out;
+}
+
+/// Replays a tree trace through one policy, one request at a time, on the causal protocol (see
+/// the file comment). Requests before `begin` are inserted into the tree (their KV is cached,
+/// within the KV budget) with no state held: a cold state pool over a warm tree.
 class tree_replayer {
  public:
-  /// `usable` = usable_matches(t) (passed in so sweeps compute it once).
-  /// @throws invalid_argument when `usable` does not match the trace.
+  /// `usable` = usable_matches(t, cost) (passed in so sweeps compute it once; the offline
+  /// references' knowledge). `budget`: M states (see kv_budget for the joint pool).
+  /// @throws invalid_argument when `usable` does not match the trace or the KV budget is
+  ///         negative or not finite.
   tree_replayer(const tree_trace& t, tree_policy& policy, std::size_t budget,
                 const std::vector<std::size_t>& usable, const tree_cost_model& cost = {},
                 std::size_t begin = 0)
-      : t_(t), policy_(policy), usable_(usable), cost_(cost), next_(std::min(begin, t.size())) {
+      : t_(t),
+        policy_(policy),
+        usable_(usable),
+        cost_(cost),
+        budget_(budget),
+        next_(std::min(begin, t.size())) {
     if (usable.size() != t.size())
       hybridcache::detail::throw_invalid("usable.size()", usable.size(),
                                          "must equal the trace size");
+    if (cost.kv.mode != kv_mode::unlimited &&
+        !(cost.kv.bytes >= 0.0 && std::isfinite(cost.kv.bytes)))
+      hybridcache::detail::throw_invalid("kv.bytes", cost.kv.bytes, "must be finite and >= 0");
+    state_bytes_ = cost.model.checkpoint_bytes();
+    block_bytes_ = static_cast<double>(t.block()) * cost.model.kv_bytes_per_token();
     pool_.reset(t.node_count(), budget);
-    tree_.reset(t.node_count());
+    tree_.reset(t.node_count(), cost.kv.mode != kv_mode::unlimited);
     ctx_.trace = &t;
     ctx_.pool = &pool_;
     ctx_.tree = &tree_;
     ctx_.usable = &usable_;
-    ctx_.state_bytes = cost.model.checkpoint_bytes();
+    ctx_.state_bytes = state_bytes_;
+    ctx_.budget = budget;
     ctx_.flops = [cost](double n, double p) { return cost.flops(n, p); };
+    if (cost.kv.mode == kv_mode::joint) pool_.set_capacity(joint_capacity());
     policy.reset(ctx_);
-    for (std::size_t i = 0; i < next_; ++i) tree_.insert(t, t.requests()[i].path);
+    for (std::size_t i = 0; i < next_; ++i) allocate(t.requests()[i].path);
     m_.policy = policy.name();
     m_.budget = budget;
     m_.state_memory = static_cast<double>(budget) * ctx_.state_bytes;
+    m_.kv = cost.kv.mode;
+    m_.kv_budget_bytes = cost.kv.mode == kv_mode::unlimited ? 0.0 : cost.kv.bytes;
   }
 
   /// Replays the next request. @returns false when the trace is done.
   /// @throws invalid_argument when the policy resumes past the usable match or from a node
-  ///         without a state; capacity_error when it leaves the pool over budget.
+  ///         without a state (or without KV), announces a position outside (k, pb], or adds a
+  ///         state outside the open window; capacity_error when it leaves the pool over budget.
   bool step() {
+    using hybridcache::detail::throw_invalid;
     if (next_ >= t_.size()) return false;
     const std::size_t i = next_++;
     const auto& r = t_.requests()[i];
+    const std::size_t B = t_.block();
+    const std::size_t n = r.path.size();
     tree_step s;
     s.index = i;
     s.request = &r;
-    s.match = tree_.match(r.path);
-    s.usable = std::min(s.match, r.usable_blocks(t_.block()));
-    s.prompt_blocks = r.prompt_blocks(t_.block());
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::size_t k = policy_.resume(s);
-    const auto t1 = std::chrono::steady_clock::now();
-    if (k > s.usable) hybridcache::detail::throw_invalid("resume", k, "exceeds the usable match");
-    if (k > 0 && !pool_.holds(r.path[k - 1]))
-      hybridcache::detail::throw_invalid("resume", k, "node holds no state");
+    s.root = r.root;
+    s.prompt_tokens = r.prompt_tokens;
+    s.prompt_blocks = r.prompt_blocks(B);
+    s.known = s.prompt_blocks;
+    s.match = tree_.match(s.path());
+    s.usable = std::min(s.match, r.usable_blocks(B));
+    double ns = 0.0;
+    const auto timed = [&ns](auto&& f) {
+      const auto t0 = std::chrono::steady_clock::now();
+      f();
+      ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    };
+    std::size_t k = 0;
+    timed([&] { k = policy_.resume(s); });
+    if (k > s.usable) throw_invalid("resume", k, "exceeds the usable match");
+    if (k > 0 && !pool_.holds(r.path[k - 1])) throw_invalid("resume", k, "node holds no state");
+    if (k > 0 && !tree_.present(r.path[k - 1])) throw_invalid("resume", k, "node's KV was evicted");
     s.resumed = k;
-    pool_.open(std::span<const std::uint32_t>(r.path).subspan(k));
-    const auto t2 = std::chrono::steady_clock::now();
-    policy_.finish(s);
-    const auto t3 = std::chrono::steady_clock::now();
+    announced_.clear();
+    timed([&] { policy_.plan_prefill(s, announced_); });
+    std::sort(announced_.begin(), announced_.end());
+    announced_.erase(std::unique(announced_.begin(), announced_.end()), announced_.end());
+    window_.clear();
+    for (auto j : announced_) {
+      if (j <= k || j > s.prompt_blocks)
+        throw_invalid("announced position", j,
+                      "outside (resume, prompt blocks] = (" + std::to_string(k) + ", " +
+                          std::to_string(s.prompt_blocks) + "]");
+      if (j * B < r.prompt_tokens) m_.chunk_boundaries += 1.0;
+      window_.push_back(r.path[j - 1]);
+    }
+    allocate(r.path);
+    pool_.open(window_);
+    timed([&] { policy_.after_prefill(s); });
+    for (std::size_t j = s.prompt_blocks + 1; j <= n; ++j) {
+      s.known = j;
+      pool_.open(std::span<const std::uint32_t>(r.path).subspan(j - 1, 1));
+      timed([&] { policy_.on_decode_block(s, j); });
+    }
+    s.known = n;
+    if (n > 0)
+      pool_.open(std::span<const std::uint32_t>(r.path).subspan(n - 1, 1));
+    else
+      pool_.close();
+    timed([&] { policy_.finish(s); });
+    pool_.close();
     if (pool_.size() > pool_.capacity())
       throw capacity_error("hybridcache: policy " + policy_.name() + " exceeded its budget");
-    tree_.insert(t_, r.path);
     last_resume_ = k;
-    ns_ += std::chrono::duration<double, std::nano>((t1 - t0) + (t3 - t2)).count();
-    blocks_ += static_cast<double>(r.path.size());
-    const double B = static_cast<double>(t_.block());
+    ns_ += ns;
+    blocks_ += static_cast<double>(n);
+    const double Bd = static_cast<double>(B);
     const double P = static_cast<double>(r.prompt_tokens);
-    const double kb = static_cast<double>(k) * B;
+    const double kb = static_cast<double>(k) * Bd;
     m_.prompt_tokens += P;
-    m_.usable_tokens += static_cast<double>(s.usable) * B;
+    m_.usable_tokens += static_cast<double>(s.usable) * Bd;
     m_.resumed_tokens += kb;
-    m_.recomputed_tokens += static_cast<double>(s.usable - k) * B;
+    m_.recomputed_tokens += static_cast<double>(s.usable - k) * Bd;
     m_.prefill_tokens += P - kb;
     m_.prefill_flops += cost_.flops(P - kb, kb);
-    ttft_ += cost_.time.cost(r.prompt_tokens - k * t_.block(), k * t_.block());
+    ttft_ += cost_.time.cost(r.prompt_tokens - k * B, k * B);
     states_ += static_cast<double>(pool_.size());
+    kv_blocks_ += static_cast<double>(tree_.blocks());
     ++m_.requests;
     return true;
   }
@@ -305,6 +534,10 @@ class tree_replayer {
   [[nodiscard]] const block_tree& tree() const noexcept { return tree_; }
   /// k of the last replayed request.
   [[nodiscard]] std::size_t last_resume() const noexcept { return last_resume_; }
+  /// Bytes of KV now cached.
+  [[nodiscard]] double kv_bytes() const noexcept {
+    return static_cast<double>(tree_.blocks()) * block_bytes_;
+  }
   /// Metrics of the requests replayed so far.
   [[nodiscard]] tree_metrics metrics() const {
     tree_metrics m = m_;
@@ -315,20 +548,75 @@ class tree_replayer {
     m.states_peak = pool_.peak();
     m.decision_ns = ns_ / n;
     m.decision_ns_per_block = blocks_ > 0 ? ns_ / blocks_ : 0.0;
+    m.kv_blocks_mean = kv_blocks_ / n;
     return m;
   }
 
  private:
+  /// Total bytes of the joint pool.
+  [[nodiscard]] double joint_total() const noexcept {
+    return cost_.kv.bytes + static_cast<double>(budget_) * state_bytes_;
+  }
+  /// States that fit the joint pool beside the KV now cached.
+  [[nodiscard]] std::size_t joint_capacity() const noexcept {
+    const double room = joint_total() - kv_bytes();
+    if (!(room > 0.0) || !(state_bytes_ > 0.0)) return 0;
+    return static_cast<std::size_t>(std::floor(room / state_bytes_ + 1e-9));
+  }
+  [[nodiscard]] bool over_budget() const noexcept {
+    switch (cost_.kv.mode) {
+      case kv_mode::separate:
+        return kv_bytes() > cost_.kv.bytes;
+      case kv_mode::joint:
+        return kv_bytes() + static_cast<double>(pool_.size()) * state_bytes_ > joint_total();
+      case kv_mode::unlimited:
+        break;
+    }
+    return false;
+  }
+  void drop_state(std::uint32_t v) {
+    pool_.remove(v);
+    m_.states_dropped += 1.0;
+    policy_.on_dropped(v);
+  }
+  /// Step 3 of the protocol: the request's blocks are allocated (inserted, most recently used)
+  /// and the tree trimmed to the KV budget (see the file comment).
+  void allocate(std::span<const std::uint32_t> path) {
+    const auto guard = tree_.insert(t_, path);
+    if (cost_.kv.mode == kv_mode::unlimited) return;
+    while (over_budget()) {
+      const auto v = tree_.evict_lru_leaf(t_, guard);
+      if (v == tree_trace::no_parent) break;
+      m_.kv_evicted_blocks += 1.0;
+      if (pool_.holds(v)) drop_state(v);
+      policy_.on_evicted(v);
+    }
+    if (cost_.kv.mode != kv_mode::joint) return;
+    const std::size_t cap = joint_capacity();
+    if (pool_.size() > cap) {  // no leaf left off the running path: states go, LRU block first
+      std::vector<std::pair<std::uint64_t, std::uint32_t>> held;
+      for (std::uint32_t v = 0; v < t_.node_count(); ++v)
+        if (pool_.holds(v)) held.emplace_back(tree_.stamp(v), v);
+      std::sort(held.begin(), held.end());
+      for (std::size_t i = 0; pool_.size() > cap; ++i) drop_state(held[i].second);
+    }
+    pool_.set_capacity(cap);
+  }
+
   const tree_trace& t_;
   tree_policy& policy_;
   const std::vector<std::size_t>& usable_;
   tree_cost_model cost_;
+  std::size_t budget_ = 0;
+  double state_bytes_ = 0.0, block_bytes_ = 0.0;
   state_pool pool_;
   block_tree tree_;
   tree_context ctx_;
   tree_metrics m_;
+  std::vector<std::size_t> announced_;
+  std::vector<std::uint32_t> window_;
   std::size_t next_ = 0, last_resume_ = 0;
-  double ns_ = 0.0, blocks_ = 0.0, states_ = 0.0, ttft_ = 0.0;
+  double ns_ = 0.0, blocks_ = 0.0, states_ = 0.0, ttft_ = 0.0, kv_blocks_ = 0.0;
 };
 
 /// Replays requests [begin, end) of `t` through `policy` with a budget of `budget` states and
@@ -345,8 +633,11 @@ inline tree_metrics replay_tree(const tree_trace& t, tree_policy& policy, std::s
 namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
 using ::hybridcache::block_tree;
 using ::hybridcache::deepest_held;
+using ::hybridcache::kv_budget;
+using ::hybridcache::kv_mode;
 using ::hybridcache::replay_tree;
 using ::hybridcache::state_pool;
+using ::hybridcache::to_string;
 using ::hybridcache::tree_context;
 using ::hybridcache::tree_cost_model;
 using ::hybridcache::tree_metrics;

@@ -89,8 +89,10 @@ struct tree_result {
   std::string trace;
   std::size_t block = 0, nodes = 0, requests = 0;
   double prompt_tokens = 0.0;
-  double state_bytes = 0.0;        ///< bytes of one state
-  std::vector<tree_metrics> rows;  ///< policy-major, budgets in order
+  double state_bytes = 0.0;         ///< bytes of one state
+  kv_mode kv = kv_mode::unlimited;  ///< KV accounting (tree_options::cost.kv)
+  double kv_bytes = 0.0;            ///< its budget (0: unlimited)
+  std::vector<tree_metrics> rows;   ///< policy-major, budgets in order
 };
 
 /// The policy called `name` (one of `tree_policy_names`), Marconi with weight `alpha`.
@@ -202,7 +204,9 @@ inline tree_result simulate_tree(const tree_trace& t, const tree_options& o,
   res.requests = t.size();
   res.prompt_tokens = static_cast<double>(t.prompt_tokens());
   res.state_bytes = o.cost.model.checkpoint_bytes();
-  const auto usable = usable_matches(t);
+  res.kv = o.cost.kv.mode;
+  res.kv_bytes = o.cost.kv.mode == kv_mode::unlimited ? 0.0 : o.cost.kv.bytes;
+  const auto usable = usable_matches(t, o.cost);
   const std::size_t total = o.policies.size() * o.budgets.size();
   std::size_t done = 0;
   for (const auto& name : o.policies) {
