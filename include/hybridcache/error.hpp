@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -57,6 +58,33 @@ class capacity_error : public error {
 class not_found_error : public error {
  public:
   using error::error;
+};
+
+/// A handle the library returned earlier no longer names a live object: the object was removed
+/// and its slot may hold another one now (`tree::state_policy` node ids, DESIGN §7). `argument()`
+/// and `value()` as for `invalid_argument` (the handle, in decimal); `slot()` and `generation()`
+/// are the handle's two parts, `current_generation()` the slot's generation now.
+class stale_handle_error : public invalid_argument {
+ public:
+  stale_handle_error(std::string_view argument, std::uint64_t handle, std::uint64_t slot,
+                     std::uint64_t generation, std::uint64_t current_generation)
+      : invalid_argument(argument, std::to_string(handle),
+                         "stale handle (slot " + std::to_string(slot) + ", generation " +
+                             std::to_string(generation) + "; the slot is at generation " +
+                             std::to_string(current_generation) +
+                             " now): its object was removed and the slot may have been reused"),
+        slot_(slot),
+        generation_(generation),
+        current_(current_generation) {}
+
+  [[nodiscard]] std::uint64_t slot() const noexcept { return slot_; }
+  [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
+  [[nodiscard]] std::uint64_t current_generation() const noexcept { return current_; }
+
+ private:
+  std::uint64_t slot_;
+  std::uint64_t generation_;
+  std::uint64_t current_;
 };
 
 namespace detail {

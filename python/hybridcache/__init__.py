@@ -7,7 +7,8 @@ the dtype or layout differs), and the GIL released in long calls. Module-level f
 plain Python lists/tuples of numbers where they expect an array.
 
 Errors: ``Error`` (a RuntimeError) is the base; ``InvalidArgument`` (also a ValueError) names the
-bad argument and value; ``CapacityError``; ``NotFoundError`` (also a LookupError).
+bad argument and value (``StaleHandleError``, its subclass: a tree node id of an erased node);
+``CapacityError``; ``NotFoundError`` (also a LookupError).
 """
 
 import functools as _functools

@@ -160,9 +160,9 @@ inline void bind_tree(nb::module_& m) {
       .def_prop_ro(
           "path",
           [](const tr::match_result& r) {
-            return to_numpy(std::vector<std::uint32_t>(r.path.begin(), r.path.end()));
+            return to_numpy(std::vector<std::uint64_t>(r.path.begin(), r.path.end()));
           },
-          fresh_array, "uint32 array: path[i] is the node of block i.")
+          fresh_array, "uint64 array: path[i] is the node of block i.")
       .def("__repr__", [](const tr::match_result& r) {
         return nb::str("match_result(matched_tokens={}, resume_tokens={}, replay_tokens={})")
             .format(r.matched_tokens, r.resume_tokens, r.replay_tokens);
@@ -181,7 +181,8 @@ inline void bind_tree(nb::module_& m) {
   nb::class_<tr::state_policy>(
       t, "state_policy",
       "Where to keep recurrent states in a prefix tree, learned online. Not thread-safe: call it\n"
-      "under the engine's scheduler lock. Node ids are ints; no_node marks 'none'.")
+      "under the engine's scheduler lock. Node ids are ints (slot + generation, 64 bits); the id\n"
+      "of an erased node raises StaleHandleError in every call; no_node marks 'none'.")
       .def(nb::init<tr::policy_options>(), "options"_a)
       .def(
           "match",
@@ -206,9 +207,9 @@ inline void bind_tree(nb::module_& m) {
           [](tr::state_policy& p, const hc::segment::namespace_key& ns, nb::handle tokens) {
             const token_ids tk = to_token_ids(tokens);
             const auto path = p.insert(ns, tk.view);
-            return to_numpy(std::vector<std::uint32_t>(path.begin(), path.end()));
+            return to_numpy(std::vector<std::uint64_t>(path.begin(), path.end()));
           },
-          "ns"_a, "tokens"_a, "Adds the full blocks; returns the node of each block (uint32).")
+          "ns"_a, "tokens"_a, "Adds the full blocks; returns the node of each block (uint64).")
       .def("admit", &tr::state_policy::admit, "node"_a, "bytes"_a,
            "The engine stored a state at `node`; returns the victims to free first.")
       .def("evict", &tr::state_policy::evict, "bytes"_a,
@@ -217,7 +218,7 @@ inline void bind_tree(nb::module_& m) {
       .def("pin", &tr::state_policy::pin, "node"_a)
       .def("unpin", &tr::state_policy::unpin, "node"_a)
       .def("erase", &tr::state_policy::erase, "node"_a,
-           "Removes a leaf whose KV the engine evicted.")
+           "Removes a leaf whose KV the engine evicted (its id is stale from then on).")
       .def("replan", &tr::state_policy::replan, "Exact re-plan with hysteresis.")
       .def("expected_recompute", &tr::state_policy::expected_recompute)
       .def("has_state", &tr::state_policy::has_state, "node"_a)

@@ -25,6 +25,7 @@ def test_version_matches_version_hpp():
 def test_error_hierarchy():
     assert issubclass(hc.InvalidArgument, hc.Error) and issubclass(hc.InvalidArgument, ValueError)
     assert issubclass(hc.NotFoundError, hc.Error) and issubclass(hc.NotFoundError, LookupError)
+    assert issubclass(hc.StaleHandleError, hc.InvalidArgument)
     assert issubclass(hc.CapacityError, hc.Error) and issubclass(hc.Error, RuntimeError)
 
 

@@ -79,7 +79,7 @@ def test_policy_resume_replay_and_pool():
     ns = segment.namespace_key().with_tenant("a")
     toks = list(range(1, 17))  # 4 blocks
     path = pol.insert(ns, toks)
-    assert len(path) == 4 and path.dtype == np.uint32
+    assert len(path) == 4 and path.dtype == np.uint64
     assert pol.admit(int(path[1]), 10).admitted
     m = pol.match(ns, toks)
     assert (m.matched_tokens, m.resume_tokens, m.replay_tokens) == (16, 8, 8)
@@ -101,7 +101,25 @@ def test_policy_resume_replay_and_pool():
     assert math.isfinite(pol.expected_recompute())
 
 
-def test_policy_options_round_trip_and_effective_gamma():
+
+def test_policy_stale_ids_raise_after_slot_reuse():
+    # Issue #21: tenant A's erased leaf must not address tenant B's node that reuses its slot.
+    pol = tree.state_policy(tree.policy_options(block_size=1, capacity_bytes=4, replan_every=0))
+    a_ns, b_ns = (segment.namespace_key().with_tenant(t) for t in ("a", "b"))
+    pol.insert(b_ns, [5])  # B's namespace exists first
+    a = pol.insert(a_ns, [1, 2])
+    held = int(a[1])
+    pol.erase(held)
+    b = pol.insert(b_ns, [7, 8])
+    assert int(b[0]) & 0xFFFFFFFF == held & 0xFFFFFFFF  # the slot was reused ...
+    assert int(b[0]) != held  # ... at the next generation
+    with pytest.raises(hc.StaleHandleError, match="stale handle"):
+        pol.admit(held, 1)
+    with pytest.raises(hc.InvalidArgument):  # StaleHandleError is an InvalidArgument
+        pol.pin(held)
+    assert not pol.contains(held) and pol.contains(int(b[0]))
+    assert pol.used_bytes == 0
+    assert pol.admit(int(b[0]), 1).admitted
     o = tree.policy_options(capacity_bytes=20, state_bytes=10, gamma=0.5, junction_prior=False,
                             junction_strength=3.0, memory_per_state=2.0, memory_floor=10.0,
                             repeat_discount=False, admit_by_value=False)

@@ -29,6 +29,12 @@
 // it, the deepest (the tail); then, with fill_free, k = min(F, n) more of the n other candidates
 // (beyond the match, or on it without a state), F = floor((capacity − used) / state_bytes) − (the
 // plan so far), chosen as the i·n/k-th (rounded up, 1-based) for i = 1..k, in long double.
+// Erase (issue #21): a node's mass is its real weight plus, while no match has ended there, its
+// prior, kept in two fields. Erasing a leaf drops its prior and adds its real weight to its
+// parent's real weight, where it stays (the parent's first real match zeroes only the parent's
+// prior); erasing a namespace root removes its weight from the total. The shares mass / total
+// are a distribution over the live nodes (`share`).
+// Node ids are the policy's 64-bit handles, used as opaque map keys.
 // ΔE[r] of dropping a state is computed by evaluating E[r] with and without it, walking every node
 // up to its deepest state — no shared code with include/hybridcache/tree.
 #include <cmath>
@@ -42,13 +48,16 @@
 namespace hybridcache_test {
 
 struct tree_policy_model {
+  /// "No node": the parent of a namespace root.
+  static constexpr std::uint64_t none = ~std::uint64_t{0};
   struct node {
-    std::uint32_t parent;  // UINT32_MAX for a namespace root
-    std::size_t depth;     // tokens
-    long double weight = 0;
+    std::uint64_t parent;    // none for a namespace root
+    std::size_t depth;       // tokens
+    long double weight = 0;  // real: matches that ended here or at erased descendants
+    long double prior = 0;   // the prior of an inserted / prefill end (while fresh), else 0
     std::size_t bytes = 0;
     int pins = 0;
-    bool fresh = false;         // weight is the prior of an inserted end, no match ended here yet
+    bool fresh = false;         // holds a prior: no match ended here since it was set
     bool prefill = false;       // with fresh: the prior is the prefill-end prior p_P
     bool junction = false;      // has been the junction of an insert (has an entry in `junctions`)
     int hits = 0;               // real matches ended here, counted up to 2
@@ -72,21 +81,21 @@ struct tree_policy_model {
     bins[age_class(a)] += 1;
   }
   /// The engine stored a state at `v`.
-  void admitted(std::uint32_t v, std::size_t bytes) {
+  void admitted(std::uint64_t v, std::size_t bytes) {
     nodes.at(v).bytes = bytes;
     nodes.at(v).touched = obs;
   }
   /// A request resumes from `v` (call before `observe`).
-  void resumed(std::uint32_t v) {
+  void resumed(std::uint64_t v) {
     auto& n = nodes.at(v);
     if (n.bytes == 0) return;
     age_event(age_hits, obs - n.touched);
     n.touched = obs;
   }
   /// The age of the state at `v` now.
-  [[nodiscard]] std::uint64_t age_of(std::uint32_t v) const { return obs - nodes.at(v).touched; }
+  [[nodiscard]] std::uint64_t age_of(std::uint64_t v) const { return obs - nodes.at(v).touched; }
   /// P(hit | age of the state at v); 1 without the age-conditioned value.
-  [[nodiscard]] long double hit_chance(std::uint32_t v) const {
+  [[nodiscard]] long double hit_chance(std::uint64_t v) const {
     if (!age_value) return 1;
     const int c = age_class(age_of(v));
     long double h = 0, n = 0, ht = 0, nt = 0;
@@ -105,8 +114,8 @@ struct tree_policy_model {
   struct junction_counts {
     long double ends = 0, hits = 0;
   };
-  std::map<std::uint32_t, node> nodes;
-  std::map<std::uint32_t, junction_counts> junctions;
+  std::map<std::uint64_t, node> nodes;
+  std::map<std::uint64_t, junction_counts> junctions;
   long double gamma = 1;
   bool prior = true;
   bool junction_prior = true;
@@ -121,44 +130,47 @@ struct tree_policy_model {
     const long double p = (j->hits + strength * share()) / (j->ends + strength);
     return p < 1 ? p : 1;
   }
-  junction_counts* junction_above(std::uint32_t v) {
+  junction_counts* junction_above(std::uint64_t v) {
     if (!junction_prior) return nullptr;
-    for (std::uint32_t a = nodes.at(v).parent; a != UINT32_MAX; a = nodes.at(a).parent)
+    for (std::uint64_t a = nodes.at(v).parent; a != none; a = nodes.at(a).parent)
       if (nodes.at(a).junction) return &junctions.at(a);
     return nullptr;
   }
 
-  void observe(std::uint32_t v) {
+  void observe(std::uint64_t v) {
     ++obs;
     auto& e = nodes.at(v);
-    if (e.fresh && e.prefill) {  // the prefill-end books: weight = p_P at note · γ^age
-      const long double ratio = e.weight / prefill_share();
+    if (e.fresh && e.prefill) {  // the prefill-end books: prior = p_P at note · γ^age
+      const long double ratio = e.prior / prefill_share();
       const long double age =
           (gamma < 1 && ratio > 0 && ratio < 1) ? std::log(ratio) / std::log(gamma) : 0;
       pre_delay_sum = pre_delay_sum * gamma + age;
       pre_delay_n = pre_delay_n * gamma + 1;
       e.fresh = e.prefill = false;
-      e.weight = 0;
+      e.prior = 0;
       pre_hit += 1;
-    } else if (e.fresh) {  // its age from the prior's eager decay: weight = p_insert · γ^age
+    } else if (e.fresh) {  // its age from the prior's eager decay: prior = p_insert · γ^age
       junction_counts* j = junction_above(v);
-      const long double ratio = e.weight / junction_share(j);
+      const long double ratio = e.prior / junction_share(j);
       const long double age =
           (gamma < 1 && ratio > 0 && ratio < 1) ? std::log(ratio) / std::log(gamma) : 0;
       delay_sum = delay_sum * gamma + age;
       delay_n = delay_n * gamma + 1;
       e.fresh = false;
-      e.weight = 0;
+      e.prior = 0;
       ends_hit += 1;
       if (j) j->hits += 1;
     }
-    for (auto& [id, n] : nodes) n.weight *= gamma;
+    for (auto& [id, n] : nodes) {
+      n.weight *= gamma;
+      n.prior *= gamma;
+    }
     long double add = 1;
-    if (repeat && e.parent != UINT32_MAX && e.hits == 0) {
+    if (repeat && e.parent != none && e.hits == 0) {
       once_n = once_n * gamma + 1;
       once_hit *= gamma;
       add = repeat_share();
-    } else if (repeat && e.parent != UINT32_MAX && e.hits == 1) {
+    } else if (repeat && e.parent != none && e.hits == 1) {
       e.weight /= repeat_share();
       once_hit += 1;
     }
@@ -174,43 +186,43 @@ struct tree_policy_model {
     return p;
   }
   /// An insert whose last full block is `v`; `junction`: the deepest node of its path that
-  /// existed before it (UINT32_MAX when the whole path existed).
-  void inserted_end(std::uint32_t v, std::uint32_t junction) {
+  /// existed before it (none when the whole path existed).
+  void inserted_end(std::uint64_t v, std::uint64_t junction) {
     auto& e = nodes.at(v);
-    if (!prior || e.parent == UINT32_MAX || e.fresh || e.weight > 0) return;
+    if (!prior || e.parent == none || e.fresh || e.weight > 0) return;
     ends = ends * gamma + 1;
     ends_hit *= gamma;
     long double p = discounted(share(), delay_sum, delay_n);
     if (junction_prior) {
-      if (junction == UINT32_MAX) junction = e.parent;
+      if (junction == none) junction = e.parent;
       junction_counts& j = junctions[junction];
       nodes.at(junction).junction = true;
       p = p / share() * junction_share(&j);
       j.ends = j.ends * gamma + 1;
       j.hits *= gamma;
     }
-    e.weight = p;
+    e.prior = p;
     e.fresh = true;
   }
   bool prefill_prior = false;
   long double pre_ends = 0, pre_hit = 0, pre_delay_sum = 0, pre_delay_n = 0;
   [[nodiscard]] long double prefill_share() const { return (pre_hit + 1) / (pre_ends + 2); }
   /// The engine's prefill ended at `v` (note_prefill_end).
-  void prefill_end(std::uint32_t v) {
+  void prefill_end(std::uint64_t v) {
     auto& e = nodes.at(v);
-    if (!prefill_prior || e.parent == UINT32_MAX || e.fresh || e.weight > 0) return;
+    if (!prefill_prior || e.parent == none || e.fresh || e.weight > 0) return;
     pre_ends = pre_ends * gamma + 1;
     pre_hit *= gamma;
     long double p = discounted(prefill_share(), pre_delay_sum, pre_delay_n);
-    e.weight = p;
+    e.prior = p;
     e.fresh = e.prefill = true;
   }
   /// The prefill plan after a match that resumed at depth `resume` and matched `path` (node of
   /// each matched block), for a prompt of `prompt` tokens and chunk ends `grid`.
   [[nodiscard]] std::vector<std::size_t> prefill_plan(
-      std::size_t block, std::size_t resume, const std::vector<std::uint32_t>& path,
+      std::size_t block, std::size_t resume, const std::vector<std::uint64_t>& path,
       std::size_t prompt, const std::vector<std::size_t>& grid,
-      const std::function<bool(std::uint32_t)>& planned, bool fill_free, std::size_t capacity,
+      const std::function<bool(std::uint64_t)>& planned, bool fill_free, std::size_t capacity,
       std::size_t state_bytes) const {
     const std::size_t matched = path.size() * block;
     std::set<std::size_t> plan;
@@ -219,7 +231,7 @@ struct tree_policy_model {
     for (std::size_t p : grid) {
       if (p == 0 || p % block != 0 || p <= resume || p > prompt) continue;
       if (p <= matched) {
-        const std::uint32_t v = path[p / block - 1];
+        const std::uint64_t v = path[p / block - 1];
         if (nodes.at(v).bytes != 0) continue;
         if ((p == matched && prompt > matched) || planned(v))
           plan.insert(p);
@@ -249,17 +261,25 @@ struct tree_policy_model {
     }
     return {plan.begin(), plan.end()};
   }
-  /// Leaf `v` is erased: its real weight moves to its parent, a prior is dropped.
-  void erase(std::uint32_t v) {
-    auto& e = nodes.at(v);
-    if (!e.fresh) nodes.at(e.parent).weight += e.weight;
+  /// Leaf `v` is erased: its real weight moves to its parent's real weight (a namespace root's
+  /// leaves the books), its prior is dropped.
+  void erase(std::uint64_t v) {
+    const auto& e = nodes.at(v);
+    if (e.parent != none) nodes.at(e.parent).weight += e.weight;
     nodes.erase(v);
     junctions.erase(v);
   }
+  /// w(v): real weight plus prior.
+  [[nodiscard]] long double mass(const node& n) const { return n.weight + n.prior; }
   [[nodiscard]] long double total() const {
     long double t = 0;
-    for (const auto& [id, n] : nodes) t += n.weight;
+    for (const auto& [id, n] : nodes) t += mass(n);
     return t;
+  }
+  /// The share of `v`: mass / total over the live nodes (0 while there is no mass).
+  [[nodiscard]] long double share(std::uint64_t v) const {
+    const long double t = total();
+    return t > 0 ? mass(nodes.at(v)) / t : 0;
   }
   [[nodiscard]] std::size_t used() const {
     std::size_t u = 0;
@@ -267,18 +287,18 @@ struct tree_policy_model {
     return u;
   }
   /// Σ_v w(v)(depth(v) − depth(anchor(v))), unnormalised, with `skip` treated as stateless.
-  [[nodiscard]] long double cost(std::uint32_t skip = UINT32_MAX) const {
+  [[nodiscard]] long double cost(std::uint64_t skip = none) const {
     long double c = 0;
     for (const auto& [id, n] : nodes) {
-      std::uint32_t a = id;
-      while (nodes.at(a).parent != UINT32_MAX && (nodes.at(a).bytes == 0 || a == skip))
+      std::uint64_t a = id;
+      while (nodes.at(a).parent != none && (nodes.at(a).bytes == 0 || a == skip))
         a = nodes.at(a).parent;
-      c += n.weight * static_cast<long double>(n.depth - nodes.at(a).depth);
+      c += mass(n) * static_cast<long double>(n.depth - nodes.at(a).depth);
     }
     return c;
   }
   /// The least ΔE[r] per byte over unpinned states other than `exclude` (unnormalised).
-  [[nodiscard]] long double min_delta_per_byte(std::uint32_t exclude) const {
+  [[nodiscard]] long double min_delta_per_byte(std::uint64_t exclude) const {
     const long double base = cost();
     long double best = -1;
     for (const auto& [id, n] : nodes) {

@@ -47,9 +47,14 @@ hc::tree::policy_options legacy(hc::tree::policy_options o) {
 }
 
 /// Victim checks shared by admit and evict: each victim, in order, is an unpinned state with the
-/// model's least ΔE[r] per byte at that moment; it is then removed from the model.
+/// model's least ΔE[r] per byte at that moment; it is then removed from the model. The victims'
+/// ends are counted afterwards, unless `count_ends` is false (the caller still compares at the
+/// call's P(hit | age) and counts them with `count_victim_ends`).
+void count_victim_ends(ht::tree_policy_model& model, const std::vector<node_id>& victims) {
+  for (node_id v : victims) model.age_event(model.age_ends, model.age_of(v));
+}
 void check_victims(ht::tree_policy_model& model, const std::vector<node_id>& victims,
-                   node_id exclude) {
+                   node_id exclude, bool count_ends = true) {
   for (node_id v : victims) {
     REQUIRE(model.nodes.count(v) == 1);
     auto& n = model.nodes.at(v);
@@ -65,7 +70,7 @@ void check_victims(ht::tree_policy_model& model, const std::vector<node_id>& vic
     n.bytes = 0;
   }
   // Ends are counted once the call's victims are all chosen (P(hit | age) is fixed per call).
-  for (node_id v : victims) model.age_event(model.age_ends, model.age_of(v));
+  if (count_ends) count_victim_ends(model, victims);
 }
 
 /// 1 if the model's unpinned states hold at least two different P(hit | age) when `victims` are
@@ -327,6 +332,7 @@ TEST_CASE("age-conditioned value stays finite and exact over many events") {
 
 TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase") {
   std::mt19937 rng(2026);
+  int carried_total = 0;  // carried mass then matched, over the runs (#21 item 3 exercised)
   for (int run = 0; run < 6; ++run) {
     CAPTURE(run);
     const std::size_t B = 1 + run % 3;
@@ -358,6 +364,10 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     std::map<node_id, std::pair<int, std::vector<token_id>>> prefix_of;
     std::set<std::pair<int, std::vector<token_id>>> present;
     std::vector<std::pair<node_id, int>> pins;  // (node, count) to release later
+    std::vector<node_id> erased;                // ids of erased nodes (stale from then on)
+    int roots_erased = 0, reused = 0;           // namespace roots erased; slots reused
+    int carried = 0;          // erases that moved real mass to a parent still holding a prior
+    int carried_matched = 0;  // … followed by a match at that parent (its first real one)
     auto random_tokens = [&] {
       std::vector<token_id> t;
       const std::size_t base = rng() % 3;
@@ -367,7 +377,52 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
       return t;
     };
     auto ensure_root = [&](node_id r) {
-      if (!model.nodes.count(r)) model.nodes[r] = {UINT32_MAX, 0};
+      if (!model.nodes.count(r)) model.nodes[r] = {ht::tree_policy_model::none, 0};
+    };
+    // The shares are a distribution over the live nodes: Σ ŵ = 1 while there is mass, else 0.
+    // (A root the model has not seen has no mass: no match ended there and it holds no prior.)
+    const auto check_distribution = [&] {
+      double sum = 0;
+      for (const auto& [id, n] : model.nodes) sum += pol.match_share(id);
+      if (model.total() > 0)
+        CHECK(sum == doctest::Approx(1.0).epsilon(1e-9));
+      else
+        CHECK(sum == 0.0);
+    };
+    // Erases leaf or childless root `v` from the policy and the model; true if it moved real
+    // mass to a parent that still holds a prior.
+    const auto erase_one = [&](node_id v) {
+      const bool root = model.nodes.at(v).parent == ht::tree_policy_model::none;
+      if (model.nodes.at(v).bytes) model.age_event(model.age_ends, model.age_of(v));
+      const node_id up = model.nodes.at(v).parent;
+      const bool carry = !root && model.nodes.at(v).weight > 0 && model.nodes.at(up).fresh;
+      carried += carry;
+      pol.erase(v);
+      model.erase(v);
+      if (root) {
+        ++roots_erased;
+      } else {
+        present.erase(prefix_of.at(v));
+        prefix_of.erase(v);
+      }
+      CHECK_FALSE(pol.contains(v));
+      erased.push_back(v);
+      return carry;
+    };
+    // A match of the cached block prefix of non-root `v` (ends at v), mirrored in the model.
+    const auto match_at = [&](node_id v) {
+      const auto& [vns, t] = prefix_of.at(v);
+      auto m = pol.match(ns_of(vns), t);
+      CHECK(m.node == v);
+      node_id want = v;
+      while (model.nodes.at(want).parent != ht::tree_policy_model::none &&
+             model.nodes.at(want).bytes == 0)
+        want = model.nodes.at(want).parent;
+      model.resumed(want);
+      model.observe(v);
+      CHECK(m.resume_node == want);
+      model.nodes.at(want).pins++;
+      pins.push_back({want, 1});
     };
     for (int step = 0; step < 400; ++step) {
       const int ns = static_cast<int>(rng() % 3);
@@ -376,7 +431,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
       const auto do_insert = [&](const std::vector<token_id>& t) {
         const auto path = pol.insert(ns_of(ns), t);
         REQUIRE(path.size() == t.size() / B);
-        std::uint32_t junction = UINT32_MAX;  // deepest node of the path that existed before
+        node_id junction = ht::tree_policy_model::none;  // deepest node that existed before
         for (std::size_t i = 0; i < path.size(); ++i) {
           std::vector<token_id> pre(t.begin(),
                                     t.begin() + static_cast<std::ptrdiff_t>((i + 1) * B));
@@ -384,7 +439,8 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
           if (i > 0) CHECK(par == path[i - 1]);
           if (i == 0) ensure_root(par);
           if (!model.nodes.count(path[i])) {
-            if (junction == UINT32_MAX) junction = par;
+            if (junction == ht::tree_policy_model::none) junction = par;
+            for (node_id e : erased) reused += (e & 0xffffffffu) == (path[i] & 0xffffffffu);
             model.nodes[path[i]] = {par, (i + 1) * B};
             prefix_of[path[i]] = {ns, pre};
             present.insert({ns, pre});
@@ -431,13 +487,13 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
           for (std::size_t p = B; p <= t.size(); p += B) grid.push_back(p);
           const auto want_plan = model.prefill_plan(
               B, model.nodes.at(want).depth, m.path, t.size(), grid,
-              [&](std::uint32_t v) { return pol.planned(v); }, true, 20, 3);
+              [&](node_id v) { return pol.planned(v); }, true, 20, 3);
           const auto plan = pol.prefill_plan(m, t.size(), grid);
           CHECK(plan == want_plan);
           const auto path = do_insert(t);
           const auto plain_plan = model.prefill_plan(
               B, model.nodes.at(want).depth, m.path, t.size(), grid,
-              [&](std::uint32_t v) { return pol.planned(v); }, false, 20, 3);
+              [&](node_id v) { return pol.planned(v); }, false, 20, 3);
           filled += want_plan.size() - plain_plan.size();  // the free-room positions
           if (3 * plan.size() + model.used() <= 20) {      // all in free room: nothing displaced
             for (std::size_t p : plan) {
@@ -479,8 +535,8 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
           } else {  // admission by value: v competes; rejected iff it is the least per byte
             model.admitted(v, bytes);
             aged += count_aged(model, r.victims);
-            check_victims(model, r.victims, hc::tree::no_node);
-            if (!r.admitted) {
+            check_victims(model, r.victims, hc::tree::no_node, false);
+            if (!r.admitted) {  // compared at the call's P(hit | age): before the victims' ends
               ++refused;
               const long double mine = (model.cost(v) - model.cost()) /
                                        static_cast<long double>(bytes) * model.hit_chance(v);
@@ -491,6 +547,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
                       .scale(1e-12));
               model.nodes.at(v).bytes = 0;
             }
+            count_victim_ends(model, r.victims);
             CHECK(model.used() <= 20);
           }
         }
@@ -506,32 +563,81 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
           model.nodes.at(pins[i].first).pins--;
           pins.erase(pins.begin() + static_cast<std::ptrdiff_t>(i));
         }
-      } else {  // erase a random unpinned leaf (or drop a state)
+      } else if (rng() % 4 == 0) {  // forget namespace `ns`: its leaves deepest first, its root
+        node_id root = hc::tree::no_node;
+        for (const auto& [id, pre] : prefix_of)
+          if (pre.first == ns && model.nodes.at(id).parent != ht::tree_policy_model::none &&
+              model.nodes.at(model.nodes.at(id).parent).parent == ht::tree_policy_model::none)
+            root = model.nodes.at(id).parent;
+        if (root == hc::tree::no_node) continue;
+        std::vector<std::pair<std::size_t, node_id>> sub;  // (depth, node) under root
+        std::set<node_id> in_sub;
+        for (const auto& [id, n] : model.nodes) {
+          node_id a = id;
+          while (a != root && model.nodes.at(a).parent != ht::tree_policy_model::none)
+            a = model.nodes.at(a).parent;
+          if (a != root) continue;
+          sub.push_back({n.depth, id});
+          in_sub.insert(id);
+        }
+        for (std::size_t i = pins.size(); i-- > 0;)  // the namespace's requests are finished
+          if (in_sub.count(pins[i].first)) {
+            pol.unpin(pins[i].first);
+            model.nodes.at(pins[i].first).pins--;
+            pins.erase(pins.begin() + static_cast<std::ptrdiff_t>(i));
+          }
+        std::sort(sub.rbegin(), sub.rend());  // deepest first, the root (depth 0) last
+        for (const auto& [d, v] : sub) {
+          erase_one(v);
+          check_distribution();
+        }
+      } else {  // erase a random unpinned leaf or childless namespace root (or drop a state)
         std::vector<node_id> leaves;
         for (auto& [id, n] : model.nodes) {
-          if (n.pins || n.parent == UINT32_MAX) continue;
+          if (n.pins) continue;
           bool has_child = false;
           for (auto& [id2, n2] : model.nodes) has_child |= n2.parent == id;
           if (!has_child) leaves.push_back(id);
         }
         if (leaves.empty()) continue;
-        const node_id v = leaves[rng() % leaves.size()];
-        if (model.nodes.at(v).bytes) model.age_event(model.age_ends, model.age_of(v));
-        if (rng() % 2) {
+        std::vector<node_id> carriers;  // leaves with real mass under a parent holding a prior
+        for (node_id v : leaves) {
+          const auto& n = model.nodes.at(v);
+          if (n.parent != ht::tree_policy_model::none && n.weight > 0 &&
+              model.nodes.at(n.parent).fresh)
+            carriers.push_back(v);
+        }
+        if (!carriers.empty() && rng() % 2) {
+          // A conversation's last block is evicted; its next turn ends one block up, at an end
+          // no match has ended at before: that first real match keeps the carried mass.
+          const node_id v = carriers[rng() % carriers.size()];
+          const node_id up = model.nodes.at(v).parent;
+          CHECK(erase_one(v));
+          match_at(up);
+          ++carried_matched;
+        } else if (const node_id v = leaves[rng() % leaves.size()];
+                   model.nodes.at(v).parent != ht::tree_policy_model::none && rng() % 2) {
+          if (model.nodes.at(v).bytes) model.age_event(model.age_ends, model.age_of(v));
           pol.drop(v);
           model.nodes.at(v).bytes = 0;
         } else {
-          pol.erase(v);
-          model.erase(v);
-          present.erase(prefix_of.at(v));
-          prefix_of.erase(v);
-          CHECK_FALSE(pol.contains(v));
+          erase_one(v);
         }
       }
       // Invariants after every step.
       REQUIRE(pol.used_bytes() <= pol.capacity_bytes());
       CHECK(pol.used_bytes() == model.used());
       const long double tot = model.total();
+      check_distribution();
+      if (!erased.empty()) {  // a stale id: every call detects it, even after its slot's reuse
+        const node_id e = erased[rng() % erased.size()];
+        CHECK_FALSE(pol.contains(e));
+        CHECK_FALSE(pol.has_state(e));
+        CHECK_FALSE(pol.pinned(e));
+        CHECK_THROWS_AS(pol.admit(e, 1), hc::stale_handle_error);
+        CHECK_THROWS_AS((void)pol.match_share(e), hc::stale_handle_error);
+        CHECK_THROWS_AS(pol.pin(e), hc::stale_handle_error);
+      }
       for (auto& [id, n] : model.nodes) {
         CHECK(pol.has_state(id) == (n.bytes != 0));
         if (n.bytes != 0) {
@@ -544,14 +650,18 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
         CHECK(std::isfinite(s));
         if (tot > 0)
           CHECK(s ==
-                doctest::Approx(static_cast<double>(n.weight / tot)).epsilon(1e-9).scale(1e-12));
+                doctest::Approx(static_cast<double>(model.share(id))).epsilon(1e-9).scale(1e-12));
       }
     }
     if (!plain) CHECK(refused > 0);
     if (run < 2) CHECK(aged > 0);
     if (o.prefill_prior) CHECK(model.pre_hit > 0);  // a prefill-end prior was replaced by a match
     if (o.fill_free) CHECK(filled > 0);
+    CHECK(roots_erased > 0);  // the branches of #21 are exercised
+    CHECK(reused > 0);
+    carried_total += carried_matched;
   }
+  CHECK(carried_total > 0);
 }
 
 TEST_CASE("fresh-end prior: p = (h + 1)/(n + 2) at a new end until a match replaces it") {
@@ -1028,4 +1138,123 @@ TEST_CASE("fill free memory: free room gets evenly spread snapshots, valued 0 un
   CHECK(r.admitted);
   CHECK(r.victims == std::vector<node_id>{p1[2]});
   pol.unpin(m2.resume_node);
+}
+
+// ---- issue #21: stale ids, erased mass, the shares as a distribution -------------------------
+
+TEST_CASE("stale ids: tenant A's erased leaf id cannot admit into tenant B's node (#21 item 1)") {
+  // Tenant B's namespace exists before A's leaf is erased, so B's next new node takes the slot
+  // A's leaf left (the free list is LIFO). A's engine still holds the id from its match.
+  hc::tree::state_policy pol(legacy(
+      {.block_size = 1, .state_bytes = 1, .capacity_bytes = 4, .gamma = 1.0, .replan_every = 0}));
+  (void)pol.insert(ns_of(2), seq({5}));  // tenant B's namespace
+  const auto a = pol.insert(ns_of(1), seq({1, 2}));
+  const auto m = pol.match(ns_of(1), seq({1, 2}));
+  pol.unpin(m.resume_node);
+  const node_id held = m.path[1];
+  REQUIRE(held == a[1]);
+  pol.erase(a[1]);
+  const auto b = pol.insert(ns_of(2), seq({7, 8}));
+  // Premise: B's first new node sits in the slot A's leaf left.
+  CHECK((b[0] & 0xffffffffu) == (held & 0xffffffffu));
+  CHECK(b[0] != held);
+  CHECK_THROWS_AS(pol.admit(held, 1), hc::stale_handle_error);
+  CHECK(pol.used_bytes() == 0);
+  CHECK_FALSE(pol.has_state(b[0]));
+  // B resumes from nothing A stored.
+  const auto mb = pol.match(ns_of(2), seq({7, 8}));
+  CHECK(mb.resume_tokens == 0);
+  pol.unpin(mb.resume_node);
+  // The error names the argument, the id, its slot and both generations.
+  try {
+    (void)pol.admit(held, 1);
+    FAIL("admit of a stale id did not throw");
+  } catch (const hc::stale_handle_error& e) {
+    CHECK(e.argument() == "node");
+    CHECK(e.value() == std::to_string(held));
+    CHECK(e.slot() == (held & 0xffffffffu));
+    CHECK(e.generation() == held >> 32);
+    CHECK(e.current_generation() == b[0] >> 32);
+    CHECK(e.current_generation() == e.generation() + 1);
+  }
+  // Every call that takes an id detects it; the predicates answer false.
+  CHECK_THROWS_AS(pol.drop(held), hc::stale_handle_error);
+  CHECK_THROWS_AS(pol.pin(held), hc::stale_handle_error);
+  CHECK_THROWS_AS(pol.unpin(held), hc::stale_handle_error);
+  CHECK_THROWS_AS(pol.erase(held), hc::stale_handle_error);
+  CHECK_THROWS_AS(pol.note_prefill_end(held), hc::stale_handle_error);
+  CHECK_THROWS_AS((void)pol.state_bytes(held), hc::stale_handle_error);
+  CHECK_THROWS_AS((void)pol.depth_tokens(held), hc::stale_handle_error);
+  CHECK_THROWS_AS((void)pol.parent(held), hc::stale_handle_error);
+  CHECK_THROWS_AS((void)pol.match_share(held), hc::stale_handle_error);
+  CHECK_THROWS_AS((void)pol.hit_chance(held), hc::stale_handle_error);
+  CHECK_FALSE(pol.contains(held));
+  CHECK_FALSE(pol.has_state(held));
+  CHECK_FALSE(pol.planned(held));
+  CHECK_FALSE(pol.pinned(held));
+  CHECK(pol.contains(b[0]));
+  // A stale id in a match result is skipped by prefill_plan (never read as B's node): A's old
+  // match ended at the erased leaf; its plan only offers the tail beyond it.
+  CHECK(pol.prefill_plan(m, 3, std::vector<std::size_t>{1, 2, 3}) == std::vector<std::size_t>{3});
+  // An id whose slot this policy never had is an invalid argument, not a stale handle.
+  CHECK_THROWS_AS(pol.admit(999, 1), hc::invalid_argument);
+  try {
+    (void)pol.admit(999, 1);
+  } catch (const hc::stale_handle_error&) {
+    FAIL("an id never issued is not stale");
+  } catch (const hc::invalid_argument&) {
+  }
+}
+
+TEST_CASE("erased mass survives the parent's first real match (#21 item 3)") {
+  // γ = 1, B = 1, fresh-end prior on (junction prior off). p = [1] is an inserted end that no
+  // match has ended at (it holds its prior π); its child c = [1 2] and x = [9] are matched once
+  // each. Erasing c moves c's one observation to p; the first real match at p replaces π by
+  // one observation and keeps what c left: p = 2, x = 1, share(p) = 2/3.
+  hc::tree::state_policy pol(legacy({.block_size = 1,
+                                     .state_bytes = 1,
+                                     .capacity_bytes = 4,
+                                     .gamma = 1.0,
+                                     .replan_every = 0,
+                                     .junction_prior = false}));
+  const auto p = pol.insert(ns_of(0), seq({1}));
+  const auto c = pol.insert(ns_of(0), seq({1, 2}));
+  const auto x = pol.insert(ns_of(0), seq({9}));
+  pol.unpin(pol.match(ns_of(0), seq({9})).resume_node);
+  pol.unpin(pol.match(ns_of(0), seq({1, 2})).resume_node);
+  pol.erase(c[1]);
+  pol.unpin(pol.match(ns_of(0), seq({1})).resume_node);
+  CHECK(pol.match_share(p[0]) == doctest::Approx(2.0 / 3));
+  CHECK(pol.match_share(x[0]) == doctest::Approx(1.0 / 3));
+}
+
+TEST_CASE("erasing a namespace root takes its weight out of the total (#21 item 4)") {
+  // γ = 1, B = 1, no priors. One match ends at namespace 1's root (nothing cached there), two
+  // at namespace 2's node [5]. Erasing namespace 1 (its childless root) leaves [5] with every
+  // match that remains: share 1, and the shares of the live nodes sum to 1.
+  hc::tree::state_policy pol(legacy({.block_size = 1,
+                                     .state_bytes = 1,
+                                     .capacity_bytes = 4,
+                                     .gamma = 1.0,
+                                     .replan_every = 0,
+                                     .fresh_prior = false}));
+  const auto m1 = pol.match(ns_of(1), seq({3}));
+  pol.unpin(m1.resume_node);
+  const auto v = pol.insert(ns_of(2), seq({5}));
+  for (int i = 0; i < 2; ++i) pol.unpin(pol.match(ns_of(2), seq({5})).resume_node);
+  CHECK(pol.match_share(v[0]) == doctest::Approx(2.0 / 3));
+  pol.erase(m1.node);
+  CHECK(pol.namespace_count() == 1);
+  CHECK(pol.match_share(v[0]) == doctest::Approx(1.0));
+  CHECK(pol.match_share(pol.parent(v[0])) == 0.0);
+  // [5]'s mass moves to its root; erasing that root too leaves no mass at all, so the next
+  // match is the whole distribution.
+  const node_id r2 = pol.parent(v[0]);
+  pol.erase(v[0]);
+  CHECK(pol.match_share(r2) == doctest::Approx(1.0));
+  pol.erase(r2);
+  CHECK(pol.namespace_count() == 0);
+  const auto m3 = pol.match(ns_of(3), seq({}));
+  pol.unpin(m3.resume_node);
+  CHECK(pol.match_share(m3.node) == doctest::Approx(1.0));
 }

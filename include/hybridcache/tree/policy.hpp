@@ -38,6 +38,9 @@
 ///    snapshot the engine stored → the victims to free first (by exact ΔE[r] per byte, never
 ///    pinned); `unpin(m.resume_node)` once the state was loaded.
 /// Under external pressure: `evict(bytes)`. When the engine drops KV of a leaf: `erase(node)`.
+/// Node ids carry their slot's generation: any call given the id of an erased node throws
+/// `stale_handle_error`, even once another namespace's node took the slot (docs/tree.md,
+/// "Stale ids").
 /// Every `replan_every` observations, once the blocks walked since the last re-plan reach
 /// `replan_work` × the node count (so re-plans cost O(1) amortised per block), the exact tree
 /// planner (placement/tree.hpp) re-solves the placement for the pool's capacity; a new plan is
@@ -82,8 +85,12 @@
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
-/// A node of the policy's tree. Ids are reused after `erase`.
-using node_id = std::uint32_t;
+/// A node of the policy's tree: a handle, slot index (low 32 bits) + the slot's generation (high
+/// 32 bits). Slots are reused after `erase`, generations never: `erase` advances the slot's
+/// generation, so every call given the id of an erased node throws `stale_handle_error` even
+/// after another node (of any namespace) took its slot (docs/tree.md, "Stale ids"). A node that
+/// never had a predecessor in its slot has generation 0, its id equals its slot index.
+using node_id = std::uint64_t;
 /// "No node".
 inline constexpr node_id no_node = std::numeric_limits<node_id>::max();
 
@@ -231,17 +238,17 @@ class basic_state_policy {
   /// Pass `tokens` truncated as the engine requires (SGLang caps a match at input length − 1).
   /// Cost: one chained hash and one index probe per matched block.
   match_result match(const segment::namespace_key& ns, std::span<const token_id> tokens) {
-    const node_id root = root_of(ns);
+    const slot_id root = root_of(ns);
     const std::size_t B = opts_.block_size;
     segment::digest h = nodes_[root].key;
     match_result m;
-    node_id cur = root, anchor = root;
+    slot_id cur = root, anchor = root;
     for (std::size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
       h = segment::chain_key(hash_, h, tokens.subspan(i * B, B));
-      const node_id id = index_.find(nodes_, h, cur);
+      const slot_id id = index_.find(nodes_, h, cur);
       if (id == detail::empty_slot) break;
       cur = id;
-      m.path.push_back(id);
+      m.path.push_back(handle_of(id));
       if (nodes_[id].state != no_state) anchor = id;
     }
     work_ += m.path.size() + 1;
@@ -251,14 +258,14 @@ class basic_state_policy {
   /// `match` for an engine that already has the chained keys h_1..h_m of `segment::block_keys`
   /// (computed with this policy's hash and `ns`).
   match_result match_keys(const segment::namespace_key& ns, std::span<const segment::digest> keys) {
-    const node_id root = root_of(ns);
+    const slot_id root = root_of(ns);
     match_result m;
-    node_id cur = root, anchor = root;
+    slot_id cur = root, anchor = root;
     for (const auto& k : keys) {
-      const node_id id = index_.find(nodes_, k, cur);
+      const slot_id id = index_.find(nodes_, k, cur);
       if (id == detail::empty_slot) break;
       cur = id;
-      m.path.push_back(id);
+      m.path.push_back(handle_of(id));
       if (nodes_[id].state != no_state) anchor = id;
     }
     work_ += m.path.size() + 1;
@@ -291,8 +298,8 @@ class basic_state_policy {
                       "beyond prompt_tokens = " + std::to_string(prompt_tokens));
       if (p % B != 0 || p <= m.resume_tokens || p == 0) continue;
       if (p <= m.matched_tokens) {
-        const node_id v = m.path[p / B - 1];
-        if (!live(v) || nodes_[v].state != no_state) continue;
+        const slot_id v = live_slot(m.path[p / B - 1]);  // erased since the match: skipped
+        if (v == no_slot || nodes_[v].state != no_state) continue;
         const bool junction =
             opts_.snapshot_junction && p == m.matched_tokens && prompt_tokens > m.matched_tokens;
         if (junction || (nodes_[v].flags & planned_flag)) out.push_back(p);
@@ -310,18 +317,18 @@ class basic_state_policy {
   /// Adds the full blocks of `tokens` under `ns` (existing nodes are reused).
   /// @returns the node of each full block: result[i] covers tokens [0, (i+1)·B).
   std::vector<node_id> insert(const segment::namespace_key& ns, std::span<const token_id> tokens) {
-    const node_id root = root_of(ns);
+    const slot_id root = root_of(ns);
     const std::size_t B = opts_.block_size;
     std::vector<node_id> out;
     out.reserve(tokens.size() / B);
     segment::digest h = nodes_[root].key;
-    node_id cur = root, anchor = root, junction = no_node;
+    slot_id cur = root, anchor = root, junction = no_slot;
     for (std::size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
       h = segment::chain_key(hash_, h, tokens.subspan(i * B, B));
-      const node_id prev = cur;
+      const slot_id prev = cur;
       cur = child(cur, h);
-      if (junction == no_node && fresh_child_) junction = prev;
-      out.push_back(cur);
+      if (junction == no_slot && fresh_child_) junction = prev;
+      out.push_back(handle_of(cur));
       if (nodes_[cur].state != no_state) anchor = cur;
     }
     note_end(cur, anchor, junction);
@@ -332,14 +339,14 @@ class basic_state_policy {
   /// `insert` from precomputed chained keys (see `match_keys`).
   std::vector<node_id> insert_keys(const segment::namespace_key& ns,
                                    std::span<const segment::digest> keys) {
-    node_id cur = root_of(ns), anchor = cur, junction = no_node;
+    slot_id cur = root_of(ns), anchor = cur, junction = no_slot;
     std::vector<node_id> out;
     out.reserve(keys.size());
     for (const auto& k : keys) {
-      const node_id prev = cur;
+      const slot_id prev = cur;
       cur = child(cur, k);
-      if (junction == no_node && fresh_child_) junction = prev;
-      out.push_back(cur);
+      if (junction == no_slot && fresh_child_) junction = prev;
+      out.push_back(handle_of(cur));
       if (nodes_[cur].state != no_state) anchor = cur;
     }
     note_end(cur, anchor, junction);
@@ -402,12 +409,12 @@ class basic_state_policy {
   /// per byte it is not admitted (`admitted` false: the engine discards the snapshot). If even
   /// all unpinned states would not make room, nothing changes and `admitted` is false.
   /// Admitting a node that already holds a state changes nothing.
-  /// @throws invalid_argument for an unknown node, a namespace root, or bytes ∉ [1, 2^32).
-  admit_result admit(node_id node, std::size_t bytes) {
-    check_node(node, "node");
-    if (nodes_[node].parent == no_node)
-      hybridcache::detail::throw_invalid("node", node,
-                                         "a namespace root holds the free empty state");
+  /// @throws stale_handle_error for the id of an erased node; invalid_argument for an id this
+  ///         policy never issued, a namespace root, or bytes ∉ [1, 2^32).
+  admit_result admit(node_id id, std::size_t bytes) {
+    const slot_id node = resolve(id, "node");
+    if (nodes_[node].parent == no_slot)
+      hybridcache::detail::throw_invalid("node", id, "a namespace root holds the free empty state");
     if (bytes == 0 || bytes > max_state_bytes)
       hybridcache::detail::throw_invalid("bytes", bytes, "must be in [1, 2^32)");
     admit_result r;
@@ -420,13 +427,12 @@ class basic_state_policy {
       const std::size_t need = used_bytes_ + bytes - opts_.capacity_bytes;
       std::size_t evictable = 0;
       for (const auto& st : states_v_)
-        if (st.node != no_node && st.node != node && nodes_[st.node].pins == 0)
-          evictable += st.bytes;
+        if (st.node != no_slot && st.node != node && !nodes_[st.node].pinned) evictable += st.bytes;
       if (evictable < need) return r;
       if (opts_.admit_by_value) {  // the new state competes with the held ones
         add_state(node, static_cast<std::uint32_t>(bytes));
-        r.victims = evict_greedy(need, no_node, node);
-        const auto it = std::find(r.victims.begin(), r.victims.end(), node);
+        r.victims = evict_greedy(need, no_slot, node);
+        const auto it = std::find(r.victims.begin(), r.victims.end(), id);
         r.admitted = it == r.victims.end();
         if (!r.admitted) r.victims.erase(it);
         return r;
@@ -443,10 +449,10 @@ class basic_state_policy {
   /// weight, no prior), it gets the prefill-end prior π_P (policy_options::prefill_prior), so a
   /// later `admit(node, …)` values the state by the chance that the prompt is asked again.
   /// Call it before offering that state to `admit`. O(depth of node) (the state above it).
-  /// @throws invalid_argument for an unknown node.
-  void note_prefill_end(node_id node) {
-    check_node(node, "node");
-    if (!opts_.prefill_prior || nodes_[node].parent == no_node) return;
+  /// @throws stale_handle_error / invalid_argument for an erased / unknown node.
+  void note_prefill_end(node_id id) {
+    const slot_id node = resolve(id, "node");
+    if (!opts_.prefill_prior || nodes_[node].parent == no_slot) return;
     node_rec& n = nodes_[node];
     if ((n.flags & fresh_flag) || n.weight > 0.0) return;
     pre_ends_ = pre_ends_ * gamma_ + 1.0;
@@ -455,7 +461,7 @@ class basic_state_policy {
     n.weight = prior;
     n.flags |= fresh_flag | prefill_flag;
     total_ += prior;
-    const node_id anchor = n.state != no_state ? node : state_above(node);
+    const slot_id anchor = n.state != no_state ? node : state_above(node);
     if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].region += prior;
   }
 
@@ -463,11 +469,12 @@ class basic_state_policy {
   /// byte — Δ(c) = (depth(c) − depth(up(c))) · W(c), W(c) the weight anchored at c, recomputed
   /// after each removal (removing c raises W of the state above it and Δ of the states below).
   /// Ties: not planned first, then least recently used. Victims are taken off the books.
-  std::vector<node_id> evict(std::size_t bytes) { return evict_greedy(bytes, no_node); }
+  std::vector<node_id> evict(std::size_t bytes) { return evict_greedy(bytes, no_slot); }
 
   /// The engine lost or freed the state at `node` on its own (no-op if it holds none).
-  void drop(node_id node) {
-    check_node(node, "node");
+  /// @throws stale_handle_error / invalid_argument for an erased / unknown node.
+  void drop(node_id id) {
+    const slot_id node = resolve(id, "node");
     if (nodes_[node].state != no_state) {
       note_state_end(node);
       remove_state(node);
@@ -475,56 +482,75 @@ class basic_state_policy {
   }
 
   /// Pins `node`'s state for an in-flight request (pins nest).
-  void pin(node_id node) {
-    check_node(node, "node");
-    if (nodes_[node].pins == max_pins)
-      throw capacity_error("hybridcache: tree::state_policy pin count overflow (2^24 - 1)");
-    ++nodes_[node].pins;
-  }
-  /// Releases one pin. @throws invalid_argument if `node` is not pinned.
-  void unpin(node_id node) {
-    check_node(node, "node");
-    if (nodes_[node].pins == 0) hybridcache::detail::throw_invalid("node", node, "is not pinned");
-    --nodes_[node].pins;
+  /// @throws stale_handle_error / invalid_argument for an erased / unknown node.
+  void pin(node_id id) { add_pin(resolve(id, "node")); }
+  /// Releases one pin.
+  /// @throws stale_handle_error / invalid_argument for an erased / unknown node, or one that is
+  ///         not pinned.
+  void unpin(node_id id) {
+    const slot_id node = resolve(id, "node");
+    const auto it = pins_.find(node);
+    if (it == pins_.end()) hybridcache::detail::throw_invalid("node", id, "is not pinned");
+    if (--it->second == 0) {
+      pins_.erase(it);
+      nodes_[node].pinned = 0;
+    }
   }
 
   /// Removes leaf `node` (the engine evicted its KV block). Its match-end mass moves to its
-  /// parent (matches that ended there now end one block up); its state, if any, is freed.
-  /// A childless namespace root may be erased too (the namespace is forgotten).
-  /// @throws invalid_argument for an unknown node, a node with children or a pinned node.
-  void erase(node_id node) {
-    check_node(node, "node");
+  /// parent (matches that ended there now end one block up) and stays there: if the parent
+  /// still holds a fresh-end or prefill-end prior, its first real match replaces only the prior
+  /// (docs/tree.md, "Erase"). A prior of `node` itself is dropped; its state, if any, is freed.
+  /// A childless namespace root may be erased too: the namespace is forgotten and the mass of
+  /// the matches that ended at its root leaves the total, so the shares of the remaining nodes
+  /// still sum to 1. The slot's generation advances: `node` is stale from now on.
+  /// @throws stale_handle_error / invalid_argument for an erased / unknown node;
+  ///         invalid_argument for a node with children or a pinned node.
+  void erase(node_id id) {
+    const slot_id node = resolve(id, "node");
     node_rec& n = nodes_[node];
-    if (n.first_child != no_node)
-      hybridcache::detail::throw_invalid("node", node, "has children (erase leaves only)");
-    if (n.pins != 0) hybridcache::detail::throw_invalid("node", node, "is pinned");
+    if (n.first_child != no_slot)
+      hybridcache::detail::throw_invalid("node", id, "has children (erase leaves only)");
+    if (n.pinned) hybridcache::detail::throw_invalid("node", id, "is pinned");
     if (n.state != no_state) {
       note_state_end(node);
       remove_state(node);
     }
-    if (n.flags & fresh_flag) drop_prior(node, state_above(node));
+    if (n.flags & fresh_flag) drop_prior(node, state_above(node));  // n.weight: real mass now
     if (n.flags & junction_flag) junctions_.erase(node);
-    if (n.parent == no_node) {
+    if (n.parent == no_slot) {
       for (auto it = roots_.begin(); it != roots_.end(); ++it)
         if (it->second == node) {
           roots_.erase(it);
           break;
         }
+      // The namespace's mass (matches that ended at its root) leaves the distribution; with no
+      // namespace left no node is left, and the total is exactly 0.
+      total_ = roots_.empty() ? 0.0 : std::max(0.0, total_ - n.weight);
     } else {
       node_rec& p = nodes_[n.parent];
       p.weight += n.weight;
+      if ((p.flags & fresh_flag) && n.weight > 0.0) carried_[n.parent] += n.weight;
       if (p.first_child == node) {
         p.first_child = n.next_sibling;
       } else {
-        node_id s = p.first_child;
+        slot_id s = p.first_child;
         while (nodes_[s].next_sibling != node) s = nodes_[s].next_sibling;
         nodes_[s].next_sibling = n.next_sibling;
       }
       index_.erase(nodes_, node);
     }
+    const std::uint32_t gen = n.gen;
     n = node_rec{};
-    free_.push_back(node);
     --live_;
+    // A slot whose generation is exhausted is retired (never reused), so a generation never
+    // repeats within a slot and every stale id stays detectable (48 B per 2^23 erasures).
+    if (gen < max_generation) {
+      n.gen = gen + 1;
+      free_.push_back(node);
+    } else {
+      n.gen = gen;
+    }
   }
 
   // ---- planning -----------------------------------------------------------------------------
@@ -575,31 +601,45 @@ class basic_state_policy {
     return expected_recompute_tree({vparent_, vdepth_, vweight_}, held);
   }
 
-  [[nodiscard]] bool has_state(node_id v) const { return live(v) && nodes_[v].state != no_state; }
+  // Predicates answer false for the id of an erased node (and for ids never issued); every
+  // other call given one throws stale_handle_error (invalid_argument for ids never issued).
+  [[nodiscard]] bool has_state(node_id v) const {
+    const slot_id x = live_slot(v);
+    return x != no_slot && nodes_[x].state != no_state;
+  }
   /// Bytes of the state held at `v` (0 if none).
   [[nodiscard]] std::size_t state_bytes(node_id v) const {
-    check_node(v, "v");
-    return nodes_[v].state == no_state ? 0 : states_v_[nodes_[v].state].bytes;
+    const slot_id x = resolve(v, "v");
+    return nodes_[x].state == no_state ? 0 : states_v_[nodes_[x].state].bytes;
   }
   [[nodiscard]] bool planned(node_id v) const {
-    return live(v) && (nodes_[v].flags & planned_flag);
+    const slot_id x = live_slot(v);
+    return x != no_slot && (nodes_[x].flags & planned_flag);
   }
-  [[nodiscard]] bool pinned(node_id v) const { return live(v) && nodes_[v].pins != 0; }
-  [[nodiscard]] bool contains(node_id v) const { return live(v); }
-  /// Depth of `v` in tokens. @throws invalid_argument for an unknown node.
+  [[nodiscard]] bool pinned(node_id v) const {
+    const slot_id x = live_slot(v);
+    return x != no_slot && nodes_[x].pinned;
+  }
+  /// Whether `v` is a live node (false for the id of an erased node, even if its slot was
+  /// reused).
+  [[nodiscard]] bool contains(node_id v) const { return live_slot(v) != no_slot; }
+  /// Depth of `v` in tokens. @throws stale_handle_error / invalid_argument for an erased /
+  /// unknown node (as every call below).
   [[nodiscard]] std::size_t depth_tokens(node_id v) const {
-    check_node(v, "v");
-    return static_cast<std::size_t>(nodes_[v].blocks) * opts_.block_size;
+    return static_cast<std::size_t>(nodes_[resolve(v, "v")].blocks) * opts_.block_size;
   }
   /// Parent of `v` (`no_node` for a namespace root).
   [[nodiscard]] node_id parent(node_id v) const {
-    check_node(v, "v");
-    return nodes_[v].parent;
+    const slot_id p = nodes_[resolve(v, "v")].parent;
+    return p == no_slot ? no_node : handle_of(p);
   }
-  /// ŵ(v): the EW share of matches that ended at `v` (0 before any match; finite always).
+  /// ŵ(v): the EW share of matches that ended at `v` (0 before any match; finite always). The
+  /// shares are a distribution: over the live nodes they sum to 1 (0 while no mass is left),
+  /// after every call — `erase` moves a leaf's mass to its parent and takes an erased
+  /// namespace root's out of the total.
   [[nodiscard]] double match_share(node_id v) const {
-    check_node(v, "v");
-    return total_ > 0.0 ? nodes_[v].weight / total_ : 0.0;
+    const slot_id x = resolve(v, "v");
+    return total_ > 0.0 ? nodes_[x].weight / total_ : 0.0;
   }
   /// p̂_P = (h_P + 1)/(n_P + 2): the EW share of noted prefill ends that a later match ended at
   /// (policy_options::prefill_prior; 1/2 before any).
@@ -613,10 +653,11 @@ class basic_state_policy {
   }
   /// P(hit | age) of the state held at `v` (policy_options::age_value): the learned chance that
   /// its region is matched again given the observations since its admission or last resume;
-  /// 1 with `age_value` off. @throws invalid_argument for an unknown node or one with no state.
-  [[nodiscard]] double hit_chance(node_id v) const {
-    check_node(v, "v");
-    if (nodes_[v].state == no_state) hybridcache::detail::throw_invalid("v", v, "holds no state");
+  /// 1 with `age_value` off. @throws stale_handle_error / invalid_argument for an erased /
+  /// unknown node; invalid_argument for one with no state.
+  [[nodiscard]] double hit_chance(node_id id) const {
+    const slot_id v = resolve(id, "v");
+    if (nodes_[v].state == no_state) hybridcache::detail::throw_invalid("v", id, "holds no state");
     return opts_.age_value ? hit_given_age(states_v_[nodes_[v].state].touched) : 1.0;
   }
   [[nodiscard]] std::size_t used_bytes() const noexcept { return used_bytes_; }
@@ -633,27 +674,31 @@ class basic_state_policy {
   /// the keys `match_keys` / `insert_keys` expect for `tokens`.
   [[nodiscard]] const Hash& hash() const noexcept { return hash_; }
   /// Bytes of bookkeeping: node records and index slots (per node), state records (per state),
-  /// the free list; the per-namespace map and the re-plan scratch are not counted.
+  /// the free list, the side tables (junctions with ≥ 2 tails, pinned nodes, carried mass);
+  /// the per-namespace map and the re-plan scratch are not counted.
   [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
     return nodes_.capacity() * sizeof(node_rec) + index_.slot_count() * sizeof(std::uint32_t) +
-           free_.capacity() * sizeof(node_id) + states_v_.capacity() * sizeof(state_rec) +
-           free_states_.capacity() * sizeof(std::uint32_t) +
-           junctions_.size() *
-               (sizeof(std::pair<const node_id, junction_stat>) + 2 * sizeof(void*)) +
-           junctions_.bucket_count() * sizeof(void*);
+           free_.capacity() * sizeof(slot_id) + states_v_.capacity() * sizeof(state_rec) +
+           free_states_.capacity() * sizeof(std::uint32_t) + table_bytes(junctions_) +
+           table_bytes(pins_) + table_bytes(carried_);
   }
   /// Reserves room for `nodes` nodes (records and index), so growth leaves no slack.
   void reserve(std::size_t nodes) {
     nodes_.reserve(nodes);
     index_.reserve(nodes_, nodes);
   }
-  /// The size of one node record; with 4-byte index slots at load ≤ 1/2 a node costs at most
-  /// 48 + 16 = 64 bytes.
+  /// The size of one node record (its generation included); with 4-byte index slots at load
+  /// ≤ 1/2 a node costs at most 48 + 16 = 64 bytes.
   static constexpr std::size_t node_record_bytes = 48;
 
  private:
+  /// A slot of the node array (the low 32 bits of a node_id).
+  using slot_id = std::uint32_t;
+  static constexpr slot_id no_slot = std::numeric_limits<slot_id>::max();
   static constexpr std::size_t max_state_bytes = std::numeric_limits<std::uint32_t>::max();
   static constexpr std::uint32_t max_pins = (1u << 24) - 1;
+  /// The last generation of a slot (23 bits in the record); a slot that reaches it is retired.
+  static constexpr std::uint32_t max_generation = (1u << 23) - 1;
   static constexpr std::uint32_t no_state = std::numeric_limits<std::uint32_t>::max();
   static constexpr std::uint32_t live_flag = 1, planned_flag = 2, fresh_flag = 4, junction_flag = 8,
                                  once_flag = 16, repeat_flag = 32, junction_hit_flag = 64,
@@ -667,13 +712,14 @@ class basic_state_policy {
 
   struct node_rec {
     segment::digest key{};     // chained block key h_i (h_0 for a namespace root)
-    node_id parent = no_node;  // no_node: namespace root
-    node_id first_child = no_node;
-    node_id next_sibling = no_node;
+    slot_id parent = no_slot;  // no_slot: namespace root
+    slot_id first_child = no_slot;
+    slot_id next_sibling = no_slot;
     std::uint32_t blocks = 0;        // depth in blocks
     double weight = 0.0;             // Σ_s γ^{−s}[match s ended here], common scale
     std::uint32_t state = no_state;  // index into states_v_
-    std::uint32_t pins : 24 = 0;
+    std::uint32_t gen : 23 = 0;      // generation of the slot: the high half of the node_id
+    std::uint32_t pinned : 1 = 0;    // has an entry in pins_ (the count, rarely > 0)
     std::uint32_t flags : 8 = 0;
   };
   static_assert(sizeof(node_rec) <= node_record_bytes);
@@ -681,56 +727,94 @@ class basic_state_policy {
   /// One held state. `up` is the nearest proper ancestor holding a state (or the namespace
   /// root); `region` = W(c), the weight of the nodes whose anchor is this state.
   struct state_rec {
-    node_id node = no_node;
-    node_id up = no_node;
+    slot_id node = no_slot;
+    slot_id up = no_slot;
     std::uint32_t bytes = 0;
     std::uint32_t last_use = 0;  // clock of the last admit/resume (LRU tie-break)
     std::uint32_t touched = 0;   // observations_ (mod 2^32) at the last admit/resume: its age
     double region = 0.0;
   };
 
-  [[nodiscard]] bool live(node_id v) const noexcept {
-    return v < nodes_.size() && (nodes_[v].flags & live_flag);
+  /// The id of live slot `v`: its generation in the high half.
+  [[nodiscard]] node_id handle_of(slot_id v) const noexcept {
+    return (static_cast<node_id>(nodes_[v].gen) << 32) | v;
   }
-  void check_node(node_id v, const char* name) const {
-    if (!live(v)) hybridcache::detail::throw_invalid(name, v, "is not a live node of this policy");
+  /// The slot of `id` if it names a live node (its slot is live at the id's generation), else
+  /// no_slot. O(1): one bounds check and one load.
+  [[nodiscard]] slot_id live_slot(node_id id) const noexcept {
+    const auto v = static_cast<slot_id>(id & 0xffffffffu);
+    if (v >= nodes_.size()) return no_slot;
+    const node_rec& n = nodes_[v];
+    return ((n.flags & live_flag) && n.gen == (id >> 32)) ? v : no_slot;
+  }
+  /// The slot of `id`, checked (every public call that takes a node_id).
+  /// @throws stale_handle_error if its slot exists but not at its generation (erased, or
+  ///         reused by another node since); invalid_argument if this policy never had the slot.
+  slot_id resolve(node_id id, const char* name) const {
+    const slot_id v = live_slot(id);
+    if (v != no_slot) [[likely]]
+      return v;
+    const std::uint64_t slot = id & 0xffffffffu;
+    if (slot >= nodes_.size())
+      hybridcache::detail::throw_invalid(name, id, "is not a node id of this policy");
+    throw stale_handle_error(name, id, slot, id >> 32, nodes_[slot].gen);
+  }
+  /// Bytes of a side table (entries plus buckets), as bookkeeping_bytes counts it.
+  template <class Map>
+  static std::size_t table_bytes(const Map& m) noexcept {
+    return m.size() * (sizeof(typename Map::value_type) + 2 * sizeof(void*)) +
+           m.bucket_count() * sizeof(void*);
+  }
+  /// One more pin on `v` (flag in the record, count in pins_).
+  void add_pin(slot_id v) {
+    std::uint32_t& c = pins_[v];
+    if (c == max_pins)
+      throw capacity_error("hybridcache: tree::state_policy pin count overflow (2^24 - 1)");
+    ++c;
+    nodes_[v].pinned = 1;
+  }
+  [[nodiscard]] std::uint32_t pin_count(slot_id v) const {
+    if (!nodes_[v].pinned) return 0;
+    return pins_.find(v)->second;
   }
 
-  node_id new_node() {
-    node_id id;
+  slot_id new_node() {
+    slot_id id;
     if (!free_.empty()) {
       id = free_.back();
       free_.pop_back();
     } else {
-      if (nodes_.size() >= static_cast<std::size_t>(no_node) - 1)
+      if (nodes_.size() >= static_cast<std::size_t>(no_slot) - 1)
         throw capacity_error("hybridcache: tree::state_policy node ids exhausted (2^32 - 1)");
-      id = static_cast<node_id>(nodes_.size());
+      id = static_cast<slot_id>(nodes_.size());
       nodes_.emplace_back();
     }
+    const std::uint32_t gen = nodes_[id].gen;  // erase advanced it
     nodes_[id] = node_rec{};
+    nodes_[id].gen = gen;
     nodes_[id].flags = live_flag;
     ++live_;
     return id;
   }
 
-  node_id root_of(const segment::namespace_key& ns) {
+  slot_id root_of(const segment::namespace_key& ns) {
     const std::string_view b = ns.bytes();
     auto it = roots_.find(std::string(b));
     if (it != roots_.end()) return it->second;
-    const node_id id = new_node();
+    const slot_id id = new_node();
     nodes_[id].key = segment::root_key(hash_, ns);
     roots_.emplace(std::string(b), id);
     return id;
   }
 
   /// The child of `cur` with key `h`, created if absent (`fresh_child_` says which).
-  node_id child(node_id cur, const segment::digest& h) {
-    const node_id found = index_.find(nodes_, h, cur);
+  slot_id child(slot_id cur, const segment::digest& h) {
+    const slot_id found = index_.find(nodes_, h, cur);
     fresh_child_ = found == detail::empty_slot;
     if (!fresh_child_) return found;
     if (nodes_[cur].blocks == std::numeric_limits<std::uint32_t>::max())
       throw capacity_error("hybridcache: tree::state_policy path deeper than 2^32 - 1 blocks");
-    const node_id id = new_node();
+    const slot_id id = new_node();
     node_rec& n = nodes_[id];
     n.key = h;
     n.parent = cur;
@@ -741,13 +825,13 @@ class basic_state_policy {
     return id;
   }
 
-  match_result finish_match(match_result m, node_id cur, node_id anchor) {
+  match_result finish_match(match_result m, slot_id cur, slot_id anchor) {
     const std::size_t B = opts_.block_size;
-    if (nodes_[anchor].pins == max_pins)
+    if (pin_count(anchor) == max_pins)
       throw capacity_error("hybridcache: tree::state_policy pin count overflow (2^24 - 1)");
-    m.node = cur;
+    m.node = handle_of(cur);
     m.matched_tokens = static_cast<std::size_t>(nodes_[cur].blocks) * B;
-    m.resume_node = anchor;
+    m.resume_node = handle_of(anchor);
     m.resume_tokens = static_cast<std::size_t>(nodes_[anchor].blocks) * B;
     m.replay_tokens = m.matched_tokens - m.resume_tokens;
     if (nodes_[anchor].state != no_state) {  // a resume: one hit at the state's age
@@ -758,7 +842,7 @@ class basic_state_policy {
     }
     observe(cur, anchor);
     if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].last_use = ++clock_;
-    ++nodes_[anchor].pins;
+    add_pin(anchor);
     if (opts_.replan_every != 0 && ++since_plan_ >= opts_.replan_every &&
         static_cast<double>(work_) >= opts_.replan_work * static_cast<double>(live_))
       replan();
@@ -774,37 +858,38 @@ class basic_state_policy {
     return (gamma_ < 1.0 && ratio > 0.0 && ratio < 1.0) ? std::log(ratio) / std::log(gamma_) : 0.0;
   }
 
-  void observe(node_id v, node_id anchor) {
+  void observe(slot_id v, slot_id anchor) {
     double* region =
         nodes_[anchor].state != no_state ? &states_v_[nodes_[anchor].state].region : nullptr;
     if ((nodes_[v].flags & (fresh_flag | prefill_flag)) == (fresh_flag | prefill_flag)) {
       // The first real match at a prefill end replaces π_P; its age from π_P's decay.
-      const double age = prior_age(nodes_[v].weight / scale_ / prefill_share());
+      const double age = prior_age(prior_of(v) / scale_ / prefill_share());
       pre_delay_sum_ = pre_delay_sum_ * gamma_ + age;
       pre_delay_n_ = pre_delay_n_ * gamma_ + 1.0;
       drop_prior(v, anchor);
       pre_hit_ += 1.0;
     } else if (nodes_[v].flags & fresh_flag) {  // the first real match at a fresh end replaces π
       // Its age in observations, from π's decay: w / scale = p̂_insert · γ^age, p̂_insert ≈ p̂.
-      const node_id j = junction_of(v);
-      const double age = prior_age(nodes_[v].weight / scale_ / junction_share(j));
+      const slot_id j = junction_of(v);
+      const double age = prior_age(prior_of(v) / scale_ / junction_share(j));
       delay_sum_ = delay_sum_ * gamma_ + age;
       delay_n_ = delay_n_ * gamma_ + 1.0;
       drop_prior(v, anchor);
       ends_hit_ += 1.0;
-      if (j != no_node) credit_junction(j);
+      if (j != no_slot) credit_junction(j);
     }
     scale_ *= inv_gamma_;
     if (scale_ > 1e150) {
       const double f = 1.0 / scale_;
       for (auto& n : nodes_) n.weight *= f;
+      for (auto& [c, w] : carried_) w *= f;
       for (auto& st : states_v_) st.region *= f;
       total_ *= f;
       scale_ = 1.0;
     }
     double add = scale_;
     node_rec& n = nodes_[v];
-    if (opts_.repeat_discount && n.parent != no_node && !(n.flags & repeat_flag)) {
+    if (opts_.repeat_discount && n.parent != no_slot && !(n.flags & repeat_flag)) {
       if (!(n.flags & once_flag)) {  // first real match: q observations
         once_n_ = once_n_ * gamma_ + 1.0;
         once_hit_ *= gamma_;
@@ -833,21 +918,21 @@ class basic_state_policy {
   /// The counts (n_J, h_J) of junction `j`. A junction with one tail so far has no table entry:
   /// its counts are exactly (1, 0) or (1, 1), the latter flagged junction_hit (the counts decay
   /// only when a tail is added), so the table holds only junctions with ≥ 2 tails (or 2 hits).
-  [[nodiscard]] junction_stat counts_of(node_id j) const {
+  [[nodiscard]] junction_stat counts_of(slot_id j) const {
     const auto it = junctions_.find(j);
     if (it != junctions_.end()) return it->second;
     return {1.0, (nodes_[j].flags & junction_hit_flag) ? 1.0 : 0.0};
   }
-  /// p̂_J = min(1, (h_J + k·p̂)/(n_J + k)) of junction `j` (p̂ for no_node).
-  [[nodiscard]] double junction_share(node_id j) const {
+  /// p̂_J = min(1, (h_J + k·p̂)/(n_J + k)) of junction `j` (p̂ for no_slot).
+  [[nodiscard]] double junction_share(slot_id j) const {
     const double p = fresh_share();
-    if (j == no_node) return p;
+    if (j == no_slot) return p;
     const junction_stat js = counts_of(j);
     const double k = opts_.junction_strength;
     return std::min(1.0, (js.hits + k * p) / (js.ends + k));
   }
   /// h_J += 1 for junction `j`.
-  void credit_junction(node_id j) {
+  void credit_junction(slot_id j) {
     const auto it = junctions_.find(j);
     if (it != junctions_.end()) {
       it->second.hits += 1.0;
@@ -858,13 +943,13 @@ class basic_state_policy {
     }
   }
   /// The junction that fresh end `v` was inserted under: the nearest proper ancestor flagged as
-  /// a junction (no_node without one, or with `junction_prior` off). O(depth of v − depth of J);
+  /// a junction (no_slot without one, or with `junction_prior` off). O(depth of v − depth of J);
   /// called at v's first match only, whose path was just walked.
-  [[nodiscard]] node_id junction_of(node_id v) const {
-    if (!opts_.junction_prior) return no_node;
-    for (node_id a = nodes_[v].parent; a != no_node; a = nodes_[a].parent)
+  [[nodiscard]] slot_id junction_of(slot_id v) const {
+    if (!opts_.junction_prior) return no_slot;
+    for (slot_id a = nodes_[v].parent; a != no_slot; a = nodes_[a].parent)
       if (nodes_[a].flags & junction_flag) return a;
-    return no_node;
+    return no_slot;
   }
   /// The prior's size in observations: p̂ · min(1, 1 / ((1 − γ) D̂)), D̂ the EW mean age at which
   /// fresh ends were first matched — a match expected within the EW memory 1/(1 − γ) counts as
@@ -881,18 +966,18 @@ class basic_state_policy {
   }
 
   /// `insert` ended at `v` (deepest state on the path: `anchor`; deepest node that existed
-  /// before: `junction`, or no_node when v existed): a node no match has ended at yet gets the
+  /// before: `junction`, or no_slot when v existed): a node no match has ended at yet gets the
   /// prior pseudo-observation π = p̂_J · min(1, 1/((1 − γ) D̂)) · scale (policy_options::
   /// fresh_prior, junction_prior), p̂_J from J's counts before this end is counted.
-  void note_end(node_id v, node_id anchor, node_id junction) {
-    if (!opts_.fresh_prior || nodes_[v].parent == no_node) return;
+  void note_end(slot_id v, slot_id anchor, slot_id junction) {
+    if (!opts_.fresh_prior || nodes_[v].parent == no_slot) return;
     node_rec& n = nodes_[v];
     if ((n.flags & fresh_flag) || n.weight > 0.0) return;
     ends_ = ends_ * gamma_ + 1.0;
     ends_hit_ *= gamma_;
     double prior = fresh_prior() * scale_;
     if (opts_.junction_prior) {
-      if (junction == no_node) junction = n.parent;
+      if (junction == no_slot) junction = n.parent;
       if (!(nodes_[junction].flags & junction_flag)) {  // first tail: n_J = h_J = 0, p̂_J = p̂
         nodes_[junction].flags |= junction_flag;        // now (1, 0), kept in the flags
       } else {
@@ -909,12 +994,24 @@ class basic_state_policy {
     if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].region += prior;
   }
 
-  /// Removes the prior of fresh end `v` (its whole weight: no real match ended there since)
-  /// from v, the total and the region of `anchor`.
-  void drop_prior(node_id v, node_id anchor) {
+  /// The prior of fresh end `v`: its weight less the mass that erased children carried to it
+  /// (no real match ended at v since the prior was set).
+  [[nodiscard]] double prior_of(slot_id v) const {
+    const auto it = carried_.find(v);
+    return it == carried_.end() ? nodes_[v].weight : std::max(0.0, nodes_[v].weight - it->second);
+  }
+  /// Removes the prior of fresh end `v` from v, the total and the region of `anchor`; mass that
+  /// erased children carried to v stays (it is real: matches that ended below v).
+  void drop_prior(slot_id v, slot_id anchor) {
     node_rec& n = nodes_[v];
-    const double prior = n.weight;
-    n.weight = 0.0;
+    double prior = n.weight;
+    if (const auto it = carried_.find(v); it != carried_.end()) {
+      prior = std::max(0.0, n.weight - it->second);
+      n.weight = it->second;
+      carried_.erase(it);
+    } else {
+      n.weight = 0.0;
+    }
     n.flags &= static_cast<std::uint8_t>(~(fresh_flag | prefill_flag));
     total_ = std::max(0.0, total_ - prior);
     if (nodes_[anchor].state != no_state) {
@@ -926,36 +1023,36 @@ class basic_state_policy {
   /// Σ weight over the region of `c` (c and its descendants not below another state); calls
   /// `boundary(s)` for each state met at the region's lower boundary. O(region size).
   template <class F>
-  double region_of(node_id c, F&& boundary) {
+  double region_of(slot_id c, F&& boundary) {
     double sum = nodes_[c].weight;
     auto& st = stack_;
     st.clear();
-    for (node_id x = nodes_[c].first_child; x != no_node; x = nodes_[x].next_sibling)
+    for (slot_id x = nodes_[c].first_child; x != no_slot; x = nodes_[x].next_sibling)
       st.push_back(x);
     while (!st.empty()) {
-      const node_id x = st.back();
+      const slot_id x = st.back();
       st.pop_back();
       if (nodes_[x].state != no_state) {
         boundary(nodes_[x].state);
         continue;
       }
       sum += nodes_[x].weight;
-      for (node_id y = nodes_[x].first_child; y != no_node; y = nodes_[y].next_sibling)
+      for (slot_id y = nodes_[x].first_child; y != no_slot; y = nodes_[y].next_sibling)
         st.push_back(y);
     }
     return sum;
   }
 
   /// Nearest proper ancestor of v holding a state, else v's namespace root. O(depth).
-  [[nodiscard]] node_id state_above(node_id v) const noexcept {
-    node_id a = nodes_[v].parent;
-    while (nodes_[a].parent != no_node && nodes_[a].state == no_state) a = nodes_[a].parent;
+  [[nodiscard]] slot_id state_above(slot_id v) const noexcept {
+    slot_id a = nodes_[v].parent;
+    while (nodes_[a].parent != no_slot && nodes_[a].state == no_state) a = nodes_[a].parent;
     return a;
   }
 
   /// Marks a state at `node`: its region and the states below it are found by one walk of the
   /// region (O(region)); the region above shrinks by the same amount.
-  void add_state(node_id node, std::uint32_t bytes) {
+  void add_state(slot_id node, std::uint32_t bytes) {
     std::uint32_t id;
     if (!free_states_.empty()) {
       id = free_states_.back();
@@ -964,7 +1061,7 @@ class basic_state_policy {
       id = static_cast<std::uint32_t>(states_v_.size());
       states_v_.emplace_back();
     }
-    const node_id up = state_above(node);
+    const slot_id up = state_above(node);
     nodes_[node].state = id;
     state_rec& s = states_v_[id];
     s.node = node;
@@ -985,10 +1082,10 @@ class basic_state_policy {
 
   /// Unmarks the state at `node`: its region joins the state above, the states below it now
   /// fall back to that state.
-  void remove_state(node_id node) {
+  void remove_state(slot_id node) {
     const std::uint32_t id = nodes_[node].state;
     state_rec& s = states_v_[id];
-    const node_id up = s.up;
+    const slot_id up = s.up;
     const double region = s.region;
     nodes_[node].state = no_state;
     used_bytes_ -= s.bytes;
@@ -1003,7 +1100,7 @@ class basic_state_policy {
   /// rounding from incremental updates never accumulates).
   void recompute_regions() {
     for (auto& st : states_v_)
-      if (st.node != no_node) st.region = region_of(st.node, [](std::uint32_t) {});
+      if (st.node != no_slot) st.region = region_of(st.node, [](std::uint32_t) {});
   }
 
   /// ΔE[r] per byte of dropping state `s` (unnormalised weights, tokens).
@@ -1036,7 +1133,7 @@ class basic_state_policy {
     age_dirty_ = true;
   }
   /// The state at `node` leaves the pool (evicted or dropped): one end at its age.
-  void note_state_end(node_id node) {
+  void note_state_end(slot_id node) {
     const state_rec& s = states_v_[nodes_[node].state];
     age_event(age_ends_, static_cast<std::uint32_t>(observations_) - s.touched);
   }
@@ -1073,8 +1170,8 @@ class basic_state_policy {
     for (const std::size_t p : chunk_ends) {
       if (p % B != 0 || p <= m.resume_tokens || p == 0 || p > prompt_tokens) continue;
       if (p <= m.matched_tokens) {
-        const node_id v = m.path[p / B - 1];
-        if (!live(v) || nodes_[v].state != no_state) continue;
+        const slot_id v = live_slot(m.path[p / B - 1]);  // erased since the match: skipped
+        if (v == no_slot || nodes_[v].state != no_state) continue;
       }
       if (!std::binary_search(out.begin(), out.end(), p)) cand.push_back(p);
     }
@@ -1091,7 +1188,7 @@ class basic_state_policy {
     double per_byte;
     bool planned;
     std::uint32_t last_use;
-    node_id v;
+    slot_id v;
     bool operator>(const victim_entry& o) const {
       if (per_byte != o.per_byte) return per_byte > o.per_byte;
       if (planned != o.planned) return planned;
@@ -1105,13 +1202,13 @@ class basic_state_policy {
   /// Every victim but `fresh` (a state admitted in this call and refused by value: it never
   /// served) counts as an end at its age, recorded after the loop so that P(hit | age) is the
   /// same for every comparison of one call.
-  std::vector<node_id> evict_greedy(std::size_t need, node_id exclude, node_id fresh = no_node) {
+  std::vector<node_id> evict_greedy(std::size_t need, slot_id exclude, slot_id fresh = no_slot) {
     std::vector<node_id> out;
     if (need == 0 || states_ == 0) return out;
     using entry = victim_entry;
     heap_.clear();
     for (const auto& st : states_v_) {
-      if (st.node == no_node || st.node == exclude || nodes_[st.node].pins != 0) continue;
+      if (st.node == no_slot || st.node == exclude || nodes_[st.node].pinned) continue;
       heap_.push_back(
           {delta_per_byte(st), (nodes_[st.node].flags & planned_flag) != 0, st.last_use, st.node});
     }
@@ -1134,7 +1231,7 @@ class basic_state_policy {
       freed += s.bytes;
       if (e.v != fresh) ended_.push_back(static_cast<std::uint32_t>(observations_) - s.touched);
       remove_state(e.v);
-      out.push_back(e.v);
+      out.push_back(handle_of(e.v));
     }
     for (std::uint32_t age : ended_) age_event(age_ends_, age);
     ended_.clear();
@@ -1144,19 +1241,19 @@ class basic_state_policy {
   /// The tree_view of the live tree: index 0 = a super-root standing for every namespace root
   /// (all at depth 0, all free), other nodes in DFS order. Fills vnode_/vparent_/vdepth_/vweight_.
   void build_view() {
-    vnode_.assign(1, no_node);
+    vnode_.assign(1, no_slot);
     vparent_.assign(1, 0);
     vdepth_.assign(1, 0.0);
     vweight_.assign(1, 0.0);
     view_total_ = 0.0;
     struct frame {
-      node_id v;
+      slot_id v;
       std::size_t vparent;
     };
     std::vector<frame> st;
     for (const auto& [key, root] : roots_) {
       vweight_[0] += nodes_[root].weight;
-      for (node_id c = nodes_[root].first_child; c != no_node; c = nodes_[c].next_sibling)
+      for (slot_id c = nodes_[root].first_child; c != no_slot; c = nodes_[c].next_sibling)
         st.push_back({c, 0});
       while (!st.empty()) {
         const frame f = st.back();
@@ -1167,7 +1264,7 @@ class basic_state_policy {
         vdepth_.push_back(static_cast<double>(nodes_[f.v].blocks) *
                           static_cast<double>(opts_.block_size));
         vweight_.push_back(nodes_[f.v].weight);
-        for (node_id c = nodes_[f.v].first_child; c != no_node; c = nodes_[c].next_sibling)
+        for (slot_id c = nodes_[f.v].first_child; c != no_slot; c = nodes_[c].next_sibling)
           st.push_back({c, i});
       }
     }
@@ -1178,12 +1275,15 @@ class basic_state_policy {
   Hash hash_;
   double gamma_ = 1.0, inv_gamma_ = 1.0;
   std::vector<node_rec> nodes_;
-  std::vector<node_id> free_;
+  std::vector<slot_id> free_;
   std::vector<state_rec> states_v_;
   std::vector<std::uint32_t> free_states_;
   detail::node_index index_;
-  std::unordered_map<std::string, node_id> roots_;
-  std::unordered_map<node_id, junction_stat> junctions_;  // junctions with ≥ 2 tails (or hits)
+  std::unordered_map<std::string, slot_id> roots_;
+  std::unordered_map<slot_id, junction_stat> junctions_;  // junctions with ≥ 2 tails (or hits)
+  std::unordered_map<slot_id, std::uint32_t> pins_;       // pin counts of the pinned nodes
+  // Mass that erased children moved to a node still holding a prior (its weight = prior + this).
+  std::unordered_map<slot_id, double> carried_;
   double scale_ = 1.0, total_ = 0.0;
   std::uint64_t observations_ = 0;
   double once_n_ = 0.0, once_hit_ = 0.0;    // EW counts of first matches / of those repeated
@@ -1202,9 +1302,9 @@ class basic_state_policy {
   std::uint32_t clock_ = 0;
   bool has_plan_ = false, fresh_child_ = false;
   // scratch
-  std::vector<node_id> stack_;
+  std::vector<slot_id> stack_;
   std::vector<victim_entry> heap_;
-  std::vector<node_id> vnode_;
+  std::vector<slot_id> vnode_;
   std::vector<std::size_t> vparent_;
   std::vector<double> vdepth_, vweight_;
   double view_total_ = 0.0;
