@@ -364,31 +364,29 @@ class basic_state_policy {
   /// @throws invalid_argument for a `parent` that is not a live node.
   std::vector<node_id> extend_keys(const segment::namespace_key& ns, node_id parent,
                                    std::span<const segment::digest> keys, node_id& junction) {
-    node_id cur = parent;
-    if (cur == no_node) {
-      cur = root_of(ns);
-    } else {
-      check_node(cur, "parent");
-    }
+    slot_id cur = parent == no_node ? root_of(ns) : resolve(parent, "parent");
+    slot_id fork = junction == no_node ? no_slot : resolve(junction, "junction");
     std::vector<node_id> out;
     out.reserve(keys.size());
     for (const auto& k : keys) {
-      const node_id prev = cur;
+      const slot_id prev = cur;
       cur = child(cur, k);
-      if (junction == no_node && fresh_child_) junction = prev;
-      out.push_back(cur);
+      if (fork == no_slot && fresh_child_) fork = prev;
+      out.push_back(handle_of(cur));
     }
+    if (fork != no_slot) junction = handle_of(fork);
     work_ += out.size() + (parent == no_node ? 1 : 0);
     return out;
   }
   /// The sequence added by `extend_keys` ended at `end` (its junction as they left it): notes
   /// the end exactly as `insert_keys` of the whole sequence would (fresh-end prior).
-  /// @throws invalid_argument for an unknown node.
+  /// @throws invalid_argument (stale_handle_error) for a node that is not live.
   void note_sequence_end(node_id end, node_id junction) {
-    check_node(end, "end");
-    if (nodes_[end].parent == no_node) return;
-    const node_id anchor = nodes_[end].state != no_state ? end : state_above(end);
-    note_end(end, anchor, junction);
+    const slot_id e = resolve(end, "end");
+    if (nodes_[e].parent == no_slot) return;
+    const slot_id j = junction == no_node ? no_slot : resolve(junction, "junction");
+    const slot_id anchor = nodes_[e].state != no_state ? e : state_above(e);
+    note_end(e, anchor, j);
   }
   /// The pool's budget is now `bytes` (an engine whose states share one memory pool with KV, as
   /// vLLM's hybrid allocator: the room for states changes as KV grows and shrinks). Plans,
@@ -400,7 +398,7 @@ class basic_state_policy {
     if (bytes == 0) hybridcache::detail::throw_invalid("bytes", bytes, "must be >= 1");
     opts_.capacity_bytes = bytes;
     if (used_bytes_ <= bytes) return {};
-    return evict_greedy(used_bytes_ - bytes, no_node);
+    return evict_greedy(used_bytes_ - bytes, no_slot);
   }
 
   /// The engine stored a state of `bytes` at `node`. If the pool would overflow, the victims

@@ -186,17 +186,26 @@ class library_policy final : public tree_policy {
   segment::namespace_key ns_of(const tree_step& s) const {
     return segment::namespace_key{}.with_tenant(std::to_string(ctx_.trace->ns(s.root)));
   }
+  /// The policy's ids are slot (low 32 bits) + generation (tree::node_id): the reverse map is
+  /// indexed by slot, since slots are reused after `erase` (KV eviction) and ids are not dense.
+  static std::size_t slot_of(tree::node_id lib) noexcept {
+    return static_cast<std::size_t>(lib & 0xFFFF'FFFFULL);
+  }
   void map(tree::node_id lib, std::uint32_t node) {
-    if (lib_to_node_.size() <= lib) lib_to_node_.resize(lib + 1, tree_trace::no_parent);
-    lib_to_node_[lib] = node;
+    const auto slot = slot_of(lib);
+    if (lib_to_node_.size() <= slot) lib_to_node_.resize(slot + 1, tree_trace::no_parent);
+    lib_to_node_[slot] = node;
     node_to_lib_[node] = lib;
+  }
+  [[nodiscard]] std::uint32_t node_of(tree::node_id lib) const {
+    return lib_to_node_.at(slot_of(lib));
   }
   /// The policy's budget follows the engine pool's capacity (it changes only under a joint KV
   /// budget): `set_capacity_bytes` (a capacity of 0 states is one byte: nothing fits).
   void sync_capacity() {
     const std::size_t bytes = std::max<std::size_t>(1, ctx_.pool->capacity() * state_bytes_);
     if (bytes == pol_->capacity_bytes()) return;
-    for (auto victim : pol_->set_capacity_bytes(bytes)) ctx_.pool->remove(lib_to_node_.at(victim));
+    for (auto victim : pol_->set_capacity_bytes(bytes)) ctx_.pool->remove(node_of(victim));
   }
   /// Offers the state at position j (in the open window) to `admit`.
   void offer(std::size_t j, std::span<const std::uint32_t> path) {
@@ -204,7 +213,7 @@ class library_policy final : public tree_policy {
     if (pol_->has_state(lib)) return;
     auto& pool = *ctx_.pool;
     const auto r = pol_->admit(lib, state_bytes_);
-    for (auto victim : r.victims) pool.remove(lib_to_node_.at(victim));
+    for (auto victim : r.victims) pool.remove(node_of(victim));
     if (r.admitted) pool.add(path[j - 1]);
   }
 
@@ -218,7 +227,8 @@ class library_policy final : public tree_policy {
   std::vector<std::size_t> grid_, planned_;
   std::vector<tree::node_id> lib_;  ///< the policy's node of each known block of the request
   tree::node_id junction_ = tree::no_node;
-  std::vector<std::uint32_t> lib_to_node_, node_to_lib_;
+  std::vector<std::uint32_t> lib_to_node_;  ///< by the policy's slot: the trace node
+  std::vector<tree::node_id> node_to_lib_;  ///< by trace node: the policy's id (or no_node)
   std::size_t state_bytes_ = 1;
 };
 
