@@ -31,3 +31,7 @@ _hc_verify_io(wrong_type "'manifest' = \"v/manifest.json\": cases\\[0\\].name mu
 _hc_verify_io(short_weights "the bound weights of cases\\[0\\].expected\\[\"o\"\\] has 2 elements but the manifest's shape has 4.*rc=1")
 _hc_verify_io(zero_extent "the reference of cases\\[0\\].expected\\[\"o\"\\] has 4 elements but the manifest's shape has 0.*rc=1")
 _hc_verify_io(tiny_ok "2 arrays checked .*, 0 failed, 0 missing\nrc=0")
+# --out / --candidate-out (item 11): never written through a planted symbolic link.
+_hc_verify_io(out_symlink_file "'--out' = \"out/manifest.json\": is a symbolic link. refusing to write through it.*rc=1\nvictim=precious")
+_hc_verify_io(out_symlink_dir "'--out' = \"out/state[^\"]*\": is a symbolic link. refusing to write through it.*rc=1\nvictim_files=0")
+_hc_verify_io(candidate_out_symlink "'--candidate-out' = \"cand/select/selection/tail/tail.npy\": is a symbolic link. refusing.*rc=1\nvictim=precious")

@@ -34,6 +34,7 @@ tol() {
   printf '{"reference": "%s", "bound_weight": "%s", "shape": [%s], "depth_per_token": 1, "depth_extra": 0, "steps": 1, "time_axis": null}' "$1" "$2" "$3"
 }
 verify() { out=$("$hc" verify --vectors v --candidate "${1:-c}" 2>&1); rc=$?; }
+vectors() { out=$("$hc" vectors "$@" 2>&1); rc=$?; }
 
 case $case_name in
   # A shape whose element count wraps: (2^63 + 512, 2) over 1024 floats = 2^64 + 1024 -> 1024.
@@ -108,6 +109,21 @@ case $case_name in
     npy '<i8' '(2, 2)' 32 v/k/a.npy; npy '<i8' '(2, 2)' 32 c/k/a.npy
     for f in v/k/r.npy v/k/w.npy c/k/o.npy; do npy '<f8' '(8,)' 64 $f; done
     verify ;;
+  # vectors --out: a planted symbolic link to a file (manifest.json) and to a directory (state).
+  out_symlink_file)
+    echo precious > victim.txt
+    mkdir out && ln -s ../victim.txt out/manifest.json
+    vectors --out out
+    post="victim=$(cat victim.txt)" ;;
+  out_symlink_dir)
+    mkdir victim_dir out && ln -s ../victim_dir out/state
+    vectors --out out
+    post="victim_files=$(find victim_dir -type f | wc -l)" ;;
+  candidate_out_symlink)
+    echo precious > victim.txt
+    mkdir -p cand/select/selection/tail && ln -s ../../../../victim.txt cand/select/selection/tail/tail.npy
+    vectors --out out --candidate-out cand
+    post="victim=$(cat victim.txt)" ;;
   *) echo "unknown case $case_name"; exit 1 ;;
 esac
 printf '%s\n' "$out" | head -c 4000
