@@ -7,6 +7,11 @@
 #   tests/fuzz/readers_fuzz.cpp  HC_FUZZ_READERS_SECONDS (default 25) seconds: every trace reader
 #                                of `hybridcache simulate` (tools/hybridcache/sim_readers.cpp, which
 #                                needs nlohmann-json's headers)
+#   tests/fuzz/npy_fuzz.cpp      HC_FUZZ_NPY_SECONDS (default 10) seconds: the .npy reader
+#                                (npy::from_bytes / npy::load, issue #21)
+#   tests/fuzz/manifest_fuzz.cpp HC_FUZZ_MANIFEST_SECONDS (default 10) seconds: the manifest
+#                                reader of `hybridcache verify` (tools/hybridcache/
+#                                verify_manifest.hpp; needs Eigen's and nlohmann-json's headers)
 # Exits non-zero on a crash, a leak, a sanitizer report, an untyped exception or a disagreement
 # with the reference model (the targets abort).
 set -euo pipefail
@@ -30,13 +35,15 @@ build() {
     "$@" -o "$out/$name"
 }
 
-# run NAME SECONDS MAX_LEN CORPUS : runs $out/NAME on CORPUS for SECONDS; non-zero on any finding.
+# run NAME SECONDS MAX_LEN CORPUS [FLAG...] : runs $out/NAME on CORPUS for SECONDS (extra libFuzzer
+# flags after the corpus); non-zero on any finding.
 run() {
   local name=$1 seconds=$2 max_len=$3 corpus=$4
+  shift 4
   echo "fuzz: running $name for ${seconds}s"
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
   "$out/$name" -max_total_time="$seconds" -max_len="$max_len" -rss_limit_mb=2048 \
-    -print_final_stats=1 "$corpus"
+    -print_final_stats=1 "$@" "$corpus"
   echo "fuzz: $name: no crash in ${seconds}s"
 }
 
@@ -67,3 +74,30 @@ printf '\005{"timestamp": 0, "input_length": 6, "hash_ids": [1, 1844674407370955
 printf '\006[{"ctxs": [{"title": "A", "text": "x y"}], "question": "q?"}]' > "$rc/seed_musique"
 printf '\007{"context": "Passage 1:\\nabc\\nPassage 2:\\ndef\\n"}\n' > "$rc/seed_multi_news"
 run readers_fuzz "${HC_FUZZ_READERS_SECONDS:-25}" 4096 "$rc"
+
+# The .npy reader. -malloc_limit_mb=64: an input of at most 4 KiB must never make it allocate
+# more (a header that lies about its size used to allocate 1-4 GiB).
+build npy_fuzz tests/fuzz/npy_fuzz.cpp
+nc="$out/npy_corpus"
+mkdir -p "$nc"
+npy_seed() { # FILE DESCR SHAPE DATA_BYTES: a version-1.0 file of DATA_BYTES bytes 0x01..
+  local h="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
+  { printf '\223NUMPY\001\000'; printf "\\$(printf %03o "${#h}")"; printf '\000%s' "$h"
+    head -c "$4" /dev/zero | tr '\0' '\1'; } > "$nc/$1"
+}
+npy_seed seed_f4 '<f4' '(2, 3)' 24
+npy_seed seed_f8 '<f8' '(3,)' 24
+npy_seed seed_u1 '|u1' '(4, 1, 2)' 8
+npy_seed seed_f2 '<f2' '()' 2
+npy_seed seed_i8 '<i8' '(0,)' 0
+npy_seed seed_wrap '<f4' '(9223372036854776320, 2)' 64
+run npy_fuzz "${HC_FUZZ_NPY_SECONDS:-10}" 4096 "$nc" -malloc_limit_mb=64
+
+# The manifest reader of `hybridcache verify`.
+build manifest_fuzz tests/fuzz/manifest_fuzz.cpp -I/usr/include/eigen3
+mc="$out/manifest_corpus"
+mkdir -p "$mc"
+printf '{"format_version": 2, "cases": [{"name": "state/gla/outputs/T64/fp32", "expected": {"o": {"reference": "state/gla/o.npy", "bound_weight": "state/gla/o_w.npy", "shape": [1, 4, 2, 3], "depth_per_token": 18, "depth_extra": 17, "steps": 4, "time_axis": 1}}}]}\n' > "$mc/seed_tol"
+printf '{"format_version": 2, "cases": [{"name": "select/selection/tail", "expected": {"key": {"reference": "select/selection/tail/key.npy", "compare": "exact", "shape": [5]}}}]}\n' > "$mc/seed_exact"
+printf '{"format_version": 2, "cases": [{"name": "../x", "expected": {"a": {"reference": "/etc/passwd", "compare": "exact", "shape": [18446744073709551615, 2]}}}]}\n' > "$mc/seed_hostile"
+run manifest_fuzz "${HC_FUZZ_MANIFEST_SECONDS:-10}" 4096 "$mc"

@@ -106,7 +106,7 @@ int run(std::span<const std::string_view> argv) {
       {"reference_dtype", "float64"},
       {"conventions", conventions()},
       {"cases", w.cases}};
-  std::ofstream(w.dir / "manifest.json") << manifest.dump(1) << '\n';
+  hv::write_below(w.dir, w.dir / "manifest.json", manifest.dump(1) + "\n", "--out");
   std::uintmax_t bytes = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(w.dir))
     if (e.is_regular_file()) bytes += e.file_size();

@@ -5,8 +5,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 #include <fmt/format.h>
+#include <hybridcache/error.hpp>
 #include <hybridcache/state/npy.hpp>
 #include <hybridcache/state/tolerance.hpp>
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include "hybridcache/command.hpp"
 #include "hybridcache/vectors_common.hpp"
 #include "hybridcache/verify_fast.hpp"
+#include "hybridcache/verify_manifest.hpp"
 
 namespace {
 
@@ -44,13 +47,13 @@ int run(std::span<const std::string_view> argv) {
   if (!vec || !cand)
     throw hybridcache_cli::usage_error{"--vectors DIR and --candidate DIR are required"};
   const std::filesystem::path vdir(*vec), cdir(*cand);
-  std::ifstream mf(vdir / "manifest.json");
-  if (!mf) throw hybridcache_cli::usage_error{"no manifest.json in " + vdir.string()};
-  const auto manifest = nlohmann::json::parse(mf);
-  if (manifest.at("format_version").get<int>() != hv::format_version)
-    throw hybridcache_cli::usage_error{"manifest format_version " +
-                                       manifest.at("format_version").dump() + " is not " +
-                                       std::to_string(hv::format_version)};
+  std::error_code ec;
+  if (!std::filesystem::exists(vdir / "manifest.json", ec))
+    throw hybridcache_cli::usage_error{"no manifest.json in " + vdir.string()};
+  // Untrusted: every field is checked, every path must stay inside its directory.
+  const auto manifest = hv::read_manifest(vdir / "manifest.json");
+  const auto vroot = hv::resolved_dir(vdir, "--vectors");
+  const auto croot = hv::resolved_dir(cdir, "--candidate");
   hs::error_model model;
   model.accumulate = precision_option(a, "accumulate", hs::precision::fp32);
   model.state_storage = precision_option(a, "state-storage", model.accumulate);
@@ -64,25 +67,46 @@ int run(std::span<const std::string_view> argv) {
   fmt::print("error model: accumulate {}, state storage {}, output {}\n",
              hs::to_string(model.accumulate), hs::to_string(model.state_storage),
              forced_output ? std::string(hs::to_string(model.output)) : "from candidate dtype");
-  for (const auto& c : manifest.at("cases")) {
+  const auto& cases = manifest.at("cases");
+  for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+    const auto& c = cases[ci];
     const auto name = c.at("name").get<std::string>();
     if (!filter.empty() && name.find(filter) == std::string::npos) continue;
     for (const auto& [key, e] : c.at("expected").items()) {
-      const auto cpath = cdir / name / (key + ".npy");
-      if (!std::filesystem::exists(cpath)) {
+      const std::string field = "cases[" + std::to_string(ci) + "].expected[\"" + key + "\"]";
+      const auto cpath =
+          hv::confined(croot, name + "/" + key + ".npy", "--candidate",
+                       "the candidate of " + field + " (" + name + "/" + key + ".npy)");
+      if (!std::filesystem::exists(cpath, ec)) {
         ++missing;
         if (require_all) fmt::print("MISSING {} {}\n", name, key);
         continue;
       }
-      const auto ref_path = (vdir / e.at("reference").get<std::string>()).string();
-      bytes += std::filesystem::file_size(cpath);
+      const auto ref_path = hv::confined(vroot, e.at("reference").get<std::string>(), "--vectors",
+                                         field + ".reference")
+                                .string();
+      const std::size_t expected_n = hv::shape_count(e);
+      const auto check_count = [&](std::size_t n, const std::string& file, const char* what) {
+        if (n != expected_n)
+          throw hybridcache::invalid_argument(
+              "--vectors", hybridcache::detail::excerpt(file, 512),
+              std::string(what) + " of " + field + " has " + std::to_string(n) +
+                  " elements but the manifest's shape has " + std::to_string(expected_n));
+      };
+      const auto csize = std::filesystem::file_size(cpath, ec);
+      if (!ec) bytes += csize;
       if (!hv::is_exact(e)) {
+        const auto weight_path = hv::confined(vroot, e.at("bound_weight").get<std::string>(),
+                                              "--vectors", field + ".bound_weight")
+                                     .string();
         // Fast path: float32/float64 candidate against float64 reference and weights, mapped in
         // place and checked in one fused pass (verify_fast.hpp).
         auto mr = hv::mapped_npy::open(ref_path);
-        auto mw = hv::mapped_npy::open((vdir / e.at("bound_weight").get<std::string>()).string());
+        auto mw = hv::mapped_npy::open(weight_path);
         auto mc = hv::mapped_npy::open(cpath.string());
-        if (mr && mw && mc && mr->is_f8() && mw->is_f8() && mr->size() == mw->size()) {
+        if (mr) check_count(mr->size(), ref_path, "the reference");
+        if (mw) check_count(mw->size(), weight_path, "the bound weights");
+        if (mr && mw && mc && mr->is_f8() && mw->is_f8()) {
           ++checked;
           if (mc->size() != mr->size()) {
             ++failed;
@@ -107,6 +131,7 @@ int run(std::span<const std::string_view> argv) {
         }
       }
       const auto ref = hs::npy::load(ref_path);
+      check_count(ref.size(), ref_path, "the reference");
       const auto cv = hs::npy::load(cpath.string());
       ++checked;
       if (cv.size() != ref.size()) {
@@ -128,7 +153,11 @@ int run(std::span<const std::string_view> argv) {
           fmt::print("PASS {} {}: n={} exact\n", name, key, ref.size());
         continue;
       }
-      const auto wt = hs::npy::load((vdir / e.at("bound_weight").get<std::string>()).string());
+      const auto weight_path = hv::confined(vroot, e.at("bound_weight").get<std::string>(),
+                                            "--vectors", field + ".bound_weight")
+                                   .string();
+      const auto wt = hs::npy::load(weight_path);
+      check_count(wt.size(), weight_path, "the bound weights");
       hs::error_model m = model;
       if (!forced_output) m.output = precision_of_descr(cv.descr);
       const auto tol = hv::tolerances(e, ref.values, wt.values, m);

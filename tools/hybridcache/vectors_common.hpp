@@ -1,16 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 // Shared pieces of `hybridcache vectors` / `verify`: the portable PRNG and exact input grids, the
-// case writer (npy files + manifest entries) and the manifest's tolerance description.
+// case writer (npy files + manifest entries, written without following symbolic links below the
+// output directory: write_below) and the manifest's tolerance description.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
+#include <hybridcache/error.hpp>
 #include <hybridcache/numeric.hpp>
 #include <hybridcache/state/npy.hpp>
 #include <hybridcache/state/tolerance.hpp>
@@ -97,7 +107,92 @@ struct input_grids {
 };
 inline constexpr input_grids grids[] = {{"bf16", 7}, {"fp32", 20}};
 
-/// The output directory and the manifest under construction.
+/// Writes `bytes` to the file `file` below the directory `root` (`file` = root / relative path),
+/// creating the directories in between, without following a symbolic link anywhere below `root`
+/// (issue #21 item 11): each directory is entered with openat(O_NOFOLLOW | O_DIRECTORY) from its
+/// parent's descriptor and the file is opened with O_NOFOLLOW | O_NONBLOCK, so a link planted
+/// inside `root` — to a file or to a directory — is refused, never written through, and so is a
+/// special file (a FIFO, a device) or a file with other hard links. `root` itself may be a link
+/// (the user named it). `option` ("--out", "--candidate-out") labels the messages.
+/// @throws hybridcache::invalid_argument naming `option` and the offending path.
+inline void write_below(const std::filesystem::path& root, const std::filesystem::path& file,
+                        std::string_view bytes, std::string_view option) {
+  namespace fs = std::filesystem;
+  const auto refuse = [&](const fs::path& at, std::string_view why) {
+    throw hybridcache::invalid_argument(option, hybridcache::detail::excerpt(at.string(), 512),
+                                        why);
+  };
+  const auto sys = [&](const fs::path& at, const char* what) {
+    refuse(at, std::string(what) + ": " + std::strerror(errno));
+  };
+  const fs::path rel = file.lexically_relative(root);
+  if (rel.empty() || rel.begin()->string() == ".." || rel.filename().empty())
+    refuse(file, "is not a file below " + root.string());
+  struct fd_guard {
+    int fd = -1;
+    ~fd_guard() {
+      if (fd >= 0) ::close(fd);
+    }
+  } dir;
+  dir.fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir.fd < 0) sys(root, "cannot be opened as a directory");
+  fs::path at = root;
+  const fs::path parent = rel.parent_path();
+  const auto is_link = [&](const std::string& name) {
+    struct stat st {};
+    return fstatat(dir.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+  };
+  for (const auto& part : parent) {
+    const std::string name = part.string();
+    if (name.empty() || name == ".") continue;
+    at /= part;
+    if (::mkdirat(dir.fd, name.c_str(), 0777) != 0 && errno != EEXIST) sys(at, "cannot be created");
+    const int next =
+        ::openat(dir.fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0) {
+      if (is_link(name)) refuse(at, "is a symbolic link; refusing to write through it");
+      sys(at, "cannot be opened as a directory");
+    }
+    ::close(dir.fd);
+    dir.fd = next;
+  }
+  at = file;
+  const std::string name = rel.filename().string();
+  fd_guard out;
+  out.fd = ::openat(dir.fd, name.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                    0666);
+  if (out.fd < 0) {
+    if (is_link(name)) refuse(at, "is a symbolic link; refusing to write through it");
+    sys(at, "cannot be opened for writing");
+  }
+  struct stat st {};
+  if (::fstat(out.fd, &st) != 0) sys(at, "cannot be inspected");
+  if (!S_ISREG(st.st_mode)) refuse(at, "is not a regular file; refusing to write to it");
+  if (st.st_nlink > 1)
+    refuse(at, "has " + std::to_string(st.st_nlink) +
+                   " hard links; refusing to overwrite a file shared with another path");
+  if (::ftruncate(out.fd, 0) != 0) sys(at, "cannot be truncated");
+  while (!bytes.empty()) {
+    const ssize_t w = ::write(out.fd, bytes.data(), bytes.size());
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      sys(at, "write failed");
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(w));
+  }
+  const int fd = std::exchange(out.fd, -1);
+  if (::close(fd) != 0) sys(at, "write failed on close");
+}
+
+/// Writes `values` with `shape` as a .npy file (npy::encode) through `write_below`.
+template <class T>
+void save_below(const std::filesystem::path& root, const std::filesystem::path& file,
+                const std::vector<T>& values, std::vector<std::size_t> shape,
+                std::string_view option) {
+  write_below(root, file, hybridcache::npy::encode<T>(values, shape), option);
+}
+
+/// The output directory (`--out`) and the manifest under construction.
 struct writer {
   std::filesystem::path dir;
   nlohmann::json cases = nlohmann::json::array();
@@ -107,10 +202,9 @@ struct writer {
   template <class T>
   std::string array(const std::string& case_dir, const std::string& name,
                     const std::vector<double>& values, std::vector<std::size_t> shape) {
-    std::filesystem::create_directories(dir / case_dir);
     const std::string rel = case_dir + "/" + name + ".npy";
     std::vector<T> v(values.begin(), values.end());
-    hybridcache::state::npy::save<T>((dir / rel).string(), v, std::move(shape));
+    save_below<T>(dir, dir / rel, v, std::move(shape), "--out");
     return rel;
   }
 };

@@ -246,9 +246,8 @@ inline void key_cases(writer& wr, prng& rng, const candidate_spec* cand) {
         co.push_back(static_cast<std::int64_t>(cb.size()));
       }
       const auto cd = cand->dir / name;
-      std::filesystem::create_directories(cd);
-      hybridcache::state::npy::save<std::uint8_t>((cd / "bytes.npy").string(), cb, {cb.size()});
-      hybridcache::state::npy::save<std::int64_t>((cd / "offsets.npy").string(), co, {co.size()});
+      save_below<std::uint8_t>(cand->dir, cd / "bytes.npy", cb, {cb.size()}, "--candidate-out");
+      save_below<std::int64_t>(cand->dir, cd / "offsets.npy", co, {co.size()}, "--candidate-out");
     }
   }
 
@@ -318,11 +317,10 @@ inline void key_cases(writer& wr, prng& rng, const candidate_spec* cand) {
         got.blocks[3 * 16 + 5] =
             static_cast<double>(static_cast<unsigned>(got.blocks[3 * 16 + 5]) ^ 0x01u);
       const auto cd = cand->dir / name;
-      std::filesystem::create_directories(cd);
       const auto save = [&](const std::string& key, const std::vector<double>& v,
                             std::vector<std::size_t> shape) {
         const std::vector<std::uint8_t> b(v.begin(), v.end());
-        hybridcache::state::npy::save<std::uint8_t>((cd / (key + ".npy")).string(), b, shape);
+        save_below<std::uint8_t>(cand->dir, cd / (key + ".npy"), b, shape, "--candidate-out");
       };
       save("root", got.root, {n_ns, 16});
       save("blocks", got.blocks, {n_ns, n_blocks, 16});

@@ -78,9 +78,8 @@ inline void planner_cases(writer& wr, prng& rng, const std::filesystem::path* ca
                         {"inputs", inputs},
                         {"expected", expected}});
     if (cand) {
-      std::filesystem::create_directories(*cand / name);
-      hybridcache::state::npy::save<double>((*cand / name / "expected_recompute.npy").string(), got,
-                                            {count});
+      save_below<double>(*cand, *cand / name / "expected_recompute.npy", got, {count},
+                         "--candidate-out");
     }
   }
 }

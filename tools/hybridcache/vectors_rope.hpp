@@ -101,9 +101,8 @@ inline void rope_cases(writer& wr, prng& rng, const std::filesystem::path* cand)
         hybridcache::realign_keys(
             p, hybridcache::strided_view<const float, 3>(src.data(), {tokens, heads, d}),
             hybridcache::strided_view<float, 3>(dst.data(), {tokens, heads, d}), c.delta);
-        std::filesystem::create_directories(*cand / name);
-        hybridcache::state::npy::save<float>((*cand / name / "keys.npy").string(), dst,
-                                             {tokens, heads, d});
+        save_below<float>(*cand, *cand / name / "keys.npy", dst, {tokens, heads, d},
+                          "--candidate-out");
       }
     }
 }

@@ -138,15 +138,16 @@ inline ref_selection_sets ref_select(const std::vector<double>& s,
   return r;
 }
 
-/// Moves one element of a float32 candidate file past reference + tolerance (negative control).
-inline void push_past_bound(const std::filesystem::path& file, std::size_t i, double ref,
-                            double tol) {
+/// Moves one element of a float32 candidate file (below `root`) past reference + tolerance
+/// (negative control).
+inline void push_past_bound(const std::filesystem::path& root, const std::filesystem::path& file,
+                            std::size_t i, double ref, double tol) {
   auto cv = hybridcache::state::npy::load(file.string());
   float x = static_cast<float>(ref + tol);
   while (static_cast<double>(x) - ref <= tol) x = std::nextafter(x, INFINITY);
   cv.values[i] = static_cast<double>(x);
   const std::vector<float> f(cv.values.begin(), cv.values.end());
-  hybridcache::state::npy::save<float>(file.string(), f, cv.shape);
+  save_below<float>(root, file, f, cv.shape, "--candidate-out");
 }
 
 using range_list = std::vector<std::pair<std::size_t, std::size_t>>;
@@ -215,12 +216,12 @@ inline void select_cases(writer& wr, prng& rng, const candidate_spec* cand) {
                             hc::strided_view<const float, 3>(kf.data(), {c.T, c.Hkv, c.d}),
                             hc::vector_view<float>(out.data(), {c.T}));
         const auto cd = cand->dir / name;
-        std::filesystem::create_directories(cd);
-        hybridcache::state::npy::save<float>((cd / "scores.npy").string(), out, {c.T});
+        save_below<float>(cand->dir, cd / "scores.npy", out, {c.T}, "--candidate-out");
         if (cand->inj == injection::score_offset && c.name == std::string("gqa") &&
             gr.dtype == std::string("fp32")) {
           const auto tol = tolerances(expected["scores"], s, w, hybridcache::state::error_model{});
-          push_past_bound(cd / "scores.npy", pos.front(), s[pos.front()], tol[pos.front()]);
+          push_past_bound(cand->dir, cd / "scores.npy", pos.front(), s[pos.front()],
+                          tol[pos.front()]);
         }
       }
     }
@@ -295,10 +296,9 @@ inline void select_cases(writer& wr, prng& rng, const candidate_spec* cand) {
       opt.fallback_tokens = c.fallback;
       const auto got = hc::select_tokens(s, rr, opt);
       const auto cd = cand->dir / name;
-      std::filesystem::create_directories(cd);
       const auto save = [&](const std::string& key, const std::vector<std::size_t>& v) {
         std::vector<std::int64_t> x(v.begin(), v.end());
-        hybridcache::state::npy::save<std::int64_t>((cd / (key + ".npy")).string(), x, {x.size()});
+        save_below<std::int64_t>(cand->dir, cd / (key + ".npy"), x, {x.size()}, "--candidate-out");
       };
       auto key = got.key;
       if (cand->inj == injection::selection_swap && name == "select/selection/tail")
@@ -307,8 +307,8 @@ inline void select_cases(writer& wr, prng& rng, const candidate_spec* cand) {
       save("overflow", got.overflow);
       save("tail", got.tail);
       save("recompute", got.recompute);
-      hybridcache::state::npy::save<std::uint8_t>((cd / "recompute_mask.npy").string(),
-                                                  got.recompute_mask, {c.T});
+      save_below<std::uint8_t>(cand->dir, cd / "recompute_mask.npy", got.recompute_mask, {c.T},
+                               "--candidate-out");
     }
   }
 
@@ -373,10 +373,9 @@ inline void select_cases(writer& wr, prng& rng, const candidate_spec* cand) {
       }
     }
     const auto cd = cand->dir / name;
-    std::filesystem::create_directories(cd);
-    hybridcache::state::npy::save<std::uint8_t>((cd / "modes.npy").string(), cm, {nt, L});
-    hybridcache::state::npy::save<std::uint8_t>((cd / "masks.npy").string(), cmask,
-                                                {nt, L, plan_T});
+    save_below<std::uint8_t>(cand->dir, cd / "modes.npy", cm, {nt, L}, "--candidate-out");
+    save_below<std::uint8_t>(cand->dir, cd / "masks.npy", cmask, {nt, L, plan_T},
+                             "--candidate-out");
   }
 }
 

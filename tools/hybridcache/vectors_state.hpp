@@ -297,9 +297,10 @@ inline void state_output_cases(writer& w, prng& rng, const candidate_spec* cand,
                            {"expected", expected}});
         if (cand) {
           const auto cd = cand->dir / name;
-          std::filesystem::create_directories(cd);
-          hs::npy::save<float>((cd / "o.npy").string(), as<float>(co), {1, T, H, V});
-          hs::npy::save<float>((cd / "final_state.npy").string(), as<float>(cst), {1, H, K, V});
+          save_below<float>(cand->dir, cd / "o.npy", as<float>(co), {1, T, H, V},
+                            "--candidate-out");
+          save_below<float>(cand->dir, cd / "final_state.npy", as<float>(cst), {1, H, K, V},
+                            "--candidate-out");
         }
       }
 }
@@ -466,16 +467,17 @@ inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand
         if (cand) {
           const auto c = summarize_head<float>(f, h, chunk);
           const auto cd = cand->dir / name;
-          std::filesystem::create_directories(cd);
           auto es = c.end_state;
           if (cand->inj == injection::transposed_state)
             for (std::size_t i = 0; i < es.size(); ++i) es[i] = c.end_state[(i % K) * V + i / K];
-          hs::npy::save<float>((cd / "end_state.npy").string(), as<float>(es), {K, V});
+          save_below<float>(cand->dir, cd / "end_state.npy", as<float>(es), {K, V},
+                            "--candidate-out");
           if (!c.transition.empty())
-            hs::npy::save<float>((cd / "transition.npy").string(), as<float>(c.transition), {K, K});
+            save_below<float>(cand->dir, cd / "transition.npy", as<float>(c.transition), {K, K},
+                              "--candidate-out");
           else
-            hs::npy::save<float>((cd / "log_decay.npy").string(), as<float>(c.log_decay),
-                                 {c.log_decay.size()});
+            save_below<float>(cand->dir, cd / "log_decay.npy", as<float>(c.log_decay),
+                              {c.log_decay.size()}, "--candidate-out");
         }
       }
       // compose/apply: P → [0, split) → [split, L), by composing the two summaries.
@@ -501,8 +503,8 @@ inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand
       if (cand) {
         const auto c = summarize_head<float>(f, h, 0, split, P);
         const auto cd = cand->dir / name;
-        std::filesystem::create_directories(cd);
-        hs::npy::save<float>((cd / "state.npy").string(), as<float>(c.end_state), {K, V});
+        save_below<float>(cand->dir, cd / "state.npy", as<float>(c.end_state), {K, V},
+                          "--candidate-out");
       }
     }
 }
@@ -522,7 +524,7 @@ inline void inject_ulp(const writer& w, const candidate_spec& cand) {
     float x = static_cast<float>(ref.values[i] + tol[i]);
     while (static_cast<double>(x) - ref.values[i] <= tol[i]) x = std::nextafter(x, INFINITY);
     cv.values[i] = static_cast<double>(x);
-    hs::npy::save<float>(path.string(), as<float>(cv.values), cv.shape);
+    save_below<float>(cand.dir, path, as<float>(cv.values), cv.shape, "--candidate-out");
     return;
   }
 }
@@ -536,7 +538,7 @@ inline void inject_non_finite(const writer& w, const candidate_spec& cand) {
     auto cv = hs::npy::load(path.string());
     cv.values[3] = std::nan("");
     cv.values[5] = INFINITY;
-    hs::npy::save<float>(path.string(), as<float>(cv.values), cv.shape);
+    save_below<float>(cand.dir, path, as<float>(cv.values), cv.shape, "--candidate-out");
     return;
   }
 }

@@ -22,14 +22,16 @@
 #include <utility>
 #include <vector>
 
+#include <hybridcache/state/npy.hpp>
 #include <hybridcache/state/tolerance.hpp>
 #include <nlohmann/json.hpp>
 
 namespace hybridcache_cli::vectors {
 
-/// A read-only memory map of a C-order little-endian `<f4` or `<f8` .npy file (format 1.0-3.0).
-/// `open` returns nullopt for any other file (other dtypes, Fortran order, odd headers), which
-/// the caller then reads with state::npy::load.
+/// A read-only memory map of a C-order little-endian `<f4` or `<f8` .npy file (format 1.0-3.0),
+/// its header checked by npy::detail::parse_header (the same checks as npy::load, so the fast
+/// path accepts exactly what npy::load accepts). `open` returns nullopt for other dtypes, which
+/// the caller then reads with npy::load.
 class mapped_npy {
  public:
   mapped_npy(const mapped_npy&) = delete;
@@ -44,17 +46,22 @@ class mapped_npy {
     if (base_ != nullptr) munmap(base_, bytes_);
   }
 
+  /// Maps `path` if it is a regular `<f4` or `<f8` file; nullopt for other dtypes, files that
+  /// cannot be mapped and data not aligned for in-place use (npy::load reads those).
+  /// @throws hybridcache::invalid_argument naming the file for a malformed .npy file (the same
+  ///         checks as npy::load: npy::detail::parse_header).
   static std::optional<mapped_npy> open(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY);
+    // O_NONBLOCK: a FIFO planted in place of a file must not block the open.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return std::nullopt;
     struct stat st {};
     void* base = nullptr;
-    if (fstat(fd, &st) == 0 && st.st_size > 16)
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 16)
       base = mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
     ::close(fd);
     if (base == nullptr || base == MAP_FAILED) return std::nullopt;
     mapped_npy m(base, static_cast<std::size_t>(st.st_size));
-    if (!m.parse()) return std::nullopt;
+    if (!m.parse(path)) return std::nullopt;
     madvise(base, m.bytes_, MADV_SEQUENTIAL);
     return m;
   }
@@ -67,49 +74,14 @@ class mapped_npy {
  private:
   mapped_npy(void* base, std::size_t bytes) : base_(base), bytes_(bytes) {}
 
-  bool parse() {
+  bool parse(const std::string& path) {
     const auto* p = static_cast<const char*>(base_);
-    if (std::memcmp(p, "\x93NUMPY", 6) != 0) return false;
-    std::size_t hlen = 0, off = 0;
-    const auto* u = reinterpret_cast<const unsigned char*>(p);
-    if (u[6] == 1) {
-      hlen = u[8] | (std::size_t{u[9]} << 8);
-      off = 10;
-    } else if (u[6] == 2 || u[6] == 3) {
-      hlen =
-          u[8] | (std::size_t{u[9]} << 8) | (std::size_t{u[10]} << 16) | (std::size_t{u[11]} << 24);
-      off = 12;
-    } else {
-      return false;
-    }
-    if (off + hlen > bytes_) return false;
-    const std::string h(p + off, hlen);
-    if (h.find("'fortran_order': False") == std::string::npos) return false;
-    if (h.find("'descr': '<f8'") != std::string::npos)
-      f8_ = true;
-    else if (h.find("'descr': '<f4'") == std::string::npos)
-      return false;
-    const auto s = h.find("'shape': (");
-    if (s == std::string::npos) return false;
-    std::size_t n = 1, i = s + 10;
-    bool any = false;
-    while (i < h.size() && h[i] != ')') {
-      if (h[i] >= '0' && h[i] <= '9') {
-        std::size_t v = 0;
-        while (i < h.size() && h[i] >= '0' && h[i] <= '9')
-          v = v * 10 + static_cast<std::size_t>(h[i++] - '0');
-        if (v != 0 && n > bytes_ / v) return false;  // more elements than bytes: not ours
-        n *= v;
-        any = true;
-      } else {
-        ++i;
-      }
-    }
-    if (!any) n = 1;  // shape () is a scalar
-    const std::size_t elem = f8_ ? 8 : 4;
-    if ((off + hlen) % elem != 0 || off + hlen + n * elem > bytes_) return false;
-    data_ = p + off + hlen;
-    n_ = n;
+    const auto h = hybridcache::npy::detail::parse_header(std::string_view(p, bytes_), path);
+    if (h.descr != "<f8" && h.descr != "<f4") return false;
+    if (h.data_offset % h.element_bytes != 0) return false;  // unaligned: npy::load copies
+    f8_ = h.descr == "<f8";
+    data_ = p + h.data_offset;
+    n_ = h.count;
     return true;
   }
 
@@ -137,7 +109,10 @@ inline tolerance_plan plan_tolerance(const nlohmann::json& e,
   const double per = e.at("depth_per_token").get<double>();
   const double extra = e.at("depth_extra").get<double>();
   const auto steps = e.at("steps").get<std::size_t>();
-  const bool timed = !e.at("time_axis").is_null();
+  std::size_t count = 1;
+  for (const auto d : shape) count *= d;  // checked by parse_manifest
+  // An empty array has no time steps to plan (and a zero extent must not size g).
+  const bool timed = !e.at("time_axis").is_null() && count != 0;
   if (timed) {
     const auto ax = e.at("time_axis").get<std::size_t>();
     p.extent = shape.at(ax);
