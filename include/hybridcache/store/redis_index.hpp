@@ -223,10 +223,13 @@ inline const redisReplyObjectFunctions& redis_default_functions() {
 }
 
 /// `createArray` that refuses headers above `redis_max_reply_elements` (returning null makes the
-/// reader fail with REDIS_ERR_OOM before any allocation).
-inline void* redis_bounded_array(const redisReadTask* task, int elements) {
-  if (elements < 0 || elements > redis_max_reply_elements) {
-    redis_refused_elements = elements;
+/// reader fail with REDIS_ERR_OOM before any allocation). `Count` is the element count type of the
+/// hiredis in use (`int` in 0.14, `size_t` in 1.x), deduced where the pointer is taken.
+template <class Count>
+void* redis_bounded_array(const redisReadTask* task, Count elements) {
+  const auto n = static_cast<long long>(elements);
+  if (n < 0 || n > redis_max_reply_elements) {
+    redis_refused_elements = n;
     return nullptr;
   }
   return redis_default_functions().createArray(task, elements);
