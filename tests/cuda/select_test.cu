@@ -10,6 +10,7 @@
 #include <hybridcache/cuda/select/selection.cuh>
 #include <hybridcache/select.hpp>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "common.cuh"
@@ -101,6 +102,36 @@ TEST_CASE("device sparse_q_scores: host-visible errors and a too-small workspace
   CHECK_THROWS_AS((void)hc::sparse_q_scores(qv, good, kv, hc::cuda::make_view(out.data(), {4}), {},
                                             ws.data(), ws.size(), cudaStream_t{}),
                   hc::invalid_argument);
+}
+
+TEST_CASE("device sparse_q_scores: the host's finite-input rule, every key row (#21)") {
+  HC_REQUIRE_GPU();
+  // T = 10, queries at 3 and 7: key rows 8, 9 are read by no query, yet must be finite.
+  std::vector<float> q(2 * 2 * 4, 0.1f), k(10 * 1 * 4, 0.2f);
+  const std::vector<std::int64_t> pos{3, 7};
+  const hc::vector_view<const std::int64_t> hp(pos.data(), {2});
+  hc::cuda::device_buffer<float> out(10);
+  hc::cuda::device_buffer<unsigned char> ws(hc::cuda::sparse_q_scores_workspace_bytes(2, 10));
+  auto run = [&](const std::vector<float>& qh, const std::vector<float>& kh) {
+    auto dq = upload(qh), dk = upload(kh);
+    sync_ok(hc::sparse_q_scores(
+        hc::cuda::make_view(static_cast<const float*>(dq.data()), {2, 2, 4}), hp,
+        hc::cuda::make_view(static_cast<const float*>(dk.data()), {10, 1, 4}),
+        hc::cuda::make_view(out.data(), {10}), {}, ws.data(), ws.size(), cudaStream_t{}));
+    return download(out);
+  };
+  for (float x : run(q, k)) CHECK(std::isfinite(x));
+  for (const auto& [row, v] :
+       {std::pair{9, NAN}, std::pair{8, INFINITY}, std::pair{2, -INFINITY}}) {
+    CAPTURE(row);
+    auto bad = k;
+    bad[static_cast<std::size_t>(row) * 4 + 1] = v;
+    for (float x : run(q, bad)) CHECK(std::isnan(x));  // every score NaN: select_tokens rejects
+  }
+  auto badq = q;
+  badq[5] = -INFINITY;
+  for (float x : run(badq, k)) CHECK(std::isnan(x));
+  for (float x : run(q, k)) CHECK(std::isfinite(x));  // the flag is reset per call
 }
 
 TEST_CASE_TEMPLATE("device select_key_tokens equals the reference top-k over reused tokens", Real,

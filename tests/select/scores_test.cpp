@@ -6,6 +6,7 @@
 #include <hybridcache/select.hpp>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "support/select_reference.hpp"
@@ -145,6 +146,75 @@ TEST_CASE("sparse_q_scores rejects mismatched shapes, bad positions and non-fini
                                       hc::strided_view<const float, 3>(k3.data(), {9, 3, 4}),
                                       hc::vector_view<double>(out.data(), {9})),
                   hc::invalid_argument);  // 3 kv heads do not divide 2 query heads
+}
+
+TEST_CASE("every key row must be finite; an overflowing logit is reported as overflow (#21)") {
+  // Prompt of 10 tokens, queries at 3 and 7: key rows 8 and 9 lie after the last query.
+  std::vector<float> q(2 * 2 * 4, 0.1f), k(10 * 1 * 4, 0.2f);
+  std::vector<std::int32_t> pos{3, 7};
+  std::vector<double> out(10, -1.0);
+  auto run = [&] {
+    out.assign(10, -1.0);
+    hc::sparse_q_scores(hc::strided_view<const float, 3>(q.data(), {2, 2, 4}),
+                        hc::vector_view<const std::int32_t>(pos.data(), {2}),
+                        hc::strided_view<const float, 3>(k.data(), {10, 1, 4}),
+                        hc::vector_view<double>(out.data(), {10}));
+  };
+  // The argument the error names, or "" when nothing was thrown.
+  auto rejected = [&]() -> std::string {
+    try {
+      run();
+    } catch (const hc::invalid_argument& e) {
+      for (double x : out) CHECK(x == 0.0);  // zeroed, not half-written
+      return e.argument();
+    }
+    return "";
+  };
+  REQUIRE(rejected().empty());
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  SUBCASE("NaN in a key row after the last query position") {
+    k[9 * 4 + 2] = nan;
+    CHECK(rejected() == "keys[9][0][2]");
+  }
+  SUBCASE("+inf in the key row right after the last query") {
+    k[8 * 4 + 0] = inf;
+    CHECK(rejected() == "keys[8][0][0]");
+  }
+  SUBCASE("a -inf key component (a -inf logit a softmax would turn into weight 0)") {
+    k[2 * 4 + 1] = -inf;
+    CHECK(rejected() == "keys[2][0][1]");
+  }
+  SUBCASE("-inf in a query") {
+    q[1 * 8 + 1 * 4 + 3] = -inf;  // query 1, head 1, component 3
+    CHECK(rejected() == "queries[1][1][3]");
+  }
+  SUBCASE("finite but huge inputs: the float logit overflows, and the message says so") {
+    std::fill(q.begin(), q.end(), 1e30f);
+    std::fill(k.begin(), k.end(), 1e30f);  // q·k/√d = 2e60: beyond float, finite in double
+    std::string what;
+    try {
+      run();
+    } catch (const hc::invalid_argument& e) {
+      CHECK(std::string(e.argument()) == "queries[0] * keys[0]");
+      what = e.what();
+    }
+    CHECK(what.find("overflows float") != std::string::npos);
+    CHECK(what.find("must be finite") == std::string::npos);
+    for (double x : out) CHECK(x == 0.0);
+    // The same values in double do not overflow: accepted, uniform attention, Σ s_j = 1.
+    std::vector<double> qd(q.begin(), q.end()), kd(k.begin(), k.end());
+    std::vector<double> sd(10);
+    hc::sparse_q_scores(hc::strided_view<const double, 3>(qd.data(), {2, 2, 4}),
+                        hc::vector_view<const std::int32_t>(pos.data(), {2}),
+                        hc::strided_view<const double, 3>(kd.data(), {10, 1, 4}),
+                        hc::vector_view<double>(sd.data(), {10}));
+    // Hand-worked: query 3 spreads 1/4 over keys 0..3, query 7 1/8 over 0..7 (equal logits).
+    for (std::size_t j = 0; j < 10; ++j) {
+      const double want = (j <= 3 ? 0.25 : 0.0) / 2 + (j <= 7 ? 0.125 : 0.0) / 2;
+      CHECK(sd[j] == doctest::Approx(want).epsilon(1e-12));
+    }
+  }
 }
 
 TEST_CASE("scores drive selection end to end: the attended reused token is selected") {

@@ -10,6 +10,8 @@
 #include <numeric>
 #include <optional>
 #include <span>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -127,6 +129,35 @@ TEST_CASE("tree trace: block ids share leading ids only") {
   CHECK(t.requests()[1].path[1] == t.requests()[0].path[1]);
   CHECK(t.requests()[2].path[1] != t.requests()[0].path[1]);
   CHECK(sim::usable_matches(t) == std::vector<std::size_t>{0, 2, 0});
+}
+
+TEST_CASE("tree trace: block-id nodes equal a brute-force prefix set, for colliding ids (#21)") {
+  // Ids from a small set (so one id recurs under many parents) and a few multiples of a large
+  // power of two (what collided in the old table): node identity must still be exactly "same
+  // leading ids", checked against the set of distinct id prefixes.
+  std::mt19937_64 rng(21);
+  const std::vector<std::uint64_t> alphabet{1, 2, 3, 1ull << 40, 2ull << 40, 3ull << 40};
+  std::vector<std::vector<std::uint64_t>> reqs;
+  for (int r = 0; r < 300; ++r) {
+    std::vector<std::uint64_t> ids(1 + rng() % 6);
+    for (auto& x : ids) x = alphabet[rng() % (r % 3 == 0 ? 2 : alphabet.size())];
+    reqs.push_back(ids);
+  }
+  sim::tree_trace_builder b("ids", 4);
+  for (const auto& ids : reqs) b.add_block_ids(ids, ids.size() * 4);
+  const auto& t = b.trace();
+  std::set<std::vector<std::uint64_t>> prefixes;
+  for (const auto& ids : reqs)
+    for (std::size_t d = 1; d <= ids.size(); ++d)
+      prefixes.emplace(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(d));
+  CHECK(t.node_count() == 1 + prefixes.size());  // + the root
+  for (std::size_t r = 0; r < reqs.size(); ++r)
+    for (std::size_t s = 0; s < reqs.size(); s += 7)
+      for (std::size_t d = 0; d < std::min(reqs[r].size(), reqs[s].size()); ++d) {
+        const bool same_prefix = std::equal(
+            reqs[r].begin(), reqs[r].begin() + static_cast<std::ptrdiff_t>(d + 1), reqs[s].begin());
+        CHECK((t.requests()[r].path[d] == t.requests()[s].path[d]) == same_prefix);
+      }
 }
 
 TEST_CASE("usable match equals a brute-force longest common prefix") {

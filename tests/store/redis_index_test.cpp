@@ -700,6 +700,38 @@ TEST_CASE("redis: a misbehaving server gives a typed error or misses, never a hi
     CHECK(idx->stats().rejected == 64);
     CHECK(idx->stats().hits == 0);
   }
+  // Issue #21 item 12: hiredis 0.14 allocates an array reply's element table whole from its
+  // header and frees it element by element, so `*2147483647` cost seconds past io_timeout. Both
+  // huge headers must be refused from the header (an array) or within the byte bound (a bulk
+  // string streamed in), as a protocol error that says which bound was hit.
+  SUBCASE("an array header of 2^31 - 1 elements: protocol error, refused from the header") {
+    fake_redis f("*2147483647\r\n", false);
+    auto idx = index_for(f);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      (void)idx->find_chain(ns, req, 4);
+      FAIL("no error");
+    } catch (const st::redis_error& e) {
+      CHECK(e.code() == st::redis_errc::protocol);
+      CHECK(std::string(e.what()).find("2147483647") != std::string::npos);
+      CHECK(std::string(e.what()).find("elements") != std::string::npos);
+    }
+    CHECK(std::chrono::steady_clock::now() - t0 < 2s);  // generous: io_timeout is 150 ms
+    CHECK(idx->stats().errors == 1);
+  }
+  SUBCASE("a bulk string of 2^31 - 1 bytes streamed in: protocol error at the byte bound") {
+    std::string resp = "$2147483647\r\n";
+    resp.append(std::size_t{3} << 20, 'x');  // 3 MiB: past the bound, far short of the length
+    fake_redis f(resp, false);
+    auto idx = index_for(f);
+    try {
+      (void)idx->find_chain(ns, req, 4);
+      FAIL("no error");
+    } catch (const st::redis_error& e) {
+      CHECK(e.code() == st::redis_errc::protocol);
+      CHECK(std::string(e.what()).find("bytes") != std::string::npos);
+    }
+  }
   SUBCASE("nothing listening: unavailable") {
     int port = 0;
     {

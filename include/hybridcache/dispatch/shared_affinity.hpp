@@ -20,12 +20,12 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/dispatch/affinity.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/keyed_hash.hpp"
 #include "hybridcache/store/segment_location.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
@@ -43,7 +43,7 @@ inline std::vector<segment_job> jobs_from_locations(
   if (located.size() != tokens.size())
     detail::throw_invalid("located.size()", located.size(),
                           "must equal tokens.size() = " + std::to_string(tokens.size()));
-  std::unordered_map<std::uint32_t, std::size_t> worker_of_node;
+  keyed_map<std::uint32_t, std::size_t> worker_of_node;  // keyed: node ids are the caller's
   worker_of_node.reserve(worker_nodes.size());
   for (std::size_t w = 0; w < worker_nodes.size(); ++w) {
     if (!worker_of_node.emplace(worker_nodes[w], w).second)

@@ -28,11 +28,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/keyed_hash.hpp"
 #include "hybridcache/placement/strategies.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
@@ -117,7 +117,7 @@ class placement_safeguard {
   std::array<double, 6> scores_{};
   std::uint64_t scored_ = 0;
   placement_strategy choice_ = placement_strategy::dp;
-  std::unordered_map<std::uint64_t, std::vector<std::size_t>> memo_;
+  keyed_map<std::uint64_t, std::vector<std::size_t>> memo_;  // keyed: lengths are input
 };
 
 HYBRIDCACHE_NAMESPACE_END

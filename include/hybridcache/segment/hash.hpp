@@ -40,15 +40,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #define HYBRIDCACHE_DETAIL_XXH_DIAG_PUSHED
 #endif
-#ifndef XXH_INLINE_ALL
-#define XXH_INLINE_ALL
-#define HYBRIDCACHE_DETAIL_UNDEF_XXH_INLINE_ALL
-#endif
-#include <xxhash.h>
-#ifdef HYBRIDCACHE_DETAIL_UNDEF_XXH_INLINE_ALL
-#undef XXH_INLINE_ALL
-#undef HYBRIDCACHE_DETAIL_UNDEF_XXH_INLINE_ALL
-#endif
+#include "hybridcache/keyed_hash.hpp"  // xxHash, header-only (XXH_INLINE_ALL)
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 

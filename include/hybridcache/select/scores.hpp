@@ -27,7 +27,9 @@
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <limits>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -83,6 +85,32 @@ void check_sparse_q_shapes(const Q& queries, const P& positions, const K& keys,
                           "kv heads must divide the query heads " + std::to_string(heads));
   if (d == 0) detail::throw_invalid("queries.extent(2)", d, "head dim must be > 0");
 }
+
+/// The input rule of `sparse_q_scores` (docs/select.md, "Errors"): every query element and every
+/// element of **every** key row is finite — also the rows after the last query position, which no
+/// query of this call reads (a later call with a later query would), and −∞ components, which
+/// would give a −∞ logit that a softmax silently turns into weight 0. The CUDA overload enforces
+/// the same rule on device views with a scan kernel (cuda/select/scores.cuh), so a key cache
+/// accepted by one is accepted by the other.
+/// @throws invalid_argument naming the first non-finite element (`queries[i][h][c]`,
+///         `keys[j][h][c]`).
+template <class Q, class K>
+void check_sparse_q_finite(const Q& queries, const K& keys) {
+  auto name = [](std::string_view what, std::size_t a, std::size_t b, std::size_t c) {
+    return indexed(indexed(indexed(what, a), b), c);
+  };
+  for (std::size_t i = 0; i < queries.extent(0); ++i)
+    for (std::size_t h = 0; h < queries.extent(1); ++h)
+      for (std::size_t c = 0; c < queries.extent(2); ++c)
+        if (const auto x = queries(i, h, c); !std::isfinite(x))
+          throw_invalid(name("queries", i, h, c), x, "queries must be finite");
+  for (std::size_t j = 0; j < keys.extent(0); ++j)
+    for (std::size_t h = 0; h < keys.extent(1); ++h)
+      for (std::size_t c = 0; c < keys.extent(2); ++c)
+        if (const auto x = keys(j, h, c); !std::isfinite(x))
+          throw_invalid(name("keys", j, h, c), x,
+                        "every key row must be finite, also rows after the last query position");
+}
 }  // namespace detail
 
 /// Computes s_j for every token j (see the file comment) into `scores`.
@@ -92,8 +120,10 @@ void check_sparse_q_shapes(const Q& queries, const P& positions, const K& keys,
 /// @param keys      keys of the whole prompt `[T, kv_heads, d]` (cached keys RoPE-aligned).
 /// @param scores    output `[T]`; s_j for j after the last query position is 0 (causal).
 /// @throws invalid_argument on mismatched extents, heads not a multiple of kv_heads, positions
-///         not strictly increasing or out of range, a non-positive or non-finite scale, or
-///         non-finite queries/keys (detected as a non-finite score; `scores` is then zeroed).
+///         not strictly increasing or out of range, a non-positive or non-finite scale, a
+///         non-finite query or key element (every key row counts, `detail::check_sparse_q_finite`),
+///         or finite inputs whose scaled logit (q·scale)·k overflows the scalar type (named as
+///         `queries[i] * keys[j]`, the head in the message). `scores` is then all zero.
 template <host_view Q, host_view P, host_view K, host_view Out>
   requires detail::sparse_q_views<Q, P, K, Out>
 void sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_options opt = {}) {
@@ -116,6 +146,7 @@ void sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_option
   if (!std::isfinite(scale) || !(scale > 0.0))
     detail::throw_invalid("options.scale", opt.scale, "must be finite and > 0 (0 = 1/sqrt(d))");
   for (std::size_t j = 0; j < t_len; ++j) scores(j) = 0;
+  detail::check_sparse_q_finite(queries, keys);
   if (nq == 0 || heads == 0 || t_len == 0) return;
 
   const std::size_t workspace = opt.workspace_bytes ? opt.workspace_bytes : (std::size_t{16} << 20);
@@ -125,6 +156,27 @@ void sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_option
   block = std::min(block, nq);
 
   const auto eidx = [](std::size_t v) { return static_cast<Eigen::Index>(v); };
+  // Reports the first key whose scaled logit with query i of head h is not finite (rare path: the
+  // logits are recomputed one by one, in the scalar type, as the GEMM formed them).
+  const auto throw_logit_overflow = [&](std::size_t h, std::size_t i, Eigen::Index visible,
+                                        const auto& k) {
+    for (Eigen::Index j = 0; j < visible; ++j) {
+      scalar x = 0;
+      for (std::size_t c = 0; c < d; ++c)
+        x += static_cast<scalar>(queries(i, h, c) * scale) * k(j, eidx(c));
+      if (!std::isfinite(x))
+        detail::throw_invalid(
+            detail::indexed("queries", i) + " * " + detail::indexed("keys", std::size_t(j)), x,
+            "the scaled logit (q*scale).k at head " + std::to_string(h) + " overflows " +
+                (sizeof(scalar) == sizeof(float) ? "float (|x| > 3.4e38)"
+                                                 : "double (|x| > 1.8e308)") +
+                " although queries and keys are finite: scale them down or compute in double "
+                "(the output was zeroed)");
+    }
+    detail::throw_invalid(detail::indexed("queries", i), std::numeric_limits<double>::quiet_NaN(),
+                          "the softmax of its logits at head " + std::to_string(h) +
+                              " overflowed (the output was zeroed)");
+  };
   row_matrix qb(eidx(block), eidx(d));
   row_matrix logits(eidx(block), eidx(t_len));
   row_vector colsum(eidx(t_len));
@@ -168,7 +220,12 @@ void sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_option
         auto row = s.row(eidx(r)).head(visible).array();
         const scalar m = row.maxCoeff();
         row = (row - m).exp();
-        const scalar inv = scalar(1) / row.sum();
+        const scalar sum = row.sum();
+        // Inputs are finite (checked above), so a non-finite sum means a logit overflowed to +∞
+        // or NaN. (One overflowing to −∞ under a finite max gets weight 0, as its true value
+        // would: e^{x − m} underflows for x < m − 104 in float.)
+        if (!std::isfinite(sum)) throw_logit_overflow(h, i0 + r, visible, k);
+        const scalar inv = scalar(1) / sum;
         cs.head(visible).array() += inv * row;
       }
       for (std::size_t j = 0; j < cols; ++j) acc[j] += static_cast<double>(cs(eidx(j)));
@@ -176,15 +233,8 @@ void sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_option
   }
   const double norm = 1.0 / (static_cast<double>(heads) * static_cast<double>(nq));
   using out_t = typename Out::value_type;
-  for (std::size_t j = 0; j < t_len; ++j) {
-    if (!std::isfinite(acc[j])) {
-      for (std::size_t r = 0; r < t_len; ++r) scores(r) = 0;
-      detail::throw_invalid(detail::indexed("scores", j), acc[j],
-                            "queries and keys must be finite (the softmax produced a non-finite "
-                            "value; the output was zeroed)");
-    }
-    scores(j) = static_cast<out_t>(acc[j] * norm);
-  }
+  // acc[j] is a sum of at most H·n_q softmax weights in [0, 1]: finite.
+  for (std::size_t j = 0; j < t_len; ++j) scores(j) = static_cast<out_t>(acc[j] * norm);
 }
 
 /// Device views need the CUDA backend (`<hybridcache/cuda/select/scores.cuh>`); without it this is

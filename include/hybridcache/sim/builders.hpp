@@ -26,12 +26,12 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/keyed_hash.hpp"
 #include "hybridcache/sim/detail/random.hpp"
 #include "hybridcache/sim/tokenize.hpp"
 #include "hybridcache/sim/trace.hpp"
@@ -186,7 +186,7 @@ trace build_rag(std::string name, std::string_view instruction,
     hybridcache::detail::throw_invalid("prompts.size()", std::size_t{0},
                                        "need at least one prompt");
   trace t(std::move(name));
-  std::unordered_map<std::string, std::uint32_t> seen;
+  keyed_map<std::string, std::uint32_t> seen;  // keyed: passage text is input
   auto piece_of = [&](const std::string& text) {
     auto it = seen.find(text);
     if (it != seen.end()) return it->second;
@@ -224,7 +224,9 @@ inline trace build_block_hash_trace(std::string name, std::span<const block_hash
                                     std::size_t block_size = 512) {
   if (block_size == 0) hybridcache::detail::throw_invalid("block_size", block_size, "must be > 0");
   trace t(std::move(name));
-  std::unordered_map<std::uint64_t, std::uint32_t> full;  // hash -> full block piece
+  // hash id -> full block piece; keyed (keyed_hash.hpp): ids are input, and under the identity
+  // std::hash crafted ids shared one bucket, O(n^2) to load (#21).
+  keyed_map<std::uint64_t, std::uint32_t> full;
   std::map<std::pair<std::uint64_t, std::size_t>, std::uint32_t> partial;  // (hash, count) -> piece
   std::vector<token_id> buf;
   double last = -1e300;

@@ -81,12 +81,12 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/keyed_hash.hpp"
 #include "hybridcache/overlap.hpp"
 #include "hybridcache/overlap/conditioned_law.hpp"
 #include "hybridcache/overlap/joint_placement.hpp"
@@ -732,9 +732,10 @@ class sparse_prefix_simulator {
   std::size_t inserted_ = 0;
   std::size_t snapshot_seen_ = 0;
   depth_law_snapshot oracle_;  // the oracle's law (oracle mode)
-  std::unordered_map<std::size_t, std::optional<entry_block_law>> laws_;
-  std::unordered_map<std::uint64_t, placed> dp_memo_;
-  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> fixed_memo_;
+  // Memos keyed by entry lengths, which the trace decides: keyed hash (keyed_hash.hpp).
+  keyed_map<std::size_t, std::optional<entry_block_law>> laws_;
+  keyed_map<std::uint64_t, placed> dp_memo_;
+  keyed_map<std::uint64_t, std::vector<std::uint32_t>> fixed_memo_;
   std::vector<std::optional<placement_safeguard>>
       guards_;  // per config (DP configs with the safeguard)
   std::vector<std::array<std::size_t, 6>> placed_by_;

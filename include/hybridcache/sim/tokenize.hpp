@@ -24,11 +24,11 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/keyed_hash.hpp"
 #include "hybridcache/sim/trace.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
@@ -68,7 +68,7 @@ class word_tokenizer {
     vocab_.emplace(std::string(word), id);
     return id;
   }
-  std::unordered_map<std::string, token_id> vocab_;
+  keyed_map<std::string, token_id> vocab_;  // keyed: words are input text
 };
 
 /// One token per byte.

@@ -44,7 +44,12 @@
 /// call hangs. A connection that failed is closed, never reused. After a server restart the idle
 /// pooled connections are stale: the first I/O failure on a reused connection closes all idle
 /// ones and retries the call once on a fresh connection (every operation is idempotent), so a
-/// restart or `FLUSHALL` shows up as misses, not errors.
+/// restart or `FLUSHALL` shows up as misses, not errors. Replies are bounded before hiredis
+/// builds them: an array header announcing more than `detail::redis_max_reply_elements` (64)
+/// elements is refused from the header (hiredis 0.14 would allocate and free the whole element
+/// table: `*2147483647` stalled a call for seconds), and more than
+/// `detail::redis_max_reply_bytes` (1 MiB) received while one reply is still incomplete stops the
+/// read; both are `redis_errc::protocol` errors saying which bound was hit.
 ///
 /// Thread safety: every member function may be called concurrently (a mutex-guarded pool of at
 /// most `pool_size` connections; each call holds one connection for its round trip).
@@ -61,8 +66,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -184,6 +191,89 @@ struct redis_reply_deleter {
   void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
 };
 using redis_reply_ptr = std::unique_ptr<redisReply, redis_reply_deleter>;
+
+/// Most elements an array reply may announce. None of the index's commands (AUTH, SET, GET,
+/// PEXPIRE, DEL) answers with an array; the bound exists because hiredis 0.14 (Debian 12)
+/// allocates an array's element table whole from its header and, on error, frees it element by
+/// element: a server answering `*2147483647` cost seconds past `io_timeout`. A larger header is
+/// refused before anything is allocated.
+inline constexpr int redis_max_reply_elements = 64;
+/// Most bytes received while waiting for one reply. The index's replies are below 1 KiB (a
+/// 45-byte record, an error line); the bound keeps a bulk header such as `$2147483647` followed by
+/// a stream of bytes from buffering gigabytes.
+inline constexpr std::size_t redis_max_reply_bytes = std::size_t{1} << 20;
+
+/// No array header refused (`redis_refused_elements`).
+inline constexpr long long redis_none_refused = std::numeric_limits<long long>::min();
+/// The element count of the array header `redis_bounded_array` last refused in this thread
+/// during the current `redis_read_reply` (else `redis_none_refused`). hiredis reports the refusal
+/// only as "out of memory"; this says what was refused.
+inline thread_local long long redis_refused_elements = redis_none_refused;
+
+/// hiredis's default reply functions (one static table, copied from a throwaway reader).
+inline const redisReplyObjectFunctions& redis_default_functions() {
+  static const redisReplyObjectFunctions fns = [] {
+    redisReader* r = redisReaderCreate();
+    if (r == nullptr) throw std::bad_alloc();
+    const redisReplyObjectFunctions copy = *r->fn;
+    redisReaderFree(r);
+    return copy;
+  }();
+  return fns;
+}
+
+/// `createArray` that refuses headers above `redis_max_reply_elements` (returning null makes the
+/// reader fail with REDIS_ERR_OOM before any allocation). `Count` is the element count type of the
+/// hiredis in use (`int` in 0.14, `size_t` in 1.x), deduced where the pointer is taken.
+template <class Count>
+void* redis_bounded_array(const redisReadTask* task, Count elements) {
+  const auto n = static_cast<long long>(elements);
+  if (n < 0 || n > redis_max_reply_elements) {
+    redis_refused_elements = n;
+    return nullptr;
+  }
+  return redis_default_functions().createArray(task, elements);
+}
+
+/// Makes `c`'s reader refuse oversized array headers (see `redis_max_reply_elements`).
+inline void redis_bound_reader(redisContext* c) {
+  static redisReplyObjectFunctions bounded = [] {
+    redisReplyObjectFunctions f = redis_default_functions();
+    f.createArray = &redis_bounded_array;
+    return f;
+  }();
+  c->reader->fn = &bounded;
+}
+
+/// Outcome of `redis_read_reply`.
+enum class redis_read { ok, failed, too_many_bytes };
+
+/// hiredis's blocking `redisGetReply` (flush the output buffer, then read until one reply is
+/// complete), with at most `redis_max_reply_bytes` received while waiting for it. Each read is
+/// still bounded by the socket timeout.
+inline redis_read redis_read_reply(redisContext* c, void** reply) {
+  *reply = nullptr;
+  redis_refused_elements = redis_none_refused;
+  void* aux = nullptr;
+  if (redisGetReplyFromReader(c, &aux) != REDIS_OK) return redis_read::failed;
+  if (aux == nullptr) {
+    int done = 0;
+    do {
+      if (redisBufferWrite(c, &done) != REDIS_OK) return redis_read::failed;
+    } while (done == 0);
+    std::size_t received = 0;
+    do {
+      // A feed only appends to the reader's buffer (or refills an empty one).
+      const std::size_t before = c->reader->len;
+      if (redisBufferRead(c) != REDIS_OK) return redis_read::failed;
+      received += c->reader->len - before;
+      if (redisGetReplyFromReader(c, &aux) != REDIS_OK) return redis_read::failed;
+      if (aux == nullptr && received > redis_max_reply_bytes) return redis_read::too_many_bytes;
+    } while (aux == nullptr);
+  }
+  *reply = aux;
+  return redis_read::ok;
+}
 
 inline timeval redis_timeval(std::chrono::milliseconds ms) noexcept {
   timeval tv{};
@@ -549,6 +639,26 @@ class redis_segment_index {
     return redis_errc::unavailable;
   }
 
+  // The error of a failed `detail::redis_read_reply`: an oversized reply is a protocol error,
+  // anything else as hiredis reports it.
+  static redis_errc read_failure_code(const redisContext* c, detail::redis_read got,
+                                      int saved_errno) noexcept {
+    if (got == detail::redis_read::too_many_bytes ||
+        detail::redis_refused_elements != detail::redis_none_refused)
+      return redis_errc::protocol;
+    return classify_io(c, saved_errno);
+  }
+  static std::string read_failure_text(const redisContext* c, detail::redis_read got) {
+    if (got == detail::redis_read::too_many_bytes)
+      return "a reply exceeds " + std::to_string(detail::redis_max_reply_bytes) +
+             " bytes (redis_max_reply_bytes) and is still incomplete";
+    if (detail::redis_refused_elements != detail::redis_none_refused)
+      return "an array reply announces " + std::to_string(detail::redis_refused_elements) +
+             " elements, more than the " + std::to_string(detail::redis_max_reply_elements) +
+             " accepted (redis_max_reply_elements); it was refused from its header";
+    return c->errstr;
+  }
+
   redisContext* connect() {
     errno = 0;
     redisContext* c = redisConnectWithTimeout(opts_.host.c_str(), opts_.port,
@@ -560,6 +670,7 @@ class redis_segment_index {
       redisFree(c);
       fail(code, "connect: " + why);
     }
+    detail::redis_bound_reader(c);
     // AUTH and every later read/write are bounded: the connect timeout covers AUTH, the I/O
     // timeout the rest.
     if (redisSetTimeout(c, detail::redis_timeval(opts_.connect_timeout)) != REDIS_OK) {
@@ -577,12 +688,16 @@ class redis_segment_index {
       lens.push_back(opts_.password.size());
       detail::sigpipe_guard guard;
       errno = 0;
-      void* r = redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
+      void* r = nullptr;
+      const auto got = redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(),
+                                              lens.data()) == REDIS_OK
+                           ? detail::redis_read_reply(c, &r)
+                           : detail::redis_read::failed;
       const int saved = errno;
       detail::redis_reply_ptr reply(static_cast<redisReply*>(r));
-      if (!reply) {
-        const redis_errc code = classify_io(c, saved);
-        const std::string why = c->errstr;
+      if (got != detail::redis_read::ok || !reply) {
+        const redis_errc code = read_failure_code(c, got, saved);
+        const std::string why = read_failure_text(c, got);
         redisFree(c);
         fail(code, "AUTH: " + why);
       }
@@ -701,15 +816,16 @@ class redis_segment_index {
     for (std::size_t i = 0; i < commands.size(); ++i) {
       void* r = nullptr;
       errno = 0;
-      if (redisGetReply(c, &r) != REDIS_OK || r == nullptr) {
+      const detail::redis_read got = detail::redis_read_reply(c, &r);
+      if (got != detail::redis_read::ok || r == nullptr) {
         const int saved = errno;
         conn.poison();
-        io = io_failure{classify_io(c, saved),
+        io = io_failure{read_failure_code(c, got, saved),
                         std::string(i == 0 ? "no reply: " : "pipeline broken after ") +
                             (i == 0 ? std::string()
                                     : std::to_string(i) + " of " + std::to_string(commands.size()) +
                                           " replies: ") +
-                            c->errstr};
+                            read_failure_text(c, got)};
         return {};
       }
       replies.emplace_back(static_cast<redisReply*>(r));

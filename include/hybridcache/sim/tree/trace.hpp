@@ -37,6 +37,7 @@
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/keyed_hash.hpp"
 #include "hybridcache/segment/hash.hpp"
 #include "hybridcache/segment/keys.hpp"
 #include "hybridcache/segment/namespace_key.hpp"
@@ -139,7 +140,7 @@ class tree_trace {
   std::string name_;
   std::size_t block_ = 1;
   std::vector<std::uint32_t> parent_, depth_, ns_;
-  std::unordered_map<std::string, std::uint32_t> roots_;
+  keyed_map<std::string, std::uint32_t> roots_;  // keyed: namespace names come from the trace
   std::vector<tree_request> requests_;
   std::size_t prompt_tokens_ = 0;
 };
@@ -192,17 +193,10 @@ class tree_trace_builder {
     const std::size_t full = prompt_tokens / b;
     std::uint32_t prev = r.root;
     for (std::size_t i = 0; i < full; ++i) {
-      const auto key = (static_cast<std::uint64_t>(prev) << 32) ^ (ids[i] * 0x9E3779B97F4A7C15ULL);
-      auto& bucket = by_id_[key];
-      std::uint32_t found = tree_trace::no_parent;
-      for (auto [id, node] : bucket) {
-        if (id == ids[i] && t_.parent(node) == prev) found = node;
-      }
-      if (found == tree_trace::no_parent) {
-        found = t_.new_node(prev, t_.ns(prev));
-        bucket.emplace_back(ids[i], found);
-      }
-      prev = found;
+      const std::pair<std::uint32_t, std::uint64_t> key{prev, ids[i]};
+      auto it = by_id_.find(key);
+      if (it == by_id_.end()) it = by_id_.emplace(key, t_.new_node(prev, t_.ns(prev))).first;
+      prev = it->second;
       r.path.push_back(prev);
     }
     t_.add_request(std::move(r));
@@ -234,7 +228,9 @@ class tree_trace_builder {
   tree_trace t_;
   segment::xxh3_hash hash_{};
   std::unordered_map<segment::digest, std::vector<std::uint32_t>, segment::digest_hasher> by_key_;
-  std::unordered_map<std::uint64_t, std::vector<std::pair<std::uint64_t, std::uint32_t>>> by_id_;
+  // (parent, id) -> node, exact. Keyed (keyed_hash.hpp): ids come from the trace file, and under
+  // the identity std::hash crafted ids shared one bucket, O(n^2) to load (#21).
+  keyed_map<std::pair<std::uint32_t, std::uint64_t>, std::uint32_t> by_id_;
   std::vector<token_id> tokens_;
   std::vector<std::size_t> offset_;
 };

@@ -20,6 +20,13 @@
 /// stored). Atomic accumulation order varies between runs, so results are reproducible to
 /// rounding, not bit for bit.
 ///
+/// Input rule: the host overload's (`detail::check_sparse_q_finite`): every query element and
+/// every element of every key row — also rows after the last query position — must be finite. A
+/// kernel cannot throw, so a first kernel scans the device inputs and, if any element is not
+/// finite, every score is written as NaN (which `select_tokens` rejects); a logit that overflows
+/// the scalar type gives non-finite scores too. The rule is the same on both sides: an input the
+/// host rejects is never scored on the device.
+///
 /// Workspace (explicit, no hidden allocation): `sparse_q_scores_workspace_bytes(nq, T)` bytes,
 /// 256-byte aligned. Positions may be a host view (validated like the host overload, then copied
 /// into the workspace with `cudaMemcpyAsync`) or a device view (then strictly increasing positions
@@ -47,11 +54,12 @@ HYBRIDCACHE_NAMESPACE_BEGIN
 namespace cuda {
 
 /// Bytes of device workspace `sparse_q_scores` needs for `num_queries` queries over a prompt of
-/// `tokens` tokens: a double accumulator per token plus room for the positions.
+/// `tokens` tokens: a double accumulator per token, room for the positions, and the flag of the
+/// non-finite input scan.
 constexpr std::size_t sparse_q_scores_workspace_bytes(std::size_t num_queries,
                                                       std::size_t tokens) noexcept {
   return detail::align_up(tokens * sizeof(double)) +
-         detail::align_up(num_queries * sizeof(std::int64_t));
+         detail::align_up(num_queries * sizeof(std::int64_t)) + detail::align_up(sizeof(unsigned));
 }
 
 namespace detail {
@@ -162,12 +170,27 @@ __global__ void __launch_bounds__(scores_threads)
   }
 }
 
+// Sets *flag when an element of the [n0, n1, n2] tensor at `x` (strides `st`) is not finite: the
+// device half of the host's `check_sparse_q_finite` (every key row counts).
+template <class Scalar>
+__global__ void scores_nonfinite_kernel(const Scalar* x, std::size_t n0, std::size_t n1,
+                                        std::size_t n2, std::size_t s0, std::size_t s1,
+                                        std::size_t s2, unsigned* flag) {
+  const std::size_t n = n0 * n1 * n2;
+  for (std::size_t e = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t c = e % n2, h = (e / n2) % n1, i = e / (n1 * n2);
+    if (!isfinite(x[i * s0 + h * s1 + c * s2])) *flag = 1u;  // every writer stores the same value
+  }
+}
+
 template <class Out>
-__global__ void scores_finish_kernel(const double* acc, Out* out, std::size_t out_stride,
-                                     std::size_t t_len, double norm) {
+__global__ void scores_finish_kernel(const double* acc, const unsigned* nonfinite, Out* out,
+                                     std::size_t out_stride, std::size_t t_len, double norm) {
+  const bool poisoned = *nonfinite != 0u;
   for (std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; j < t_len;
        j += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    out[j * out_stride] = static_cast<Out>(acc[j] * norm);
+    out[j * out_stride] = poisoned ? static_cast<Out>(NAN) : static_cast<Out>(acc[j] * norm);
 }
 
 }  // namespace detail
@@ -182,8 +205,8 @@ __global__ void scores_finish_kernel(const double* acc, Out* out, std::size_t ou
 /// @param workspace_bytes ≥ `cuda::sparse_q_scores_workspace_bytes(n_q, T)`.
 /// @returns the first CUDA error of the enqueued work (`cudaSuccess` when all was enqueued).
 /// @throws invalid_argument as the host overload (extents, heads, scale, host positions), or for
-///         a workspace that is null or too small. Non-finite inputs are not diagnosed on the
-///         device: they yield non-finite scores.
+///         a workspace that is null or too small. Non-finite inputs (the host's rule: every query
+///         element, every key row) cannot be thrown from the device: every score is then NaN.
 template <device_view Q, view P, device_view K, device_view Out>
 requires detail::sparse_q_views<Q, P, K, Out> cudaError_t
 sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_options opt, void* workspace,
@@ -215,7 +238,25 @@ sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_options opt
                               std::to_string(need) + " bytes of device memory");
   if (t_len == 0) return cudaSuccess;
   auto* acc = static_cast<double*>(workspace);
+  auto* nonfinite = reinterpret_cast<unsigned*>(static_cast<unsigned char*>(workspace) +
+                                                cuda::detail::align_up(t_len * sizeof(double)) +
+                                                cuda::detail::align_up(nq * sizeof(std::int64_t)));
   HYBRIDCACHE_DETAIL_CUDA_TRY(cudaMemsetAsync(acc, 0, t_len * sizeof(double), stream));
+  HYBRIDCACHE_DETAIL_CUDA_TRY(cudaMemsetAsync(nonfinite, 0, sizeof(unsigned), stream));
+  {
+    auto scan = [&](const scalar* x, std::size_t n0, std::size_t n1, std::size_t n2,
+                    const auto& v) -> cudaError_t {
+      const std::size_t n = n0 * n1 * n2;
+      if (n == 0) return cudaSuccess;
+      const unsigned grid =
+          static_cast<unsigned>(std::min<std::size_t>(cuda::detail::ceil_div(n, 256), 4096));
+      cuda::detail::scores_nonfinite_kernel<scalar><<<grid, 256, 0, stream>>>(
+          x, n0, n1, n2, v.stride(0), v.stride(1), v.stride(2), nonfinite);
+      return cuda::detail::last_launch_error();
+    };
+    HYBRIDCACHE_DETAIL_CUDA_TRY(scan(queries.data(), nq, heads, d, queries));
+    HYBRIDCACHE_DETAIL_CUDA_TRY(scan(keys.data(), t_len, kv_heads, d, keys));
+  }
   if (nq != 0 && heads != 0) {
     const std::size_t smem = cuda::detail::scores_shared_bytes(d, sizeof(scalar));
     auto launch = [&](auto kernel, auto args) -> cudaError_t {
@@ -274,7 +315,7 @@ sparse_q_scores(Q queries, P positions, K keys, Out scores, sparse_q_options opt
   const unsigned grid =
       static_cast<unsigned>(std::min<std::size_t>(cuda::detail::ceil_div(t_len, 256), 4096));
   cuda::detail::scores_finish_kernel<out_t>
-      <<<grid, 256, 0, stream>>>(acc, scores.data(), scores.stride(0), t_len, norm);
+      <<<grid, 256, 0, stream>>>(acc, nonfinite, scores.data(), scores.stride(0), t_len, norm);
   return cuda::detail::last_launch_error();
 }
 
