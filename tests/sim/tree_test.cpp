@@ -9,9 +9,9 @@
 #include <map>
 #include <numeric>
 #include <optional>
-#include <span>
 #include <random>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
