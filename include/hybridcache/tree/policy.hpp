@@ -75,6 +75,7 @@
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/keyed_hash.hpp"
 #include "hybridcache/placement/tree.hpp"
 #include "hybridcache/segment/digest.hpp"
 #include "hybridcache/segment/hash.hpp"
@@ -517,11 +518,8 @@ class basic_state_policy {
     if (n.flags & fresh_flag) drop_prior(node, state_above(node));  // n.weight: real mass now
     if (n.flags & junction_flag) junctions_.erase(node);
     if (n.parent == no_slot) {
-      for (auto it = roots_.begin(); it != roots_.end(); ++it)
-        if (it->second == node) {
-          roots_.erase(it);
-          break;
-        }
+      roots_.erase(root_name_.at(node));
+      root_name_.erase(node);
       // The namespace's mass (matches that ended at its root) leaves the distribution; with no
       // namespace left no node is left, and the total is exactly 0.
       total_ = roots_.empty() ? 0.0 : std::max(0.0, total_ - n.weight);
@@ -801,7 +799,7 @@ class basic_state_policy {
     if (it != roots_.end()) return it->second;
     const slot_id id = new_node();
     nodes_[id].key = segment::root_key(hash_, ns);
-    roots_.emplace(std::string(b), id);
+    root_name_.emplace(id, roots_.emplace(std::string(b), id).first->first);
     return id;
   }
 
@@ -1249,7 +1247,12 @@ class basic_state_policy {
       std::size_t vparent;
     };
     std::vector<frame> st;
-    for (const auto& [key, root] : roots_) {
+    // Namespaces in slot order: the order of roots_ is the process secret's (keyed_map), and
+    // the view's order reaches the plan's floating-point sums and ties.
+    root_order_.clear();
+    for (const auto& [key, root] : roots_) root_order_.push_back(root);
+    std::sort(root_order_.begin(), root_order_.end());
+    for (const slot_id root : root_order_) {
       vweight_[0] += nodes_[root].weight;
       for (slot_id c = nodes_[root].first_child; c != no_slot; c = nodes_[c].next_sibling)
         st.push_back({c, 0});
@@ -1277,7 +1280,10 @@ class basic_state_policy {
   std::vector<state_rec> states_v_;
   std::vector<std::uint32_t> free_states_;
   detail::node_index index_;
-  std::unordered_map<std::string, slot_id> roots_;
+  // Namespace name -> root. The names are the caller's input: keyed (issue #21, hash flooding).
+  keyed_map<std::string, slot_id> roots_;
+  std::unordered_map<slot_id, std::string> root_name_;  // root -> its name, for erase in O(1)
+  std::vector<slot_id> root_order_;                     // re-plan scratch: roots in slot order
   std::unordered_map<slot_id, junction_stat> junctions_;  // junctions with ≥ 2 tails (or hits)
   std::unordered_map<slot_id, std::uint32_t> pins_;       // pin counts of the pinned nodes
   // Mass that erased children moved to a node still holding a prior (its weight = prior + this).
