@@ -93,6 +93,18 @@ class Weights:
     def uniform(self, name: str, shape: tuple[int, ...], lo: float, hi: float) -> None:
         self.w.add_tensor(name, self.rng.uniform(lo, hi, shape).astype(np.float32))
 
+    def embeddings(self, n_embd: int) -> None:
+        """Token embeddings, the final norm and the (untied) output projection."""
+        self.mat("token_embd.weight", (VOCAB, n_embd), 1.0)
+        self.norm("output_norm.weight", (n_embd,))
+        self.mat("output.weight", (VOCAB, n_embd))
+
+    def ffn(self, block: str, n_embd: int, n_ff: int) -> None:
+        """A SwiGLU feed-forward (gate, up, down)."""
+        self.mat(f"{block}.ffn_gate.weight", (n_ff, n_embd))
+        self.mat(f"{block}.ffn_up.weight", (n_ff, n_embd))
+        self.mat(f"{block}.ffn_down.weight", (n_embd, n_ff))
+
 
 def write(path: pathlib.Path, arch: str, fill) -> None:
     w = gguf.GGUFWriter(str(path), arch)
@@ -106,17 +118,33 @@ def write(path: pathlib.Path, arch: str, fill) -> None:
     w.close()
 
 
-def qwen35(w: gguf.GGUFWriter, seed: int) -> None:
-    """Qwen3.5: 3 Gated DeltaNet layers, then 1 gated attention layer (full_attention_interval 4)."""
-    n_embd, n_layer, n_head, n_head_kv, head = 128, 4, 4, 2, 32
-    n_ff, d_conv, d_state, n_k_heads, n_v_heads = 256, 4, 32, 2, 4
-    key_dim, value_dim = d_state * n_k_heads, d_state * n_v_heads
+def add_shape(w: gguf.GGUFWriter, n_embd: int, n_layer: int, n_ff: int, n_head: int,
+              n_head_kv) -> None:
+    """The keys every architecture reads (llama_model_base::load_hparams)."""
     w.add_context_length(4096)
     w.add_embedding_length(n_embd)
     w.add_block_count(n_layer)
     w.add_feed_forward_length(n_ff)
     w.add_head_count(n_head)
     w.add_head_count_kv(n_head_kv)
+
+
+def add_ssm(w: gguf.GGUFWriter, d_conv: int, d_inner: int, d_state: int, dt_rank: int,
+            groups: int) -> None:
+    """The recurrent layers' keys (ssm.*), read by both loaders."""
+    w.add_ssm_conv_kernel(d_conv)
+    w.add_ssm_inner_size(d_inner)
+    w.add_ssm_state_size(d_state)
+    w.add_ssm_time_step_rank(dt_rank)
+    w.add_ssm_group_count(groups)
+
+
+def qwen35(w: gguf.GGUFWriter, seed: int) -> None:
+    """Qwen3.5: 3 Gated DeltaNet layers, then 1 gated attention layer (full_attention_interval 4)."""
+    n_embd, n_layer, n_head, n_head_kv, head = 128, 4, 4, 2, 32
+    n_ff, d_conv, d_state, n_k_heads, n_v_heads = 256, 4, 32, 2, 4
+    key_dim, value_dim = d_state * n_k_heads, d_state * n_v_heads
+    add_shape(w, n_embd, n_layer, n_ff, n_head, n_head_kv)
     w.add_key_length(head)
     w.add_value_length(head)
     w.add_rope_dimension_count(head // 2)  # partial rotary, as Qwen3.5
@@ -124,15 +152,9 @@ def qwen35(w: gguf.GGUFWriter, seed: int) -> None:
     w.add_rope_freq_base(10000.0)
     w.add_layer_norm_rms_eps(1e-6)
     w.add_full_attention_interval(4)
-    w.add_ssm_conv_kernel(d_conv)
-    w.add_ssm_inner_size(value_dim)
-    w.add_ssm_state_size(d_state)
-    w.add_ssm_time_step_rank(n_v_heads)
-    w.add_ssm_group_count(n_k_heads)
+    add_ssm(w, d_conv, value_dim, d_state, n_v_heads, n_k_heads)
     r = Weights(w, seed)
-    r.mat("token_embd.weight", (VOCAB, n_embd), 1.0)
-    r.norm("output_norm.weight", (n_embd,))
-    r.mat("output.weight", (VOCAB, n_embd))
+    r.embeddings(n_embd)
     for i in range(n_layer):
         b = f"blk.{i}"
         r.norm(f"{b}.attn_norm.weight", (n_embd,))
@@ -154,9 +176,7 @@ def qwen35(w: gguf.GGUFWriter, seed: int) -> None:
             r.mat(f"{b}.attn_output.weight", (n_embd, head * n_head))
             r.norm(f"{b}.attn_q_norm.weight", (head,))
             r.norm(f"{b}.attn_k_norm.weight", (head,))
-        r.mat(f"{b}.ffn_gate.weight", (n_ff, n_embd))
-        r.mat(f"{b}.ffn_up.weight", (n_ff, n_embd))
-        r.mat(f"{b}.ffn_down.weight", (n_embd, n_ff))
+        r.ffn(b, n_embd, n_ff)
 
 
 def granite_hybrid(w: gguf.GGUFWriter, seed: int) -> None:
@@ -166,27 +186,16 @@ def granite_hybrid(w: gguf.GGUFWriter, seed: int) -> None:
     d_inner = 2 * n_embd  # llama.cpp supports an expansion factor of 2 only
     d_in_proj = 2 * d_inner + 2 * n_group * d_state + n_ssm_head
     head_kv = [0, 0, 0, n_head_kv]
-    w.add_context_length(4096)
-    w.add_embedding_length(n_embd)
-    w.add_block_count(n_layer)
-    w.add_feed_forward_length(n_ff)
-    w.add_head_count(n_head)
-    w.add_head_count_kv(head_kv)
+    add_shape(w, n_embd, n_layer, n_ff, n_head, head_kv)
     w.add_rope_freq_base(10000.0)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_logit_scale(1.0)
     w.add_residual_scale(1.0)
     w.add_embedding_scale(1.0)
     w.add_attention_scale(1.0 / np.sqrt(n_embd // n_head))
-    w.add_ssm_conv_kernel(d_conv)
-    w.add_ssm_inner_size(d_inner)
-    w.add_ssm_state_size(d_state)
-    w.add_ssm_time_step_rank(n_ssm_head)
-    w.add_ssm_group_count(n_group)
+    add_ssm(w, d_conv, d_inner, d_state, n_ssm_head, n_group)
     r = Weights(w, seed)
-    r.mat("token_embd.weight", (VOCAB, n_embd), 1.0)
-    r.norm("output_norm.weight", (n_embd,))
-    r.mat("output.weight", (VOCAB, n_embd))
+    r.embeddings(n_embd)
     for i in range(n_layer):
         b = f"blk.{i}"
         r.norm(f"{b}.attn_norm.weight", (n_embd,))
@@ -206,9 +215,7 @@ def granite_hybrid(w: gguf.GGUFWriter, seed: int) -> None:
             r.mat(f"{b}.attn_v.weight", (hd * head_kv[i], n_embd))
             r.mat(f"{b}.attn_output.weight", (n_embd, hd * n_head))
         r.norm(f"{b}.ffn_norm.weight", (n_embd,))
-        r.mat(f"{b}.ffn_gate.weight", (n_ff, n_embd))
-        r.mat(f"{b}.ffn_up.weight", (n_ff, n_embd))
-        r.mat(f"{b}.ffn_down.weight", (n_embd, n_ff))
+        r.ffn(b, n_embd, n_ff)
 
 
 def main(argv: list[str]) -> int:
