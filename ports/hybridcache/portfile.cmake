@@ -32,6 +32,7 @@ vcpkg_cmake_configure(
   SOURCE_PATH "${SOURCE_PATH}"
   OPTIONS
     ${FEATURE_OPTIONS}
+    -DCMAKE_DISABLE_FIND_PACKAGE_llama=ON  # engines/llama_cpp.hpp: no vcpkg feature (llama.cpp from source)
     -DHYBRIDCACHE_BUILD_TESTS=OFF
     -DHYBRIDCACHE_BUILD_EXAMPLES=OFF
     -DHYBRIDCACHE_BUILD_TOOLS=OFF

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The real engine (DESIGN §9): builds and installs llama.cpp from the source vendored in the PyPI
+# sdist of llama-cpp-python (scripts/install-llama-cpp.sh; skipped when the same version is
+# installed), writes tiny random-weight GGUF models with the PyPI packages gguf + numpy in a venv
+# (build/gguf-venv; tools/gguf/make_models.py), then builds the adapter's tests
+# (engines/llama_cpp.hpp) in build/llama (Debug, -Werror) and runs them (ctest -L llama_cpp).
+# Without PyPI it is skipped, loudly, like scripts/test.d/python.sh.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+start=$(date +%s)
+python=${PYTHON:-python3}
+prefix=${LLAMA_CPP_PREFIX:-/opt/llama.cpp}
+
+scripts/install-llama-cpp.sh
+if [[ ! -f "$prefix/include/llama.h" ]]; then
+  echo "llama_cpp.sh: llama.cpp is not installed in $prefix; the real-engine tests were NOT run" >&2
+  exit 0
+fi
+echo "llama_cpp.sh: llama.cpp ready after $(( $(date +%s) - start ))s"
+
+venv="$PWD/build/gguf-venv"
+if [[ ! -x "$venv/bin/python" ]]; then
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+fi
+if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "gguf==0.19.0" "numpy>=1.22"
+then
+  echo "llama_cpp.sh: gguf/numpy could not be installed from PyPI; the real-engine tests were" \
+       "NOT run" >&2
+  exit 0
+fi
+
+cmake -S . -B build/llama -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS=-O1 -g" \
+  -DHYBRIDCACHE_WARNINGS_AS_ERRORS=ON -DHYBRIDCACHE_TEST_ONLY=engines \
+  -DHYBRIDCACHE_TEST_HEADERS=OFF -DHYBRIDCACHE_TEST_CONSUMPTION=OFF \
+  -DHYBRIDCACHE_BUILD_EXAMPLES=OFF -DHYBRIDCACHE_BUILD_TOOLS=OFF \
+  "-DHYBRIDCACHE_GGUF_PYTHON=$venv/bin/python" "-DCMAKE_PREFIX_PATH=$prefix" >/dev/null
+cmake --build build/llama --target test_engines -j"$(nproc)"
+ctest --test-dir build/llama -L llama_cpp --output-on-failure
+echo "llama_cpp.sh: done in $(( $(date +%s) - start ))s"

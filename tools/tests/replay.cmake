@@ -1,0 +1,18 @@
+# SPDX-License-Identifier: Apache-2.0
+# `hybridcache replay` (built with the optional component hybridcache::llama_cpp): a small
+# synthetic multi-turn trace through the tiny qwen35 model that tests/engines writes (fixture
+# hc_gguf_models), under the library's policy and without a cache.
+if(TARGET hybridcache::llama_cpp AND TARGET test_engines AND HYBRIDCACHE_GGUF_PYTHON)
+  set(_hc_replay_model "${CMAKE_BINARY_DIR}/models/qwen35-tiny.gguf")
+  add_test(NAME cli/replay_library
+           COMMAND hybridcache_cli replay --model "${_hc_replay_model}" --sessions 6
+                   --json "${CMAKE_CURRENT_BINARY_DIR}/replay_library.json")
+  add_test(NAME cli/replay_none
+           COMMAND hybridcache_cli replay --model "${_hc_replay_model}" --sessions 6 --policy none)
+  set_tests_properties(cli/replay_library cli/replay_none PROPERTIES
+    FIXTURES_REQUIRED hc_gguf_models LABELS "cli;llama_cpp"
+    PASS_REGULAR_EXPRESSION "tokens evaluated by llama_decode")
+  add_test(NAME cli/replay_missing_model
+           COMMAND hybridcache_cli replay --model "${CMAKE_CURRENT_BINARY_DIR}/absent.gguf")
+  set_tests_properties(cli/replay_missing_model PROPERTIES WILL_FAIL TRUE LABELS "cli;llama_cpp")
+endif()
