@@ -14,6 +14,7 @@
 // leaves each), where the plan's budget splits over very many children.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <random>
 #include <vector>
@@ -77,6 +78,16 @@ void tree_frontier(benchmark::State& state) {
   state.SetLabel(Reduced ? "reduced (library)" : "plain DP (baseline)");
 }
 
+/// Counters of one solve outside the timed loop: whether the Lagrangian certificate held
+/// (1) or the exact DP ran (0), and the penalised passes it took.
+void solve_counters(benchmark::State& state, const hc::tree_view& view, std::size_t m) {
+  const auto pb = hc::detail::make_tree_problem(view);
+  hc::detail::tree_solve_info info;
+  (void)hc::detail::solve_tree_budget(pb, std::min(m, pb.parent.size()), true, &info);
+  state.counters["certified"] = info.certified ? 1.0 : 0.0;
+  state.counters["passes"] = static_cast<double>(info.passes);
+}
+
 template <bool Dense>
 void tree_place(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
@@ -84,7 +95,24 @@ void tree_place(benchmark::State& state) {
   const auto t = make_radix_tree(n, Dense);
   const hc::tree_view view{t.parent, t.depth, t.weight};
   for (auto _ : state) benchmark::DoNotOptimize(hc::place_optimal_tree(view, m));
+  solve_counters(state, view, m);
   state.SetLabel("place_optimal_tree (values + positions)");
+}
+
+/// The previous single-budget path (the exact DP for every budget, then its positions), run
+/// the way place_optimal_tree ran it before the Lagrangian fast path: the same-run baseline.
+template <bool Dense>
+void tree_place_dp(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto m = static_cast<std::size_t>(state.range(1));
+  const auto t = make_radix_tree(n, Dense);
+  const hc::tree_view view{t.parent, t.depth, t.weight};
+  for (auto _ : state) {
+    const auto pb = hc::detail::make_tree_problem(view);
+    auto ks = hc::detail::solve_tree_budget(pb, std::min(m, n), /*lagrangian=*/false);
+    benchmark::DoNotOptimize(hc::detail::tree_recompute(pb, ks));
+  }
+  state.SetLabel("exact DP positions (previous path, baseline)");
 }
 
 /// Root → `n` weighted leaves (two_level = false), or root → ⌈√n⌉ junctions each with leaves
@@ -122,8 +150,24 @@ void tree_place_wide(benchmark::State& state) {
   const auto t = make_wide_tree(n, TwoLevel);
   const hc::tree_view view{t.parent, t.depth, t.weight};
   for (auto _ : state) benchmark::DoNotOptimize(hc::place_optimal_tree(view, m));
+  solve_counters(state, view, m);
   state.SetLabel(TwoLevel ? "place_optimal_tree, broom (sqrt(n) x sqrt(n))"
                           : "place_optimal_tree, star (n leaves)");
+}
+
+template <bool TwoLevel>
+void tree_place_wide_dp(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto m = static_cast<std::size_t>(state.range(1));
+  const auto t = make_wide_tree(n, TwoLevel);
+  const hc::tree_view view{t.parent, t.depth, t.weight};
+  for (auto _ : state) {
+    const auto pb = hc::detail::make_tree_problem(view);
+    auto ks = hc::detail::solve_tree_budget(pb, std::min(m, pb.parent.size()), false);
+    benchmark::DoNotOptimize(hc::detail::tree_recompute(pb, ks));
+  }
+  state.SetLabel(TwoLevel ? "exact DP positions, broom (baseline)"
+                          : "exact DP positions, star (baseline)");
 }
 
 template <bool TwoLevel>
@@ -142,11 +186,15 @@ void tree_frontier_wide(benchmark::State& state) {
 BENCHMARK(tree_frontier<true, false>) HC_TREE_SIZES;
 BENCHMARK(tree_frontier<false, false>) HC_TREE_SIZES;
 BENCHMARK(tree_place<false>) HC_TREE_SIZES;
+BENCHMARK(tree_place_dp<false>) HC_TREE_SIZES;
 BENCHMARK(tree_frontier<true, true>) HC_TREE_SIZES;
 BENCHMARK(tree_frontier<false, true>) HC_TREE_SIZES;
 BENCHMARK(tree_place<true>) HC_TREE_SIZES;
+BENCHMARK(tree_place_dp<true>) HC_TREE_SIZES;
 #define HC_WIDE_SIZES ->Args({10000, 256})->Args({100000, 1024})->Unit(benchmark::kMillisecond)
 BENCHMARK(tree_place_wide<false>) HC_WIDE_SIZES;
+BENCHMARK(tree_place_wide_dp<false>) HC_WIDE_SIZES;
 BENCHMARK(tree_frontier_wide<false>) HC_WIDE_SIZES;
 BENCHMARK(tree_place_wide<true>) HC_WIDE_SIZES;
+BENCHMARK(tree_place_wide_dp<true>) HC_WIDE_SIZES;
 BENCHMARK(tree_frontier_wide<true>) HC_WIDE_SIZES;

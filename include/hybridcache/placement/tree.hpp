@@ -43,6 +43,7 @@
 #include "hybridcache/detail/normalise.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/placement/detail/tree_dp.hpp"
+#include "hybridcache/placement/detail/tree_lagrangian.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
@@ -146,9 +147,8 @@ inline double tree_recompute(const tree_problem& pb, std::span<const std::size_t
   const auto pb = detail::make_tree_problem(tree);
   const std::size_t n = pb.parent.size();
   const std::size_t m = budget < n ? budget : n;
-  detail::tree_dp dp(pb, m, /*compress=*/true);
   tree_placement out;
-  out.checkpoints = dp.positions(m);
+  out.checkpoints = detail::solve_tree_budget(pb, m);
   out.expected_recompute = detail::tree_recompute(pb, out.checkpoints);
   return out;
 }
