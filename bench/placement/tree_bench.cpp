@@ -86,6 +86,7 @@ void solve_counters(benchmark::State& state, const hc::tree_view& view, std::siz
   (void)hc::detail::solve_tree_budget(pb, std::min(m, pb.parent.size()), true, &info);
   state.counters["certified"] = info.certified ? 1.0 : 0.0;
   state.counters["passes"] = static_cast<double>(info.passes);
+  state.counters["slopes"] = info.slopes ? 1.0 : 0.0;
 }
 
 template <bool Dense>
