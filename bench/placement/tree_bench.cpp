@@ -181,6 +181,34 @@ void tree_frontier_wide(benchmark::State& state) {
   state.SetLabel(TwoLevel ? "optimal_tree_frontier, broom" : "optimal_tree_frontier, star");
 }
 
+/// How often the Lagrangian certificate holds on the bench trees: the price search alone (no
+/// fallback DP) for budgets M = step, 2·step, …, max; counters: budgets tried, certified, mean
+/// passes. One iteration (the time is the whole sweep's).
+template <int Shape>  // 0 sparse radix, 1 dense radix, 2 star, 3 broom
+void tree_certificate_sweep(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto max_m = static_cast<std::size_t>(state.range(1));
+  const auto step = static_cast<std::size_t>(state.range(2));
+  const auto t = Shape <= 1 ? make_radix_tree(n, Shape == 1) : make_wide_tree(n, Shape == 3);
+  const hc::tree_view view{t.parent, t.depth, t.weight};
+  const auto pb = hc::detail::make_tree_problem(view);
+  const auto rt = hc::detail::reduce_tree(pb, true);
+  std::size_t tried = 0, certified = 0, passes = 0;
+  for (auto _ : state) {
+    tried = certified = passes = 0;
+    for (std::size_t m = step; m <= max_m && m < rt.cnt[0]; m += step) {
+      hc::detail::tree_solve_info info;
+      benchmark::DoNotOptimize(hc::detail::tree_lagrangian(rt, m, &info));
+      ++tried;
+      certified += info.certified ? 1 : 0;
+      passes += info.passes;
+    }
+  }
+  state.counters["budgets"] = static_cast<double>(tried);
+  state.counters["certified"] = static_cast<double>(certified);
+  state.counters["mean_passes"] = static_cast<double>(passes) / static_cast<double>(tried);
+}
+
 }  // namespace
 
 #define HC_TREE_SIZES ->Args({10000, 256})->Args({100000, 1024})->Unit(benchmark::kMillisecond)
@@ -199,3 +227,9 @@ BENCHMARK(tree_frontier_wide<false>) HC_WIDE_SIZES;
 BENCHMARK(tree_place_wide<true>) HC_WIDE_SIZES;
 BENCHMARK(tree_place_wide_dp<true>) HC_WIDE_SIZES;
 BENCHMARK(tree_frontier_wide<true>) HC_WIDE_SIZES;
+#define HC_SWEEP \
+  ->Args({10000, 256, 1})->Args({100000, 1024, 16})->Iterations(1)->Unit(benchmark::kMillisecond)
+BENCHMARK(tree_certificate_sweep<0>) HC_SWEEP;
+BENCHMARK(tree_certificate_sweep<1>) HC_SWEEP;
+BENCHMARK(tree_certificate_sweep<2>) HC_SWEEP;
+BENCHMARK(tree_certificate_sweep<3>) HC_SWEEP;
