@@ -4,7 +4,7 @@
 /// @file
 /// The single-budget fast path of `place_optimal_tree`: a Lagrangian price with an exactness
 /// certificate, and the exact DP (detail/tree_dp.hpp) only where the certificate fails
-/// (derivation: docs/design/tree_dp.md §6).
+/// (derivation: docs/design/tree_dp.md §7).
 ///
 /// For a price λ ≥ 0 the penalised problem min_S E[r](S) + λ|S| has no budget dimension: with
 /// F_a(x) the least penalised cost of subtree(x) when the nearest checkpoint above x is a,
@@ -12,20 +12,23 @@
 ///     F_a(x) = min( λ + G(x),  w(x)(d(x) − d(a)) + Σ_{c child of x} F_a(c) ),
 ///     G(x)   = Σ_{c child of x} F_x(c),
 ///
-/// and the optimum is G(root). Anchors are solved deepest first as in the budget DP, so one pass
-/// costs O(Σ_a |subtree(a)|) = O(Σ_x (reduced depth of x)) with no budget factor, instead of the
-/// DP's O(Σ_a |subtree(a)| · min(n_w(a), M)).
+/// and the optimum is G(root). Two passes compute it, with no budget factor (the DP's is
+/// O(Σ_a |subtree(a)| · min(n_w(a), M))): `tree_priced`, anchors deepest first as in the DP,
+/// O(Σ_a |subtree(a)|) = O(Σ_x depth(x)); and `tree_slopes`, O(m log m), which keeps F_·(x) as a
+/// concave piecewise linear function of the anchor depth in mergeable heaps. `tree_lagrangian`
+/// picks the first on shallow reduced trees (Σ depth ≤ m·⌈log2(m + 1)⌉), the second otherwise.
 ///
 /// **Certificate.** If S minimises E[r] + λ|S| with λ ≥ 0 and |S| = M, then S is optimal for the
 /// budget "at most M": for any S' with |S'| ≤ M, E[r](S') + λ|S'| ≥ E[r](S) + λM, so
 /// E[r](S') ≥ E[r](S) + λ(M − |S'|) ≥ E[r](S). Nothing about the shape of V is assumed. V(M) is
-/// not convex on trees (docs/design/tree_dp.md §1), and where M is not a vertex of V's lower
-/// convex hull (or lies inside a hull edge whose end plans are not nested) no price has a
-/// minimiser with exactly M checkpoints: the search then stops and the caller runs the exact DP.
+/// not convex on trees (docs/design/tree_dp.md §1): where M is above V's lower convex hull no
+/// price has a minimiser with exactly M checkpoints, and inside a hull edge (collinear values)
+/// the pass may return only the edge's ends. The search then stops and the caller runs the
+/// exact DP.
 ///
 /// **Search** (as detail/lagrangian.hpp on chains): a bracket of minimisers A (< M checkpoints,
 /// at price λ_hi) and B (> M, at λ_lo); the next price is the chord price where A and B tie;
-/// a minimiser (fewest checkpoints among ties) with exactly M certifies; one with |A| or |B|
+/// a minimiser with exactly M certifies; one with |A| or |B|
 /// checkpoints means A and B are adjacent hull vertices — no certificate; anything else replaces
 /// one end. A bisection step on the bits of λ follows a chord step that moved the same end twice.
 ///
@@ -194,7 +197,7 @@ class tree_slopes {
     for (std::size_t x = m; x-- > 0;) {
       const double dx = d[x];
       double kk = 0.0, s1 = 0.0, s2 = 0.0, g = 0.0;
-      std::int32_t hn = nil, hx = nil;
+      std::uint32_t hn = nil, hx = nil;
       for (std::size_t i = rt_.cstart[x]; i < rt_.cstart[x + 1]; ++i) {
         const std::uint32_t c = rt_.kids[i];
         // Drop the child's breakpoints no anchor of x reaches (D_b ≥ d(x)).
@@ -202,10 +205,10 @@ class tree_slopes {
         kk += k_[c];
         // A child whose smallest breakpoint is that deep is constant (a checkpoint for every
         // anchor of x): nothing to merge. The root merges nothing (it has no parent).
-        std::int32_t cn = hmin_[c];
+        std::uint32_t cn = hmin_[c];
         while (cn != nil && !alive_[cn]) cn = pop_min(cn);
         if (cn == nil || bd_[cn] >= dx) continue;
-        std::int32_t cx = hmax_[c];
+        std::uint32_t cx = hmax_[c];
         double cs1 = s1_[c], cs2 = s2_[c];
         while (cx != nil && (!alive_[cx] || bd_[cx] >= dx)) {
           if (alive_[cx]) {
@@ -247,7 +250,7 @@ class tree_slopes {
       double t = -inf;
       if (sigma > 0.0) {
         t = (base + p2 - cap) / sigma;
-        const std::int32_t b = static_cast<std::int32_t>(x);
+        const std::uint32_t b = static_cast<std::uint32_t>(x);
         bd_[x] = t;
         bs_[x] = sigma;
         alive_[x] = 1;
@@ -295,37 +298,37 @@ class tree_slopes {
   }
 
  private:
-  static constexpr std::int32_t nil = -1;
+  static constexpr std::uint32_t nil = std::numeric_limits<std::uint32_t>::max();
   static constexpr double inf = std::numeric_limits<double>::infinity();
 
-  std::int32_t merge_min(std::int32_t a, std::int32_t b) {
+  std::uint32_t merge_min(std::uint32_t a, std::uint32_t b) {
     if (a == nil) return b;
     if (b == nil) return a;
     if (bd_[b] < bd_[a]) std::swap(a, b);
     rmin_[a] = merge_min(rmin_[a], b);
-    const std::int32_t l = lmin_[a], r = rmin_[a];
+    const std::uint32_t l = lmin_[a], r = rmin_[a];
     if ((l == nil ? 0 : kmin_[l]) < kmin_[r]) std::swap(lmin_[a], rmin_[a]);
     kmin_[a] = (rmin_[a] == nil ? 0 : kmin_[rmin_[a]]) + 1;
     return a;
   }
-  std::int32_t merge_max(std::int32_t a, std::int32_t b) {
+  std::uint32_t merge_max(std::uint32_t a, std::uint32_t b) {
     if (a == nil) return b;
     if (b == nil) return a;
     if (bd_[b] > bd_[a]) std::swap(a, b);
     rmax_[a] = merge_max(rmax_[a], b);
-    const std::int32_t l = lmax_[a], r = rmax_[a];
+    const std::uint32_t l = lmax_[a], r = rmax_[a];
     if ((l == nil ? 0 : kmax_[l]) < kmax_[r]) std::swap(lmax_[a], rmax_[a]);
     kmax_[a] = (rmax_[a] == nil ? 0 : kmax_[rmax_[a]]) + 1;
     return a;
   }
-  std::int32_t pop_min(std::int32_t a) { return merge_min(lmin_[a], rmin_[a]); }
-  std::int32_t pop_max(std::int32_t a) { return merge_max(lmax_[a], rmax_[a]); }
+  std::uint32_t pop_min(std::uint32_t a) { return merge_min(lmin_[a], rmin_[a]); }
+  std::uint32_t pop_max(std::uint32_t a) { return merge_max(lmax_[a], rmax_[a]); }
 
   const reduced_tree& rt_;
   std::vector<double> k_, s1_, s2_;  // per subtree: K, Σ s_b, Σ s_b·D_b over live breakpoints
   std::vector<double> bd_, bs_;      // breakpoint of node x: D*_x and its slope
   std::vector<double> thr_;          // D*_x (−inf: x is never a checkpoint)
-  std::vector<std::int32_t> hmin_, hmax_, lmin_, rmin_, lmax_, rmax_, kmin_, kmax_;
+  std::vector<std::uint32_t> hmin_, hmax_, lmin_, rmin_, lmax_, rmax_, kmin_, kmax_;
   std::vector<char> alive_;
   std::vector<double> ad_;  // depth of the nearest chosen ancestor
   std::vector<char> ck_;
