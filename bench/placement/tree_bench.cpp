@@ -14,6 +14,7 @@
 // leaves each), where the plan's budget splits over very many children.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <random>
 #include <vector>
@@ -77,6 +78,17 @@ void tree_frontier(benchmark::State& state) {
   state.SetLabel(Reduced ? "reduced (library)" : "plain DP (baseline)");
 }
 
+/// Counters of one solve outside the timed loop: whether the Lagrangian certificate held
+/// (1) or the exact DP ran (0), and the penalised passes it took.
+void solve_counters(benchmark::State& state, const hc::tree_view& view, std::size_t m) {
+  const auto pb = hc::detail::make_tree_problem(view);
+  hc::detail::tree_solve_info info;
+  (void)hc::detail::solve_tree_budget(pb, std::min(m, pb.parent.size()), true, &info);
+  state.counters["certified"] = info.certified ? 1.0 : 0.0;
+  state.counters["passes"] = static_cast<double>(info.passes);
+  state.counters["slopes"] = info.slopes ? 1.0 : 0.0;
+}
+
 template <bool Dense>
 void tree_place(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
@@ -84,7 +96,24 @@ void tree_place(benchmark::State& state) {
   const auto t = make_radix_tree(n, Dense);
   const hc::tree_view view{t.parent, t.depth, t.weight};
   for (auto _ : state) benchmark::DoNotOptimize(hc::place_optimal_tree(view, m));
+  solve_counters(state, view, m);
   state.SetLabel("place_optimal_tree (values + positions)");
+}
+
+/// The previous single-budget path (the exact DP for every budget, then its positions), run
+/// the way place_optimal_tree ran it before the Lagrangian fast path: the same-run baseline.
+template <bool Dense>
+void tree_place_dp(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto m = static_cast<std::size_t>(state.range(1));
+  const auto t = make_radix_tree(n, Dense);
+  const hc::tree_view view{t.parent, t.depth, t.weight};
+  for (auto _ : state) {
+    const auto pb = hc::detail::make_tree_problem(view);
+    auto ks = hc::detail::solve_tree_budget(pb, std::min(m, n), /*lagrangian=*/false);
+    benchmark::DoNotOptimize(hc::detail::tree_recompute(pb, ks));
+  }
+  state.SetLabel("exact DP positions (previous path, baseline)");
 }
 
 /// Root → `n` weighted leaves (two_level = false), or root → ⌈√n⌉ junctions each with leaves
@@ -122,8 +151,24 @@ void tree_place_wide(benchmark::State& state) {
   const auto t = make_wide_tree(n, TwoLevel);
   const hc::tree_view view{t.parent, t.depth, t.weight};
   for (auto _ : state) benchmark::DoNotOptimize(hc::place_optimal_tree(view, m));
+  solve_counters(state, view, m);
   state.SetLabel(TwoLevel ? "place_optimal_tree, broom (sqrt(n) x sqrt(n))"
                           : "place_optimal_tree, star (n leaves)");
+}
+
+template <bool TwoLevel>
+void tree_place_wide_dp(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto m = static_cast<std::size_t>(state.range(1));
+  const auto t = make_wide_tree(n, TwoLevel);
+  const hc::tree_view view{t.parent, t.depth, t.weight};
+  for (auto _ : state) {
+    const auto pb = hc::detail::make_tree_problem(view);
+    auto ks = hc::detail::solve_tree_budget(pb, std::min(m, pb.parent.size()), false);
+    benchmark::DoNotOptimize(hc::detail::tree_recompute(pb, ks));
+  }
+  state.SetLabel(TwoLevel ? "exact DP positions, broom (baseline)"
+                          : "exact DP positions, star (baseline)");
 }
 
 template <bool TwoLevel>
@@ -136,17 +181,55 @@ void tree_frontier_wide(benchmark::State& state) {
   state.SetLabel(TwoLevel ? "optimal_tree_frontier, broom" : "optimal_tree_frontier, star");
 }
 
+/// How often the Lagrangian certificate holds on the bench trees: the price search alone (no
+/// fallback DP) for budgets M = step, 2·step, …, max; counters: budgets tried, certified, mean
+/// passes. One iteration (the time is the whole sweep's).
+template <int Shape>  // 0 sparse radix, 1 dense radix, 2 star, 3 broom
+void tree_certificate_sweep(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto max_m = static_cast<std::size_t>(state.range(1));
+  const auto step = static_cast<std::size_t>(state.range(2));
+  const auto t = Shape <= 1 ? make_radix_tree(n, Shape == 1) : make_wide_tree(n, Shape == 3);
+  const hc::tree_view view{t.parent, t.depth, t.weight};
+  const auto pb = hc::detail::make_tree_problem(view);
+  const auto rt = hc::detail::reduce_tree(pb, true);
+  std::size_t tried = 0, certified = 0, passes = 0;
+  for (auto _ : state) {
+    tried = certified = passes = 0;
+    for (std::size_t m = step; m <= max_m && m < rt.cnt[0]; m += step) {
+      hc::detail::tree_solve_info info;
+      benchmark::DoNotOptimize(hc::detail::tree_lagrangian(rt, m, &info));
+      ++tried;
+      certified += info.certified ? 1 : 0;
+      passes += info.passes;
+    }
+  }
+  state.counters["budgets"] = static_cast<double>(tried);
+  state.counters["certified"] = static_cast<double>(certified);
+  state.counters["mean_passes"] = static_cast<double>(passes) / static_cast<double>(tried);
+}
+
 }  // namespace
 
 #define HC_TREE_SIZES ->Args({10000, 256})->Args({100000, 1024})->Unit(benchmark::kMillisecond)
 BENCHMARK(tree_frontier<true, false>) HC_TREE_SIZES;
 BENCHMARK(tree_frontier<false, false>) HC_TREE_SIZES;
 BENCHMARK(tree_place<false>) HC_TREE_SIZES;
+BENCHMARK(tree_place_dp<false>) HC_TREE_SIZES;
 BENCHMARK(tree_frontier<true, true>) HC_TREE_SIZES;
 BENCHMARK(tree_frontier<false, true>) HC_TREE_SIZES;
 BENCHMARK(tree_place<true>) HC_TREE_SIZES;
+BENCHMARK(tree_place_dp<true>) HC_TREE_SIZES;
 #define HC_WIDE_SIZES ->Args({10000, 256})->Args({100000, 1024})->Unit(benchmark::kMillisecond)
 BENCHMARK(tree_place_wide<false>) HC_WIDE_SIZES;
+BENCHMARK(tree_place_wide_dp<false>) HC_WIDE_SIZES;
 BENCHMARK(tree_frontier_wide<false>) HC_WIDE_SIZES;
 BENCHMARK(tree_place_wide<true>) HC_WIDE_SIZES;
+BENCHMARK(tree_place_wide_dp<true>) HC_WIDE_SIZES;
 BENCHMARK(tree_frontier_wide<true>) HC_WIDE_SIZES;
+#define HC_SWEEP \
+  ->Args({10000, 256, 1})->Args({100000, 1024, 16})->Iterations(1)->Unit(benchmark::kMillisecond)
+BENCHMARK(tree_certificate_sweep<0>) HC_SWEEP;
+BENCHMARK(tree_certificate_sweep<1>) HC_SWEEP;
+BENCHMARK(tree_certificate_sweep<2>) HC_SWEEP;
+BENCHMARK(tree_certificate_sweep<3>) HC_SWEEP;

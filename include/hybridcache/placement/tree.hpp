@@ -22,6 +22,11 @@
 /// reduced height h); the exact terms are in detail/tree_dp.hpp. `optimal_tree_frontier` adds
 /// its output, max_budget + 1 doubles.
 ///
+/// `place_optimal_tree` (one budget) first searches a price λ whose minimiser of E[r] + λ|S| has
+/// exactly M checkpoints — such a plan is optimal for M (detail/tree_lagrangian.hpp,
+/// docs/design/tree_dp.md §7) — at O(Σ depth) or O(n log n) per price on the reduced tree, and
+/// runs the DP only when no price certifies M (V is not convex on trees).
+///
 /// @code
 ///   // root ─ 1 (depth 100) ─┬─ 2 (depth 110, w 0.5)
 ///   //                       └─ 3 (depth 120, w 0.5)
@@ -43,6 +48,7 @@
 #include "hybridcache/detail/normalise.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/placement/detail/tree_dp.hpp"
+#include "hybridcache/placement/detail/tree_lagrangian.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
@@ -134,7 +140,8 @@ inline double tree_recompute(const tree_problem& pb, std::span<const std::size_t
   return detail::tree_recompute(detail::make_tree_problem(tree), checkpoints);
 }
 
-/// The exact optimal plan with at most `budget` checkpoints. The result has
+/// The exact optimal plan with at most `budget` checkpoints: a certified priced plan where one
+/// exists, else the budget DP (see the file comment). The result has
 /// min(budget, useful) checkpoints at most, useful = the number of non-root nodes with weight > 0
 /// (checkpoints on all of them give E[r] = 0); a larger budget is fine.
 /// @returns node ids ascending, never 0, and their E[r].
@@ -146,9 +153,8 @@ inline double tree_recompute(const tree_problem& pb, std::span<const std::size_t
   const auto pb = detail::make_tree_problem(tree);
   const std::size_t n = pb.parent.size();
   const std::size_t m = budget < n ? budget : n;
-  detail::tree_dp dp(pb, m, /*compress=*/true);
   tree_placement out;
-  out.checkpoints = dp.positions(m);
+  out.checkpoints = detail::solve_tree_budget(pb, m);
   out.expected_recompute = detail::tree_recompute(pb, out.checkpoints);
   return out;
 }

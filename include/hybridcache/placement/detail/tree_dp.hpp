@@ -57,13 +57,106 @@ struct tree_problem {
   std::vector<double> weight;  // normalised, sums to 1
 };
 
+/// The reduced tree of step 1 (or the whole tree), renumbered in DFS preorder: subtree(x) is the
+/// id range [x, x + size[x]), node 0 the root.
+struct reduced_tree {
+  std::vector<std::size_t> orig;    ///< reduced id -> original id
+  std::vector<std::uint32_t> par;   ///< reduced parent (par[0] = 0)
+  std::vector<double> d, w;         ///< depth, normalised weight (w[0] = 0: the root costs 0)
+  std::vector<std::size_t> size;    ///< nodes in the subtree
+  std::vector<std::size_t> cnt;     ///< non-root nodes of weight > 0 in the subtree
+  std::vector<std::size_t> cstart;  ///< children of x: kids[cstart[x] .. cstart[x + 1])
+  std::vector<std::uint32_t> kids;
+};
+
+/// Step 1: keeps the root, the weighted nodes and the branch points of weight (every node when
+/// `compress` is false), each attached to its nearest kept ancestor.
+inline reduced_tree reduce_tree(const tree_problem& pb, bool compress) {
+  constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+  reduced_tree rt;
+  const std::size_t n = pb.parent.size();
+  const auto& w = pb.weight;
+  std::vector<double> sub(w.begin(), w.end());
+  for (std::size_t v = n; v-- > 1;) sub[pb.parent[v]] += sub[v];
+  // Kept: root; nodes with weight; nodes with >= 2 children whose subtree has weight.
+  std::vector<std::uint32_t> heavy_children(n, 0);
+  for (std::size_t v = 1; v < n; ++v)
+    if (sub[v] > 0.0 || !compress) ++heavy_children[pb.parent[v]];
+  std::vector<char> keep(n, 0);
+  keep[0] = 1;
+  for (std::size_t v = 1; v < n; ++v) {
+    if (!compress)
+      keep[v] = 1;
+    else
+      keep[v] = sub[v] > 0.0 && (w[v] > 0.0 || heavy_children[v] >= 2);
+  }
+  // Nearest kept ancestor (topological order: parent < child).
+  std::vector<std::uint32_t> up(n, 0);
+  for (std::size_t v = 1; v < n; ++v) {
+    const std::size_t p = pb.parent[v];
+    up[v] = keep[p] ? static_cast<std::uint32_t>(p) : up[p];
+  }
+  // Children lists of the kept tree, then DFS preorder renumbering.
+  std::vector<std::uint32_t> head(n, none), next(n, none);
+  for (std::size_t v = n; v-- > 1;) {
+    if (!keep[v]) continue;
+    next[v] = head[up[v]];
+    head[up[v]] = static_cast<std::uint32_t>(v);
+  }
+  rt.orig.clear();
+  std::vector<std::uint32_t> newid(n, none);
+  std::vector<std::uint32_t> st{0};
+  while (!st.empty()) {
+    const std::uint32_t v = st.back();
+    st.pop_back();
+    newid[v] = static_cast<std::uint32_t>(rt.orig.size());
+    rt.orig.push_back(v);
+    // Push children in reverse so the first child is visited first (any order is valid).
+    std::size_t mark = st.size();
+    for (std::uint32_t c = head[v]; c != none; c = next[c]) st.push_back(c);
+    std::reverse(st.begin() + static_cast<std::ptrdiff_t>(mark), st.end());
+  }
+  const std::size_t m = rt.orig.size();
+  rt.par.assign(m, 0);
+  rt.d.assign(m, 0.0);
+  rt.w.assign(m, 0.0);
+  for (std::size_t i = 0; i < m; ++i) {
+    const std::size_t v = rt.orig[i];
+    rt.par[i] = i == 0 ? 0 : newid[up[v]];
+    rt.d[i] = pb.depth[v];
+    rt.w[i] = w[v];
+  }
+  rt.w[0] = 0.0;  // the root's cost is always 0
+  rt.size.assign(m, 1);
+  rt.cnt.assign(m, 0);
+  for (std::size_t i = m; i-- > 0;) {
+    if (i != 0 && rt.w[i] > 0.0) ++rt.cnt[i];
+    if (i != 0) {
+      rt.size[rt.par[i]] += rt.size[i];
+      rt.cnt[rt.par[i]] += rt.cnt[i];
+    }
+  }
+  // Children (as id lists, contiguous per parent).
+  rt.cstart.assign(m + 1, 0);
+  for (std::size_t i = 1; i < m; ++i) ++rt.cstart[rt.par[i] + 1];
+  for (std::size_t i = 0; i < m; ++i) rt.cstart[i + 1] += rt.cstart[i];
+  rt.kids.assign(m > 0 ? m - 1 : 0, 0);
+  std::vector<std::size_t> fill(rt.cstart.begin(), rt.cstart.end() - 1);
+  for (std::size_t i = 1; i < m; ++i) rt.kids[fill[rt.par[i]]++] = static_cast<std::uint32_t>(i);
+  return rt;
+}
+
 /// The DP on one (possibly reduced) tree. Node 0 is the root; ids are in DFS preorder.
 class tree_dp {
  public:
   /// Builds the reduced tree of `pb` (or the full tree when `compress` is false) and runs the
   /// bottom-up pass for budgets 0..max_budget.
-  tree_dp(const tree_problem& pb, std::size_t max_budget, bool compress) : m_(max_budget) {
-    build(pb, compress);
+  tree_dp(const tree_problem& pb, std::size_t max_budget, bool compress)
+      : tree_dp(reduce_tree(pb, compress), max_budget) {}
+
+  /// The same DP on a tree already reduced by `reduce_tree` (taken over, not copied).
+  tree_dp(reduced_tree rt, std::size_t max_budget) : m_(max_budget) {
+    build(std::move(rt));
     solve();
   }
 
@@ -124,76 +217,16 @@ class tree_dp {
     return std::min(cnt_[x] - (w_[x] > 0.0 && x != 0 ? 1 : 0), m_);
   }
 
-  void build(const tree_problem& pb, bool compress) {
-    const std::size_t n = pb.parent.size();
-    const auto& w = pb.weight;
-    std::vector<double> sub(w.begin(), w.end());
-    for (std::size_t v = n; v-- > 1;) sub[pb.parent[v]] += sub[v];
-    // Kept: root; nodes with weight; nodes with >= 2 children whose subtree has weight.
-    std::vector<std::uint32_t> heavy_children(n, 0);
-    for (std::size_t v = 1; v < n; ++v)
-      if (sub[v] > 0.0 || !compress) ++heavy_children[pb.parent[v]];
-    std::vector<char> keep(n, 0);
-    keep[0] = 1;
-    for (std::size_t v = 1; v < n; ++v) {
-      if (!compress)
-        keep[v] = 1;
-      else
-        keep[v] = sub[v] > 0.0 && (w[v] > 0.0 || heavy_children[v] >= 2);
-    }
-    // Nearest kept ancestor (topological order: parent < child).
-    std::vector<std::uint32_t> up(n, 0);
-    for (std::size_t v = 1; v < n; ++v) {
-      const std::size_t p = pb.parent[v];
-      up[v] = keep[p] ? static_cast<std::uint32_t>(p) : up[p];
-    }
-    // Children lists of the kept tree, then DFS preorder renumbering.
-    std::vector<std::uint32_t> head(n, none), next(n, none);
-    for (std::size_t v = n; v-- > 1;) {
-      if (!keep[v]) continue;
-      next[v] = head[up[v]];
-      head[up[v]] = static_cast<std::uint32_t>(v);
-    }
-    orig_.clear();
-    std::vector<std::uint32_t> newid(n, none);
-    std::vector<std::uint32_t> st{0};
-    while (!st.empty()) {
-      const std::uint32_t v = st.back();
-      st.pop_back();
-      newid[v] = static_cast<std::uint32_t>(orig_.size());
-      orig_.push_back(v);
-      // Push children in reverse so the first child is visited first (any order is valid).
-      std::size_t mark = st.size();
-      for (std::uint32_t c = head[v]; c != none; c = next[c]) st.push_back(c);
-      std::reverse(st.begin() + static_cast<std::ptrdiff_t>(mark), st.end());
-    }
+  void build(reduced_tree rt) {
+    orig_ = std::move(rt.orig);
+    par_ = std::move(rt.par);
+    d_ = std::move(rt.d);
+    w_ = std::move(rt.w);
+    size_ = std::move(rt.size);
+    cnt_ = std::move(rt.cnt);
+    cstart_ = std::move(rt.cstart);
+    kids_ = std::move(rt.kids);
     const std::size_t m = orig_.size();
-    par_.assign(m, 0);
-    d_.assign(m, 0.0);
-    w_.assign(m, 0.0);
-    for (std::size_t i = 0; i < m; ++i) {
-      const std::size_t v = orig_[i];
-      par_[i] = i == 0 ? 0 : newid[up[v]];
-      d_[i] = pb.depth[v];
-      w_[i] = w[v];
-    }
-    w_[0] = 0.0;  // the root's cost is always 0
-    size_.assign(m, 1);
-    cnt_.assign(m, 0);
-    for (std::size_t i = m; i-- > 0;) {
-      if (i != 0 && w_[i] > 0.0) ++cnt_[i];
-      if (i != 0) {
-        size_[par_[i]] += size_[i];
-        cnt_[par_[i]] += cnt_[i];
-      }
-    }
-    // Children (as id lists, contiguous per parent).
-    cstart_.assign(m + 1, 0);
-    for (std::size_t i = 1; i < m; ++i) ++cstart_[par_[i] + 1];
-    for (std::size_t i = 0; i < m; ++i) cstart_[i + 1] += cstart_[i];
-    kids_.assign(m > 0 ? m - 1 : 0, 0);
-    std::vector<std::size_t> fill(cstart_.begin(), cstart_.end() - 1);
-    for (std::size_t i = 1; i < m; ++i) kids_[fill[par_[i]]++] = static_cast<std::uint32_t>(i);
     off_.assign(m + 1, 0);
     hoff_.assign(m + 1, 0);
     for (std::size_t i = 0; i < m; ++i) {
@@ -346,8 +379,6 @@ class tree_dp {
     }
     stack.emplace_back(kid[0], rem);
   }
-
-  static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
 
   std::size_t m_;
   std::vector<std::size_t> orig_;   // reduced id -> original id
