@@ -255,7 +255,8 @@ TEST_CASE("sglang: a hit refreshes the node and its ancestors, ancestors older")
   CHECK(k[3] == 3);
 }
 
-TEST_CASE("sglang per-path cap: drops the shallowest eligible; keeps forks, tail, lock, leaves") {
+TEST_CASE(
+    "sglang per-path cap: drops the shallowest eligible state, keeps forks, tail, lock, leaves") {
   // extra_buffer, cap 2, B = 64, chunk 64 (one track per block), M = 20.
   //   r0 a1..a4 P=266: inserts a1, a2, a3 (cap → a1 dropped: one child), a4 (→ a2 dropped);
   //      finish at 4 → {a3, a4}.
