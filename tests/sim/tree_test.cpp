@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <hybridcache/sim/tree.hpp>
+#include <map>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -727,3 +729,69 @@ TEST_CASE("KV budget: every policy runs within both pools on the synthetic workl
     }
   }
 }
+
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+TEST_CASE("tree::state_policy: extend_keys + note_sequence_end insert exactly as insert_keys") {
+  // Two policies see the same requests: A inserts each whole sequence at its end (insert_keys);
+  // B adds the prompt, then the output one block at a time (extend_keys), then notes the end
+  // (note_sequence_end). Both match first and admit the prompt's end and the sequence's end.
+  // Their node ids, states, expected recompute and the tail's hit chance must agree throughout
+  // (the fresh-end prior and its junction statistics included).
+  using hybridcache::segment::digest;
+  namespace ht = hybridcache::tree;
+  ht::policy_options o;
+  o.block_size = 1;
+  o.state_bytes = 1;
+  o.capacity_bytes = 3;
+  o.replan_every = 4;
+  ht::state_policy a(o), b(o);
+  const auto ns = hybridcache::segment::namespace_key{}.with_tenant("t");
+  sim::detail::rng rng(5);
+  std::vector<std::vector<std::uint32_t>> seqs;  // symbols
+  std::map<std::vector<std::uint32_t>, std::uint64_t> key_of;
+  auto key = [&](const std::vector<std::uint32_t>& prefix) {
+    auto [it, fresh] = key_of.emplace(prefix, key_of.size() + 1);
+    (void)fresh;
+    return digest{it->second, 0xABCDULL};
+  };
+  for (int i = 0; i < 200; ++i) {
+    std::vector<std::uint32_t> s;
+    if (!seqs.empty() && rng.below(4) != 0) {
+      s = seqs[rng.below(seqs.size())];
+      s.resize(rng.below(s.size() + 1));
+    }
+    const std::size_t prompt = s.size() + 1 + rng.below(3);
+    while (s.size() < prompt + rng.below(4)) s.push_back(static_cast<std::uint32_t>(rng.below(3)));
+    seqs.push_back(s);
+    std::vector<digest> keys;
+    std::vector<std::uint32_t> prefix;
+    for (auto x : s) {
+      prefix.push_back(x);
+      keys.push_back(key(prefix));
+    }
+    const std::size_t pl = std::min(prompt, keys.size());
+    const auto ma = a.match_keys(ns, std::span(keys).first(pl - 1));
+    const auto mb = b.match_keys(ns, std::span(keys).first(pl - 1));
+    REQUIRE(ma.resume_node == mb.resume_node);
+    const auto na = a.insert_keys(ns, keys);
+    ht::node_id junction = ht::no_node;
+    auto nb = b.extend_keys(ns, ht::no_node, std::span(keys).first(pl), junction);
+    for (std::size_t j = pl; j < keys.size(); ++j)
+      nb.push_back(b.extend_keys(ns, nb.back(), std::span(keys).subspan(j, 1), junction).front());
+    b.note_sequence_end(nb.back(), junction);
+    REQUIRE(na == nb);
+    for (auto v : {na[pl - 1], na.back()}) {
+      const auto ra = a.admit(v, 1), rb = b.admit(v, 1);
+      CHECK(ra.admitted == rb.admitted);
+      CHECK(ra.victims == rb.victims);
+    }
+    a.unpin(ma.resume_node);
+    b.unpin(mb.resume_node);
+    CHECK(a.expected_recompute() == doctest::Approx(b.expected_recompute()));
+    CHECK(a.match_share(na.back()) == doctest::Approx(b.match_share(na.back())));
+    if (a.has_state(na.back()))
+      CHECK(a.hit_chance(na.back()) == doctest::Approx(b.hit_chance(na.back())));
+    CHECK(a.state_count() == b.state_count());
+  }
+}
+#endif

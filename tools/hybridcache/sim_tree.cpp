@@ -46,6 +46,13 @@ const char* const usage =
   --tree-sessions N   synthetic multi-turn sessions (default 400)
   --tree-chunk C      SGLang chunked-prefill size in tokens (default 8192)
   --tree-path-cap N   states per path of sglang_extra_buffer_cap (default 4)
+  --kv-budget BYTES   attention KV memory (suffix K, M, G, KiB, MiB, GiB allowed): the KV pool
+                      (separate) or the KV share of the joint pool (+ M states' bytes); LRU
+                      leaf eviction drops the states below (default: unlimited KV)
+  --kv-mode LIST      KV accounting per sweep, comma-separated, of unlimited (the state-only
+                      sweep), separate (SGLang: own KV pool), joint (vLLM hybrid allocator: one
+                      pool for KV and states); default unlimited, or unlimited,joint with
+                      --kv-budget; separate and joint need --kv-budget
 )";
 
 namespace {
@@ -79,6 +86,29 @@ std::vector<std::size_t> sizes(const std::string& opt, const std::string& s) {
   }
   if (out.empty()) throw usage_error{"option --" + opt + " needs at least one value"};
   return out;
+}
+
+double byte_size(const std::string& opt, const std::string& s) {
+  std::size_t pos = 0;
+  double v = -1.0;
+  try {
+    v = std::stod(s, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  const std::string suffix = s.substr(pos);
+  double scale = 0.0;
+  if (suffix.empty()) scale = 1.0;
+  if (suffix == "K") scale = 1e3;
+  if (suffix == "M") scale = 1e6;
+  if (suffix == "G") scale = 1e9;
+  if (suffix == "KiB") scale = 1024.0;
+  if (suffix == "MiB") scale = 1024.0 * 1024.0;
+  if (suffix == "GiB") scale = 1024.0 * 1024.0 * 1024.0;
+  if (pos == 0 || scale == 0.0 || !(v >= 0.0) || !std::isfinite(v))
+    throw usage_error{"option --" + opt + " expects a byte count (e.g. 4e9, 8GiB), got '" + s +
+                      "'"};
+  return v * scale;
 }
 
 fs::path need(const fs::path& p) {
@@ -134,14 +164,22 @@ sim::tree_trace build(const std::string& kind, const options& o, const workload&
   throw usage_error{"unknown tree trace '" + kind + "'"};
 }
 
+/// "unlimited" or "joint 4 GiB" (the KV accounting of a sweep).
+std::string kv_label(const sim::tree_result& r) {
+  if (r.kv == sim::kv_mode::unlimited) return "unlimited";
+  return fmt::format("{} {:.3g} GiB", sim::to_string(r.kv),
+                     r.kv_bytes / (1024.0 * 1024.0 * 1024.0));
+}
+
 void print_table(std::FILE* out, const sim::tree_result& r) {
   fmt::print(out,
              "\ntree scenario — trace {}: {} requests, {} nodes of {} tokens, {:.2f} M prompt "
-             "tokens; one state = {:.1f} MiB\n",
+             "tokens; one state = {:.1f} MiB; KV {}\n",
              r.trace, r.requests, r.nodes, r.block, r.prompt_tokens / 1e6,
-             r.state_bytes / (1024.0 * 1024.0));
-  fmt::print(out, "  {:<26} {:>5} {:>9} {:>10} {:>7} {:>7} {:>9} {:>8} {:>7} {:>8}\n", "policy",
-             "M", "mem GiB", "recomp Mt", "%usable", "hit", "PFLOP", "TTFT ms", "states", "us/req");
+             r.state_bytes / (1024.0 * 1024.0), kv_label(r));
+  fmt::print(out, "  {:<26} {:>5} {:>9} {:>10} {:>7} {:>7} {:>9} {:>8} {:>7} {:>8} {:>6}\n",
+             "policy", "M", "mem GiB", "recomp Mt", "%usable", "hit", "PFLOP", "TTFT ms", "states",
+             "us/req", "chunk+");
   std::map<std::size_t, std::vector<const sim::tree_metrics*>> by_budget;
   for (const auto& m : r.rows) by_budget[m.budget].push_back(&m);
   for (const auto& [budget, rows] : by_budget) {
@@ -151,12 +189,12 @@ void print_table(std::FILE* out, const sim::tree_result& r) {
                                    : fmt::format("{} (a={:g})", m->policy, m->parameter);
       fmt::print(out,
                  "  {:<26} {:>5} {:>9.2f} {:>10.3f} {:>6.1f}% {:>6.1f}% {:>9.2f} {:>8.1f} {:>7.1f} "
-                 "{:>8.2f}\n",
+                 "{:>8.2f} {:>6.2f}\n",
                  name, m->budget, m->state_memory / (1024.0 * 1024.0 * 1024.0),
                  m->recomputed_tokens / 1e6,
                  m->usable_tokens > 0 ? 100.0 * m->recomputed_tokens / m->usable_tokens : 0.0,
                  100.0 * m->hit_rate, m->prefill_flops / 1e15, m->ttft_ms, m->states_mean,
-                 m->decision_ns / 1e3);
+                 m->decision_ns / 1e3, m->chunk_boundaries_per_request());
     }
     const sim::tree_metrics* best = nullptr;  // best engine policy
     const sim::tree_metrics* lib = nullptr;
@@ -225,6 +263,25 @@ options parse(const hybridcache_cli::args& a) {
     if (*c == 0) throw usage_error{"option --tree-path-cap must be > 0"};
     o.sweep.sglang_path_cap = *c;
   }
+  const auto kv = a.get("kv-budget");
+  if (kv) {
+    o.kv_bytes = byte_size("kv-budget", *kv);
+    o.kv_modes = {sim::kv_mode::unlimited, sim::kv_mode::joint};
+  }
+  if (auto m = a.get("kv-mode")) {
+    o.kv_modes.clear();
+    for (const auto& k : split(*m)) {
+      if (k == "unlimited") {
+        o.kv_modes.push_back(sim::kv_mode::unlimited);
+      } else if (k == "separate" || k == "joint") {
+        if (!kv) throw usage_error{"option --kv-mode " + k + " needs --kv-budget"};
+        o.kv_modes.push_back(k == "joint" ? sim::kv_mode::joint : sim::kv_mode::separate);
+      } else {
+        throw usage_error{"unknown KV mode '" + k + "' (unlimited, separate, joint)"};
+      }
+    }
+    if (o.kv_modes.empty()) throw usage_error{"option --kv-mode needs at least one mode"};
+  }
   return o;
 }
 
@@ -236,17 +293,22 @@ std::vector<sim::tree_result> run(const options& o, const workload& w, bool prog
   so.cost.model = w.model;
   std::vector<sim::tree_result> out;
   for (const auto& t : traces) {
-    const std::string label = "tree " + t.name();
-    auto prog = [&](std::size_t done, std::size_t total) {
-      if (!progress) return;
-      std::fprintf(stderr, "\r  %-24s %3zu%% (%zu/%zu runs)", label.c_str(),
-                   total ? 100 * done / total : 100, done, total);
-      if (done == total) std::fprintf(stderr, "\r%*s\r", 72, "");
-      std::fflush(stderr);
-    };
-    out.push_back(sim::simulate_tree(t, so, prog));
-    print_table(stdout, out.back());
-    std::fflush(stdout);
+    for (const auto mode : o.kv_modes) {
+      so.cost.kv = {mode, mode == sim::kv_mode::unlimited ? 0.0 : o.kv_bytes};
+      const std::string label =
+          "tree " + t.name() +
+          (mode == sim::kv_mode::unlimited ? "" : " " + std::string(sim::to_string(mode)));
+      auto prog = [&](std::size_t done, std::size_t total) {
+        if (!progress) return;
+        std::fprintf(stderr, "\r  %-24s %3zu%% (%zu/%zu runs)", label.c_str(),
+                     total ? 100 * done / total : 100, done, total);
+        if (done == total) std::fprintf(stderr, "\r%*s\r", 72, "");
+        std::fflush(stderr);
+      };
+      out.push_back(sim::simulate_tree(t, so, prog));
+      print_table(stdout, out.back());
+      std::fflush(stdout);
+    }
   }
   return out;
 }
@@ -260,16 +322,19 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<sim::tree_res
       "tokens,recomputed_tokens,"
       "prefill_tokens,hit_rate,prefill_flops,ttft_ms_mean,states_mean,states_peak,decision_ns_per_"
       "request,decision_ns_per_block,"
-      "parameter\n";
+      "parameter,block_tokens,chunk_boundaries_per_request,kv_mode,kv_budget_bytes,kv_evicted_"
+      "blocks,states_dropped,kv_blocks_mean\n";
   for (const auto& r : res) {
     for (const auto& m : r.rows) {
       csv += fmt::format(
           "{},{},{},{:.10g},{},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:."
-          "10g},{},{:.6g},{:.6g},{}\n",
+          "10g},{},{:.6g},{:.6g},{},{},{:.6g},{},{:.10g},{:.10g},{:.10g},{:.6g}\n",
           r.trace, m.policy, m.budget, m.state_memory, m.requests, m.prompt_tokens, m.usable_tokens,
           m.resumed_tokens, m.recomputed_tokens, m.prefill_tokens, m.hit_rate, m.prefill_flops,
           m.ttft_ms, m.states_mean, m.states_peak, m.decision_ns, m.decision_ns_per_block,
-          std::isnan(m.parameter) ? std::string() : fmt::format("{:g}", m.parameter));
+          std::isnan(m.parameter) ? std::string() : fmt::format("{:g}", m.parameter), r.block,
+          m.chunk_boundaries_per_request(), sim::to_string(m.kv), m.kv_budget_bytes,
+          m.kv_evicted_blocks, m.states_dropped, m.kv_blocks_mean);
     }
   }
   hybridcache_cli::sim_out::write_atomic(dir / "tree.csv", csv);
@@ -278,34 +343,42 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<sim::tree_res
   std::vector<std::pair<fs::path, fs::path>> scripts;  // (plot, script)
   const fs::path abs = fs::absolute(dir);
   for (const auto& r : res) {
-    const std::string id = "tree_" + file_id(r.trace);
+    const std::string id =
+        "tree_" + file_id(r.trace) +
+        (r.kv == sim::kv_mode::unlimited ? std::string() : "_" + std::string(sim::to_string(r.kv)));
     std::vector<std::string> policies;
     std::string dat;
     for (const auto& m : r.rows) {
       if (policies.empty() || policies.back() != m.policy) {
         if (!policies.empty()) dat += "\n\n";
         policies.push_back(m.policy);
-        dat += "# " + m.policy + ": state memory GiB, recomputed Mtokens, hit rate\n";
+        dat += "# " + m.policy +
+               ": state memory GiB, recomputed Mtokens, hit rate, prefilled Mtokens\n";
       }
-      dat += fmt::format("{:.6g} {:.6g} {:.6g}\n", m.state_memory / (1024.0 * 1024.0 * 1024.0),
-                         m.recomputed_tokens / 1e6, m.hit_rate);
+      dat +=
+          fmt::format("{:.6g} {:.6g} {:.6g} {:.6g}\n", m.state_memory / (1024.0 * 1024.0 * 1024.0),
+                      m.recomputed_tokens / 1e6, m.hit_rate, m.prefill_tokens / 1e6);
     }
     hybridcache_cli::sim_out::write_atomic(dir / (id + ".dat"), dat);
     files.push_back(dir / (id + ".dat"));
     for (bool png : {true, false}) {
       std::string gp = sim_out::gp_terminal(png, 800, 480);
       gp += fmt::format("set output {}\n", sim_out::gp_quote(abs / (id + (png ? ".png" : ".svg"))));
+      // Under a KV budget evicted KV is prefilled again too: plot every prefilled token.
+      const bool kv = r.kv != sim::kv_mode::unlimited;
       gp += fmt::format(
-          "set title \"{}: tokens recomputed vs state memory (B = {} tokens, {} requests)\"\nset "
+          "set title \"{}: tokens {} vs state memory (B = {} tokens, {} requests, KV "
+          "{})\"\nset "
           "grid\nset logscale x 2\n"
           "set key outside right\nset xlabel \"state memory (GiB)\"\nset ylabel \"tokens "
-          "recomputed (millions)\"\nset yrange [0:*]\n",
-          r.trace, r.block, r.requests);
+          "{} (millions)\"\nset yrange [0:*]\n",
+          r.trace, kv ? "prefilled" : "recomputed", r.block, r.requests, kv_label(r),
+          kv ? "prefilled" : "recomputed");
       gp += "plot ";
       for (std::size_t i = 0; i < policies.size(); ++i) {
         gp += fmt::format(
-            "{}{} index {} using 1:2 with linespoints lw {} title '{}'", i ? ", \\\n     " : "",
-            sim_out::gp_quote(abs / (id + ".dat")), i,
+            "{}{} index {} using 1:{} with linespoints lw {} title '{}'", i ? ", \\\n     " : "",
+            sim_out::gp_quote(abs / (id + ".dat")), i, kv ? 4 : 2,
             policies[i].rfind("oracle", 0) == 0 || policies[i] == "static_optimum" ? 3 : 2,
             policies[i]);
       }

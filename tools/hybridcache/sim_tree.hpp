@@ -26,10 +26,13 @@ struct options {
   hybridcache::sim::tree_options sweep{};
   std::optional<std::size_t> block;     ///< tokens per node (default 64; Mooncake: 512)
   std::optional<std::size_t> sessions;  ///< synthetic multi-turn sessions
+  /// KV accounting, one sweep each (default: unlimited only; see replay.hpp).
+  std::vector<hybridcache::sim::kv_mode> kv_modes{hybridcache::sim::kv_mode::unlimited};
+  double kv_bytes = 0.0;  ///< --kv-budget: the KV pool / the KV share of the joint pool
 };
 
 /// Reads --tree, --tree-budgets, --tree-policies, --tree-block, --tree-sessions, --tree-chunk,
-/// --tree-path-cap. @throws usage_error for bad values.
+/// --tree-path-cap, --kv-budget, --kv-mode. @throws usage_error for bad values.
 options parse(const hybridcache_cli::args& a);
 
 /// Shared workload knobs of `simulate` that the tree traces also follow.

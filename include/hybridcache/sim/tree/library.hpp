@@ -23,11 +23,12 @@
 ///    left the tree, as `insert_keys` of the whole sequence notes it), `admit` of the end block
 ///    (the tail, `snapshot_tail`), `unpin(m.resume_node)`.
 ///
-/// The policy's `capacity_bytes` is the row's budget, M states. States the engine drops with
-/// their KV are given back by `drop`, and every evicted KV leaf by `erase`. With a joint KV
-/// budget the engine's state capacity varies per request: above M the extra room is not used
-/// (the policy's capacity is fixed at construction); below M the adapter frees the excess with
-/// `evict` (the policy's "external pressure" call) before each admission.
+/// The policy's `capacity_bytes` is the pool's capacity before any KV is cached: M states, or
+/// with a joint KV budget every state the whole pool could hold. States the engine drops with
+/// their KV are given back by `drop`, and every evicted KV leaf by `erase`. With a joint budget
+/// the engine's state capacity varies per request and can be below the policy's: when the
+/// engine's pool is full, an admitted state is followed by `evict` of one state (the policy's
+/// "external pressure" call, its own ΔE[r]-per-byte order; the new state itself if cheapest).
 /// The namespace is a tenant named after the trace's namespace index, so namespaces stay apart
 /// in the policy too.
 ///
@@ -82,11 +83,13 @@ class library_policy final : public tree_policy {
     lib_to_node_.clear();
     node_to_lib_.assign(ctx.trace->node_count(), tree::no_node);
     state_bytes_ = static_cast<std::size_t>(ctx.state_bytes);
-    if (ctx.budget == 0) return;  // no pool: nothing to decide
+    // The pool's capacity before any KV is cached: M states, or for a joint KV budget every
+    // state the whole pool could hold.
+    if (ctx.pool->capacity() == 0) return;  // no pool: nothing to decide
     tree::policy_options o = base_;
     o.block_size = ctx.trace->block();
     o.state_bytes = state_bytes_;
-    o.capacity_bytes = ctx.budget * state_bytes_;
+    o.capacity_bytes = ctx.pool->capacity() * state_bytes_;
     pol_ = std::make_unique<tree::state_policy>(o);
   }
 
@@ -187,21 +190,30 @@ class library_policy final : public tree_policy {
     lib_to_node_[lib] = node;
     node_to_lib_[node] = lib;
   }
-  /// Offers the state at position j (in the open window) to `admit`; under a joint KV budget
-  /// the engine's smaller capacity is made first with `evict`.
+  /// Offers the state at position j (in the open window) to `admit`. Under a joint KV budget
+  /// the engine's pool can be full while the policy still has room: the state is admitted and
+  /// the cheapest held state by the policy's own order (`evict`, external pressure) goes, which
+  /// is the new one when it is the cheapest (admission by value at the engine's capacity).
   void offer(std::size_t j, std::span<const std::uint32_t> path) {
     const auto lib = lib_[j - 1];
     if (pol_->has_state(lib)) return;
     auto& pool = *ctx_.pool;
     if (pool.capacity() == 0) return;
-    const std::size_t cap = pool.capacity() * state_bytes_;
-    if (cap < pol_->capacity_bytes() && pol_->used_bytes() + state_bytes_ > cap) {
-      for (auto victim : pol_->evict(pol_->used_bytes() + state_bytes_ - cap))
-        pool.remove(lib_to_node_.at(victim));
-    }
     const auto r = pol_->admit(lib, state_bytes_);
     for (auto victim : r.victims) pool.remove(lib_to_node_.at(victim));
-    if (r.admitted && !pool.holds(path[j - 1])) pool.add(path[j - 1]);
+    if (!r.admitted) return;
+    while (pool.size() >= pool.capacity()) {
+      bool self = false;
+      for (auto victim : pol_->evict(state_bytes_)) {
+        if (victim == lib) {
+          self = true;
+        } else {
+          pool.remove(lib_to_node_.at(victim));
+        }
+      }
+      if (self) return;
+    }
+    pool.add(path[j - 1]);
   }
 
   tree::policy_options base_;

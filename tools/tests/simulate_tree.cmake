@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: Apache-2.0
+# `hybridcache simulate --scenario tree` (docs/tree_simulation.md): the causal replay's CSV
+# columns, the KV budget sweeps (unlimited, separate, joint), the block grid option, bad input.
+set(_hc_tree_dir "${CMAKE_CURRENT_BINARY_DIR}/simulate_tree")
+file(MAKE_DIRECTORY "${_hc_tree_dir}")
+
+# Every KV mode in one run: one table per mode, tree.csv with the new columns and a row per mode.
+add_test(NAME cli/simulate/tree_kv_modes
+  COMMAND sh -c "rm -rf kv && \"$1\" simulate --scenario tree --tree multi-turn --tree-sessions 20 --tree-budgets 2,8 --tree-policies hybridcache,vllm_align,sglang_no_buffer,oracle --kv-budget 64MiB --kv-mode unlimited,separate,joint --no-plot --quiet --out kv && head -1 kv/tree.csv | grep -q 'chunk_boundaries_per_request,kv_mode,kv_budget_bytes,kv_evicted_blocks,states_dropped' && grep -q ',joint,' kv/tree.csv && grep -q ',separate,' kv/tree.csv && grep -q ',unlimited,' kv/tree.csv && test -s kv/tree_multi-turn_joint.dat && test -s kv/tree_multi-turn_separate_png.gp" sh $<TARGET_FILE:hybridcache_cli>
+  WORKING_DIRECTORY "${_hc_tree_dir}")
+set_tests_properties(cli/simulate/tree_kv_modes PROPERTIES
+  PASS_REGULAR_EXPRESSION "KV unlimited.*chunk\\+.*KV separate 0.0625 GiB.*KV joint 0.0625 GiB"
+  LABELS "cli;sim")
+
+# The mamba block grid of a real engine (528 tokens).
+add_test(NAME cli/simulate/tree_block_528
+  COMMAND hybridcache_cli simulate --scenario tree --tree multi-turn --tree-sessions 20 --tree-block 528
+          --tree-budgets 4 --no-plot --quiet --out "${_hc_tree_dir}/b528")
+set_tests_properties(cli/simulate/tree_block_528 PROPERTIES
+  PASS_REGULAR_EXPRESSION "nodes of 528 tokens" LABELS "cli;sim")
+
+# Bad input: a usage error naming the option (and nothing run).
+foreach(_case IN ITEMS "needs_budget|--kv-mode joint|needs --kv-budget"
+                       "bad_mode|--kv-budget 1GiB --kv-mode shared|unknown KV mode 'shared'"
+                       "bad_budget|--kv-budget 3GB|option --kv-budget expects a byte count"
+                       "negative_budget|--kv-budget -1|option --kv-budget expects a byte count")
+  string(REPLACE "|" ";" _parts "${_case}")
+  list(GET _parts 0 _name)
+  list(GET _parts 1 _args)
+  list(GET _parts 2 _msg)
+  add_test(NAME cli/simulate/tree_kv_${_name}
+    COMMAND sh -c "if \"$1\" simulate --scenario tree ${_args} --quiet --no-plot --out bad 2>&1; then exit 1; fi" sh $<TARGET_FILE:hybridcache_cli>
+    WORKING_DIRECTORY "${_hc_tree_dir}")
+  set_tests_properties(cli/simulate/tree_kv_${_name} PROPERTIES
+    PASS_REGULAR_EXPRESSION "${_msg}" LABELS "cli;sim")
+endforeach()
