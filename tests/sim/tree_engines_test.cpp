@@ -68,6 +68,18 @@ std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::
   return a;
 }
 
+/// The positions j (1-based) at which the chain `names` holds a state, i.e. at its prefix of j
+/// names.
+std::vector<std::size_t> held_at(const hand_trace& h, const hc::tree_replayer& r,
+                                 const std::vector<std::string>& names) {
+  std::vector<std::size_t> out;
+  for (std::size_t j = 1; j <= names.size(); ++j) {
+    const std::vector<std::string> prefix(names.begin(), names.begin() + j);
+    if (r.pool().holds(h.at(prefix))) out.push_back(j);
+  }
+  return out;
+}
+
 /// Replays `h` through `p` request by request; `after(i, replayer)` runs after request i.
 template <class After>
 void replay(const hand_trace& h, hc::tree_policy& p, std::size_t budget, After&& after,
@@ -146,11 +158,7 @@ TEST_CASE("vllm align_dense: every chunk end, the boundary and every decode bloc
   hc::vllm_policy p(hc::vllm_policy::mode::align_dense, 8);
   CHECK(p.name() == "vllm_align_dense");
   replay(h, p, 8, [&](std::size_t, const hc::tree_replayer& r) {
-    const auto a = chain("a", 6);
-    std::vector<bool> held;
-    for (std::size_t j = 1; j <= 6; ++j)
-      held.push_back(r.pool().holds(h.at(std::vector<std::string>(a.begin(), a.begin() + j))));
-    CHECK(held == std::vector<bool>{false, true, false, true, true, true});
+    CHECK(held_at(h, r, chain("a", 6)) == std::vector<std::size_t>{2, 4, 5, 6});
     CHECK(r.metrics().chunk_boundaries == 3.0);  // 2·4, 4·4 and 5·4 are all < P = 21
   });
 }
@@ -165,11 +173,7 @@ TEST_CASE("vllm all: decode blocks included, the tail of each chunk freed first"
   hc::vllm_policy p(hc::vllm_policy::mode::all, 16);
   CHECK(p.name() == "vllm_all");
   replay(h, p, 3, [&](std::size_t, const hc::tree_replayer& r) {
-    const auto a = chain("a", 6);
-    std::vector<bool> held;
-    for (std::size_t j = 1; j <= 6; ++j)
-      held.push_back(r.pool().holds(h.at(std::vector<std::string>(a.begin(), a.begin() + j))));
-    CHECK(held == std::vector<bool>{true, false, false, false, true, true});
+    CHECK(held_at(h, r, chain("a", 6)) == std::vector<std::size_t>{1, 5, 6});
   });
 }
 
@@ -189,19 +193,11 @@ TEST_CASE("sglang extra_buffer: one state per extend, the last track at finish")
   std::vector<std::size_t> k;
   replay(h, p, 10, [&](std::size_t i, const hc::tree_replayer& r) {
     k.push_back(r.last_resume());
-    const auto a = chain("a", 5);
-    const auto on = [&](std::size_t j) {
-      return r.pool().holds(h.at(std::vector<std::string>(a.begin(), a.begin() + j)));
-    };
     if (i == 0) {
-      CHECK(!on(1));
-      CHECK(on(2));
-      CHECK(!on(3));
-      CHECK(on(4));
-      CHECK(on(5));
+      CHECK(held_at(h, r, chain("a", 5)) == std::vector<std::size_t>{2, 4, 5});
       CHECK(r.pool().size() == 3);
     } else {
-      CHECK(on(3));
+      CHECK(held_at(h, r, chain("a", 5)) == std::vector<std::size_t>{2, 3, 4, 5});
       CHECK(r.pool().holds(h.at(cat(chain("a", 3), {"b4", "b5", "b6"}))));
       CHECK(!r.pool().holds(h.at(cat(chain("a", 3), {"b4"}))));
       CHECK(r.pool().size() == 5);
@@ -329,11 +325,7 @@ TEST_CASE("trtllm: periodic, offsets from start and end, save-last and branch sn
   h.add(chain("a", 5), 22);
   hc::trtllm_policy p(8, {6}, {5}, true);
   replay(h, p, 8, [&](std::size_t, const hc::tree_replayer& r) {
-    const auto a = chain("a", 5);
-    std::vector<bool> held;
-    for (std::size_t j = 1; j <= 5; ++j)
-      held.push_back(r.pool().holds(h.at(std::vector<std::string>(a.begin(), a.begin() + j))));
-    CHECK(held == std::vector<bool>{true, true, false, true, true});
+    CHECK(held_at(h, r, chain("a", 5)) == std::vector<std::size_t>{1, 2, 4, 5});
   });
   // Branch snapshot only: r0 a1..a4 P=17 → save-last 4 → a4; r1 a1 a2 b3 b4 P=17: m=2 > k=0 →
   // the branch a2, save-last b4.
@@ -473,12 +465,7 @@ TEST_CASE("llamacpp: checkpoints before the last batches of the prompt (P-4-n_ub
   hc::llamacpp_policy p(32, 8, 16, 12, 1);
   CHECK(p.name() == "llamacpp");
   replay(h, p, 64, [&](std::size_t, const hc::tree_replayer& r) {
-    const auto a = chain("a", 11);
-    std::vector<std::size_t> held;
-    for (std::size_t j = 1; j <= 11; ++j)
-      if (r.pool().holds(h.at(std::vector<std::string>(a.begin(), a.begin() + j))))
-        held.push_back(j);
-    CHECK(held == std::vector<std::size_t>{7, 9, 11});
+    CHECK(held_at(h, r, chain("a", 11)) == std::vector<std::size_t>{7, 9, 11});
   });
 }
 
@@ -500,12 +487,7 @@ TEST_CASE("llamacpp: checkpoints at user-message starts spaced by --checkpoint-m
   replay(h, p, 64, [&](std::size_t i, const hc::tree_replayer& r) {
     if (i != 6) return;
     k_last = r.last_resume();
-    const auto a = chain("a", 12);
-    std::vector<std::size_t> held;
-    for (std::size_t j = 1; j <= 12; ++j)
-      if (r.pool().holds(h.at(std::vector<std::string>(a.begin(), a.begin() + j))))
-        held.push_back(j);
-    CHECK(held == std::vector<std::size_t>{3, 9, 10, 12});
+    CHECK(held_at(h, r, chain("a", 12)) == std::vector<std::size_t>{3, 9, 10, 12});
   });
   CHECK(k_last == 0);
 }
