@@ -795,3 +795,45 @@ TEST_CASE("tree::state_policy: extend_keys + note_sequence_end insert exactly as
   }
 }
 #endif
+
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+TEST_CASE("tree::state_policy: set_capacity_bytes frees what evict would, then plans in the room") {
+  // Two policies with the same history (B = 1, one-byte states, capacity 4): four sequences of
+  // one block under the root, each matched once, with states. A shrinks its capacity to 1
+  // (set_capacity_bytes), B frees 3 bytes by evict: the same victims in the same order. Then A
+  // plans (fill_free) with room for 0 more states: no fill position; with the capacity back at
+  // 4, the free room of 3 states takes the three other grid positions of a 4-block prompt.
+  using hybridcache::segment::digest;
+  namespace ht = hybridcache::tree;
+  ht::policy_options o;
+  o.block_size = 1;
+  o.state_bytes = 1;
+  o.capacity_bytes = 4;
+  o.replan_every = 0;
+  o.snapshot_tail = false;
+  o.snapshot_junction = false;
+  ht::state_policy a(o), b(o);
+  const auto ns = hybridcache::segment::namespace_key{}.with_tenant("t");
+  for (std::uint64_t i = 1; i <= 4; ++i) {
+    const std::vector<digest> k{digest{i, 7}};
+    for (auto* p : {&a, &b}) {
+      const auto n = p->insert_keys(ns, k);
+      CHECK(p->admit(n[0], 1).admitted);
+      for (std::uint64_t r = 0; r < i; ++r) p->unpin(p->match_keys(ns, k).resume_node);
+    }
+  }
+  const auto va = a.set_capacity_bytes(1);
+  const auto vb = b.evict(3);
+  CHECK(va.size() == 3);
+  CHECK(va == vb);
+  CHECK(a.capacity_bytes() == 1);
+  CHECK(a.used_bytes() == 1);
+  CHECK_THROWS_AS(a.set_capacity_bytes(0), hybridcache::invalid_argument);
+  const ht::match_result none = a.match_keys(ns, std::vector<digest>{});
+  const std::vector<std::size_t> grid{1, 2, 3, 4};
+  CHECK(a.prefill_plan(none, 4, grid).empty());
+  CHECK(a.set_capacity_bytes(4).empty());
+  CHECK(a.prefill_plan(none, 4, grid) == std::vector<std::size_t>{2, 3, 4});
+  a.unpin(none.resume_node);
+}
+#endif

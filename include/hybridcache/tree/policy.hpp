@@ -383,6 +383,18 @@ class basic_state_policy {
     const node_id anchor = nodes_[end].state != no_state ? end : state_above(end);
     note_end(end, anchor, junction);
   }
+  /// The pool's budget is now `bytes` (an engine whose states share one memory pool with KV, as
+  /// vLLM's hybrid allocator: the room for states changes as KV grows and shrinks). Plans,
+  /// re-plans and admissions use it from now on (the EW window of `memory_per_state` keeps the
+  /// capacity given at construction); if the states held exceed it, victims in `evict`'s order
+  /// are taken off the books and returned for the engine to free.
+  /// @throws invalid_argument for bytes 0.
+  std::vector<node_id> set_capacity_bytes(std::size_t bytes) {
+    if (bytes == 0) hybridcache::detail::throw_invalid("bytes", bytes, "must be >= 1");
+    opts_.capacity_bytes = bytes;
+    if (used_bytes_ <= bytes) return {};
+    return evict_greedy(used_bytes_ - bytes, no_node);
+  }
 
   /// The engine stored a state of `bytes` at `node`. If the pool would overflow, the victims
   /// (`evict`'s order, never a pinned state) are taken off the books and returned for the engine

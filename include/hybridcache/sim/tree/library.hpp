@@ -23,12 +23,11 @@
 ///    left the tree, as `insert_keys` of the whole sequence notes it), `admit` of the end block
 ///    (the tail, `snapshot_tail`), `unpin(m.resume_node)`.
 ///
-/// The policy's `capacity_bytes` is the pool's capacity before any KV is cached: M states, or
-/// with a joint KV budget every state the whole pool could hold. States the engine drops with
-/// their KV are given back by `drop`, and every evicted KV leaf by `erase`. With a joint budget
-/// the engine's state capacity varies per request and can be below the policy's: when the
-/// engine's pool is full, an admitted state is followed by `evict` of one state (the policy's
-/// "external pressure" call, its own ΔE[r]-per-byte order; the new state itself if cheapest).
+/// The policy's `capacity_bytes` is the pool's capacity: M states, or with a joint KV budget the
+/// room the pool has for states, which changes per request (`set_capacity_bytes` at match time
+/// and again once the request's KV is allocated; the policy is built with the whole pool's
+/// capacity before any KV is cached). States the engine drops with their KV are given back by
+/// `drop`, and every evicted KV leaf by `erase`.
 /// The namespace is a tenant named after the trace's namespace index, so namespaces stay apart
 /// in the policy too.
 ///
@@ -103,6 +102,7 @@ class library_policy final : public tree_policy {
   void plan_prefill(const tree_step& s, std::vector<std::size_t>& positions) override {
     planned_.clear();
     if (!pol_) return;
+    sync_capacity();
     const std::size_t B = ctx_.trace->block();
     grid_.clear();
     for (std::size_t j = s.resumed + 1; j <= s.prompt_blocks; ++j) grid_.push_back(j * B);
@@ -113,6 +113,7 @@ class library_policy final : public tree_policy {
 
   void after_prefill(const tree_step& s) override {
     if (!pol_) return;
+    sync_capacity();  // the request's KV is allocated: the joint pool's room for states is known
     const auto path = s.path();
     keys(path, path.size());
     junction_ = tree::no_node;
@@ -190,30 +191,21 @@ class library_policy final : public tree_policy {
     lib_to_node_[lib] = node;
     node_to_lib_[node] = lib;
   }
-  /// Offers the state at position j (in the open window) to `admit`. Under a joint KV budget
-  /// the engine's pool can be full while the policy still has room: the state is admitted and
-  /// the cheapest held state by the policy's own order (`evict`, external pressure) goes, which
-  /// is the new one when it is the cheapest (admission by value at the engine's capacity).
+  /// The policy's budget follows the engine pool's capacity (it changes only under a joint KV
+  /// budget): `set_capacity_bytes` (a capacity of 0 states is one byte: nothing fits).
+  void sync_capacity() {
+    const std::size_t bytes = std::max<std::size_t>(1, ctx_.pool->capacity() * state_bytes_);
+    if (bytes == pol_->capacity_bytes()) return;
+    for (auto victim : pol_->set_capacity_bytes(bytes)) ctx_.pool->remove(lib_to_node_.at(victim));
+  }
+  /// Offers the state at position j (in the open window) to `admit`.
   void offer(std::size_t j, std::span<const std::uint32_t> path) {
     const auto lib = lib_[j - 1];
     if (pol_->has_state(lib)) return;
     auto& pool = *ctx_.pool;
-    if (pool.capacity() == 0) return;
     const auto r = pol_->admit(lib, state_bytes_);
     for (auto victim : r.victims) pool.remove(lib_to_node_.at(victim));
-    if (!r.admitted) return;
-    while (pool.size() >= pool.capacity()) {
-      bool self = false;
-      for (auto victim : pol_->evict(state_bytes_)) {
-        if (victim == lib) {
-          self = true;
-        } else {
-          pool.remove(lib_to_node_.at(victim));
-        }
-      }
-      if (self) return;
-    }
-    pool.add(path[j - 1]);
+    if (r.admitted) pool.add(path[j - 1]);
   }
 
   tree::policy_options base_;
