@@ -2,51 +2,47 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// State policies of today's engines, re-implemented on the replay engine of sim/tree/replay.hpp,
-/// plus an offline reference with future knowledge. Positions are in blocks: "j" names the state
-/// after block j of the request's path, i.e. at node path[j−1]; the request computed blocks
-/// k+1 … n (k = its resume point, n = path length, prompt and output), so only j in (k, n] can
-/// be snapshotted. P = prompt tokens, B = block size, pb = ⌊P/B⌋, m = match (prompt blocks
-/// only), u = usable match. On the causal protocol (replay.hpp), positions j <= pb are announced
-/// at match time (`plan_prefill`), decode positions are taken at their block end and the request
-/// end j = n at `finish`.
+/// State policies of today's engines, re-implemented on the causal replay engine of
+/// sim/tree/replay.hpp, plus offline references with future knowledge. Positions are in blocks:
+/// "j" names the state after block j of the request's path, i.e. at node path[j−1]. P = prompt
+/// tokens, B = block size, pb = ⌊P/B⌋, m = match (prompt blocks present), u = usable match,
+/// k = resume point, n = path length (prompt and output blocks). On the causal protocol a row
+/// announces its prefill snapshots j ∈ (k, pb] at match time (`plan_prefill`), may take a decode
+/// block j > pb at its end (`on_decode_block`) and the request end j = n at `finish`.
 ///
-/// Per policy: snapshots (admission); eviction; the engine it follows.
-/// - `vllm_align`: j = pb (the replay boundary, the prompt's last full block) and j = m when
-///   0 < m < pb (the shared-prefix junction); one LRU over states, a hit touches the states on the
-///   matched path; vLLM v1 `vllm/v1/core/single_type_kv_cache_manager.py` (`MambaManager`),
-///   `--mamba-cache-mode align`.
-/// - `vllm_all`: every prompt block j in (k, pb]; LRU; the same, `--mamba-cache-mode all`.
-/// - `sglang_no_buffer`: the ends of the prefill chunks (kB + i·C, floored to the grid) and the
-///   request end (j = n); LRU over states (KV is never evicted here); SGLang
-///   `python/sglang/srt/mem_cache/mamba_radix_cache.py` (`MambaRadixCache`), no_buffer.
-/// - `sglang_extra_buffer`: the prefill extend end (j = pb), the branch point found at match time
-///   (j = m when 0 < m < n), the request end (j = n); LRU, and with `path_cap` > 0 at most that
-///   many states on the request's root→leaf path, the shallowest dropped first; the same,
-///   extra_buffer.
-/// - `marconi`: at request end at most two, the leaf after the last output token (j = n) and the
-///   branch-off point found by speculative insertion (j = m when the matched node already has a
-///   child); among states whose node has ≤ 1 child, the min of norm(recency) + α · norm(FLOPs
-///   saved / byte), α tuned over a grid by replaying a window; Marconi (MLSys'25)
-///   `radix_cache_hybrid.py`.
-/// - `llamacpp`: near the prompt end, P − 4 − n_ubatch and P − 4 tokens, floored to the grid;
-///   FIFO, at most `per_slot` (32) checkpoints; llama.cpp `tools/server/server.cpp` (context
-///   checkpoints).
-/// - `oracle`: only nodes that are some later request's usable match; Belady, dropping the state
-///   whose next use as a match is furthest; offline reference (future knowledge).
-/// - `oracle_exact`: only nodes that are some later request's usable match node; Belady on those
-///   exact uses; offline reference (future knowledge).
+/// Engine rows (each rule, the engine code it follows, file, function and commit, and the
+/// hand-worked test that pins it: docs/tree_simulation.md, "Engine rows: what each follows"):
+/// - `vllm_align`, `vllm_align_dense`, `vllm_all`: vLLM v1 `MambaManager`
+///   (vllm/v1/core/single_type_kv_cache_manager.py @ 129ab7c6, sched/scheduler.py @ 00024d31,
+///   block_pool.py @ c59cb794): `vllm_policy`;
+/// - `sglang_no_buffer`, `sglang_extra_buffer`, `sglang_extra_buffer_lazy`,
+///   `sglang_extra_buffer_cap<N>`: SGLang `MambaRadixCache`
+///   (python/sglang/srt/mem_cache/mamba_radix_cache.py @ 00df707e): `sglang_policy`;
+/// - `trtllm`: TensorRT-LLM `MambaStateConfig` snapshot points
+///   (tensorrt_llm/_torch/pyexecutor/mamba_cache_manager.py): `trtllm_policy`;
+/// - `marconi` (the artifact's own α tuning) and `marconi_insample` (α tuned on a prefix of the
+///   same trace: a labelled upper bound): Marconi `radix_cache_hybrid.py` @ 504cf230 (fork of the
+///   artifact), `config_tuner.py`: `marconi_policy`;
+/// - `llamacpp`, `llamacpp_cache_ram`: llama.cpp server context checkpoints, slots and the prompt
+///   cache (tools/server/server-context.cpp, server-task.cpp, as vendored in llama-cpp-python
+///   0.3.36): `llamacpp_policy`.
+///
+/// Offline references: `oracle` (Belady on every state a later request could resume at) and
+/// `oracle_exact` (Belady on exact resume nodes); they read the future through
+/// `tree_context::usable` and obey the pool's windows.
 ///
 /// These are re-implementations of the published behaviour on one shared model (block grid,
-/// KV always cached, one state pool); no engine code is copied.
+/// one state pool, the replay's KV accounting); no engine code is copied.
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,10 +61,12 @@ class recency_order {
     stamp_.assign(nodes, 0);
     clock_ = 0;
   }
+  /// Inserts `v` as the most recent.
   void insert(std::uint32_t v) {
     stamp_[v] = ++clock_;
     order_.emplace(stamp_[v], v);
   }
+  /// Moves `v` (held) to the most recent position.
   void touch(std::uint32_t v) {
     order_.erase({stamp_[v], v});
     insert(v);
@@ -90,251 +88,1029 @@ class recency_order {
   std::uint64_t clock_ = 0;
 };
 
-/// Shared skeleton of the engine policies: an admission rule (`prefill_positions` announced at
-/// match time, `decode_position` at a decode block end, `end_position` at the request end), LRU
-/// or FIFO eviction, an optional per-path cap, and an optional cap on the pool below the budget.
-class engine_policy : public tree_policy {
+/// Shared skeleton of the LRU engine rows (vLLM, SGLang, TensorRT-LLM): one recency order over
+/// the held states, a *pinned* state that cannot be evicted while the request runs (the hit
+/// block an engine holds a reference to: vLLM `ref_cnt`, SGLang `mamba_lock_ref`), and a number
+/// of pool slots the mode reserves for the running request (SGLang's ping-pong track buffers).
+class lru_engine_policy : public tree_policy {
  public:
   void reset(const tree_context& ctx) override {
     ctx_ = ctx;
     order_.reset(ctx.trace->node_count());
+    pinned_ = none;
   }
+  void on_dropped(std::uint32_t v) override {
+    order_.erase(v);
+    if (pinned_ == v) pinned_ = none;
+  }
+
+ protected:
+  static constexpr std::uint32_t none = tree_trace::no_parent;
+
+  /// States the row may keep while a request runs: the pool's capacity less the reserved slots.
+  [[nodiscard]] std::size_t room() const noexcept {
+    const std::size_t cap = ctx_.pool->capacity();
+    return cap > reserved_ ? cap - reserved_ : 0;
+  }
+  void drop(std::uint32_t v) {
+    order_.erase(v);
+    ctx_.pool->remove(v);
+  }
+  /// Drops the least recently used state other than the pinned one. @returns false if none.
+  bool evict_lru() {
+    for (const auto& [stamp, v] : order_) {
+      if (v == pinned_) continue;
+      drop(v);
+      return true;
+    }
+    return false;
+  }
+  /// Evicts until at most `limit` states are held (pinned one kept). @returns whether it could.
+  bool shrink_to(std::size_t limit) {
+    while (ctx_.pool->size() > limit) {
+      if (!evict_lru()) return false;
+    }
+    return true;
+  }
+  /// Stores the state at `v` (open now) as the most recent, evicting LRU first; a held `v` is
+  /// left where it is. @returns whether `v` holds a state afterwards.
+  bool admit(std::uint32_t v) {
+    if (ctx_.pool->holds(v)) return true;
+    const std::size_t cap = room();
+    if (cap == 0 || !shrink_to(cap - 1)) return false;
+    ctx_.pool->add(v);
+    order_.insert(v);
+    return true;
+  }
+  /// Refreshes the held states on path[0, j) root to leaf, so ancestors end up older.
+  void touch_path(std::span<const std::uint32_t> path, std::size_t j) {
+    for (std::size_t i = 0; i < j && i < path.size(); ++i) {
+      if (ctx_.pool->holds(path[i])) order_.touch(path[i]);
+    }
+  }
+
+  tree_context ctx_{};
+  recency_order order_;
+  std::uint32_t pinned_ = none;
+  std::size_t reserved_ = 0;  ///< pool slots the mode reserves per running request
+};
+
+/// vLLM v1 hybrid prefix caching (`MambaManager`, see the file comment for the rules and the
+/// commits read). Three modes:
+/// - `align` (`--mamba-cache-mode align`, the default with prefix caching, mid-2026 retention):
+///   a state at the replay boundary and at a detected shared-prefix junction;
+/// - `align_dense` (align with dense retention, the EAGLE/MTP default, and the behaviour of the
+///   align code read at the cited commit): a state at every scheduled chunk end, the junction,
+///   the boundary and every decode block;
+/// - `all` (`--mamba-cache-mode all`): a state at every full block, decode blocks included.
+class vllm_policy : public lru_engine_policy {
+ public:
+  enum class mode : std::uint8_t { align, align_dense, all };
+
+  /// `chunk_tokens`: the scheduler's token budget per step (`max_num_batched_tokens`).
+  /// @throws invalid_argument for a zero chunk.
+  explicit vllm_policy(mode m = mode::align, std::size_t chunk_tokens = 8192)
+      : mode_(m), chunk_(chunk_tokens) {
+    if (chunk_tokens == 0)
+      hybridcache::detail::throw_invalid("chunk_tokens", chunk_tokens, "must be >= 1");
+  }
+  [[nodiscard]] std::string name() const override {
+    return mode_ == mode::align         ? "vllm_align"
+           : mode_ == mode::align_dense ? "vllm_align_dense"
+                                        : "vllm_all";
+  }
+  /// `find_longest_cache_hit` returns only the deepest hit block, so a hit touches (takes out
+  /// of the free queue) only the resumed state.
   std::size_t resume(const tree_step& s) override {
     const auto path = s.path();
-    if (touch_on_hit_) {
-      for (std::size_t j = 0; j < s.match; ++j) {
-        if (ctx_.pool->holds(path[j])) order_.touch(path[j]);
-      }
-    }
-    return deepest_held(*ctx_.pool, path, s.usable);
+    const std::size_t k = deepest_held(*ctx_.pool, path, s.usable);
+    pinned_ = k > 0 ? path[k - 1] : none;
+    if (k > 0) order_.touch(path[k - 1]);
+    return k;
   }
   void plan_prefill(const tree_step& s, std::vector<std::size_t>& positions) override {
     planned_.clear();
-    prefill_positions(s, planned_);
+    const std::size_t B = ctx_.trace->block(), P = s.prompt_tokens, pb = s.prompt_blocks;
+    const std::size_t k = s.resumed;
+    if (mode_ == mode::all) {
+      for (std::size_t j = k + 1; j <= pb; ++j) planned_.push_back(j);
+    } else {
+      if (mode_ == mode::align_dense) {
+        const std::size_t c = std::max<std::size_t>(1, chunk_ / B);
+        for (std::size_t j = k + c; j < pb; j += c) planned_.push_back(j);
+      }
+      if (s.match > k && s.match < pb) planned_.push_back(s.match);  // junction
+      planned_.push_back(pb);                                        // last_cache_position
+      if (P % B == 0 && pb > 0) planned_.push_back(pb - 1);  // ⌊(P − 1)/B⌋ (see file comment)
+    }
+    std::sort(planned_.begin(), planned_.end());
+    planned_.erase(std::unique(planned_.begin(), planned_.end()), planned_.end());
+    std::erase_if(planned_, [&](std::size_t j) { return j <= k || j > pb; });
+    positions.insert(positions.end(), planned_.begin(), planned_.end());
+  }
+  void after_prefill(const tree_step& s) override {
+    const auto path = s.path();
+    if (mode_ != mode::all) {
+      // align: `remove_skipped_blocks` frees each state block one step after the next one is
+      // allocated, so they reach the free queue shallowest first.
+      for (auto j : planned_) admit(path[j - 1]);
+      return;
+    }
+    // all: each step frees the blocks left behind in reverse order (`range(n − 1, −1, −1)`),
+    // so within one chunk the deepest block is the oldest.
+    const std::size_t B = ctx_.trace->block();
+    std::size_t i = 0;
+    for (std::size_t end = s.resumed * B + chunk_; i < planned_.size(); end += chunk_) {
+      std::size_t e = i;
+      while (e < planned_.size() && planned_[e] * B <= end) ++e;
+      for (std::size_t x = e; x > i; --x) admit(path[planned_[x - 1] - 1]);
+      i = e;
+    }
+  }
+  void on_decode_block(const tree_step& s, std::size_t j) override {
+    if (mode_ != mode::align) admit(s.path()[j - 1]);
+  }
+  void finish(const tree_step&) override { pinned_ = none; }
+
+ private:
+  mode mode_;
+  std::size_t chunk_;
+  std::vector<std::size_t> planned_;
+};
+
+/// `vllm_align`: vllm_policy in align mode (boundary and junction).
+class vllm_align_policy final : public vllm_policy {
+ public:
+  explicit vllm_align_policy(std::size_t chunk_tokens = 8192)
+      : vllm_policy(mode::align, chunk_tokens) {}
+};
+/// `vllm_align_dense`: vllm_policy in align mode with dense retention.
+class vllm_align_dense_policy final : public vllm_policy {
+ public:
+  explicit vllm_align_dense_policy(std::size_t chunk_tokens = 8192)
+      : vllm_policy(mode::align_dense, chunk_tokens) {}
+};
+/// `vllm_all`: vllm_policy in all mode.
+class vllm_all_policy final : public vllm_policy {
+ public:
+  explicit vllm_all_policy(std::size_t chunk_tokens = 8192)
+      : vllm_policy(mode::all, chunk_tokens) {}
+};
+
+/// SGLang `MambaRadixCache` (see the file comment for the rules and the commits read). Modes:
+/// - `no_buffer`: a state at every chunked-prefill chunk end (`cache_unfinished_req`) and at the
+///   request end (`cache_finished_req`);
+/// - `extra_buffer`: one tracked state per prefill extend (the branch point when it falls
+///   inside the extend, else the extend end on the 64-token grid), decode tracked every 256
+///   tokens, the last tracked state inserted at finish; two ping-pong slots per running request
+///   are charged to the pool;
+/// - `extra_buffer_lazy`: the same placement with one slot charged (the lazy strategy allocates
+///   the second track slot only when needed).
+/// With `path_cap` > 0 (`--mamba-max-states-per-path`), after each insert the shallowest
+/// *eligible* states on the inserted path are dropped while more than `path_cap` remain:
+/// eligible = one child (forks and leaves are kept), not locked, not the path's tail.
+class sglang_policy : public lru_engine_policy {
+ public:
+  enum class mode : std::uint8_t { no_buffer, extra_buffer, extra_buffer_lazy };
+
+  /// `chunk_tokens`: `--chunked-prefill-size`; `path_cap`: 0 = unlimited (the default −1).
+  /// @throws invalid_argument for a zero chunk.
+  explicit sglang_policy(mode m = mode::extra_buffer, std::size_t chunk_tokens = 8192,
+                         std::size_t path_cap = 0)
+      : mode_(m), chunk_(chunk_tokens), path_cap_(path_cap) {
+    if (chunk_tokens == 0)
+      hybridcache::detail::throw_invalid("chunk_tokens", chunk_tokens, "must be >= 1");
+    reserved_ = m == mode::extra_buffer ? 2 : m == mode::extra_buffer_lazy ? 1 : 0;
+  }
+  [[nodiscard]] std::string name() const override {
+    std::string n = mode_ == mode::no_buffer      ? "sglang_no_buffer"
+                    : mode_ == mode::extra_buffer ? "sglang_extra_buffer"
+                                                  : "sglang_extra_buffer_lazy";
+    return path_cap_ == 0 ? n : n + "_cap" + std::to_string(path_cap_);
+  }
+  /// Match: the deepest node with a state (the lookup is capped at input − 1); the hit
+  /// refreshes it and its ancestors, ancestors older (`reset_node_and_parents_mru`), and locks
+  /// it. The running request's buffers are allocated now, evicting LRU (after the refresh).
+  std::size_t resume(const tree_step& s) override {
+    const auto path = s.path();
+    const std::size_t k = deepest_held(*ctx_.pool, path, s.usable);
+    touch_path(path, k);
+    pinned_ = k > 0 ? path[k - 1] : none;
+    shrink_to(room());
+    return k;
+  }
+  void plan_prefill(const tree_step& s, std::vector<std::size_t>& positions) override {
+    planned_.clear();
+    final_track_ = 0;
+    const std::size_t B = ctx_.trace->block(), P = s.prompt_tokens, pb = s.prompt_blocks;
+    const std::size_t k = s.resumed;
+    if (mode_ == mode::no_buffer) {
+      for (std::size_t end = k * B + chunk_; end < P; end += chunk_) planned_.push_back(end / B);
+    } else {
+      // mamba_branching_seqlen: the KV match beyond the state match, on the 64 grid (blocks).
+      const std::size_t branch = s.match > k ? s.match : 0;
+      for (std::size_t start = k * B; start < P;) {
+        const std::size_t end = std::min(start + chunk_, P);
+        std::size_t track = 0;
+        if (branch > 0 && start < branch * B && branch * B < end) {
+          track = branch;
+        } else {
+          track = (start + (end - start) / kTrackGrid * kTrackGrid) / B;
+        }
+        if (end == P) {
+          final_track_ = track;
+          if (track != pb) planned_.push_back(track);  // the end is inserted at finish
+        } else {
+          planned_.push_back(track);
+        }
+        start = end;
+      }
+    }
+    std::sort(planned_.begin(), planned_.end());
+    planned_.erase(std::unique(planned_.begin(), planned_.end()), planned_.end());
+    std::erase_if(planned_, [&](std::size_t j) { return j <= k || j > pb; });
+    positions.insert(positions.end(), planned_.begin(), planned_.end());
+  }
+  /// `cache_unfinished_req` after each chunk: insert up to the tracked position.
+  void after_prefill(const tree_step& s) override {
+    for (auto j : planned_) insert(s, j, true);
+  }
+  /// `cache_finished_req`: no_buffer inserts the whole sequence; extra_buffer inserts up to the
+  /// last tracked position (the last 256-token decode track, or the final extend's track).
+  void finish(const tree_step& s) override {
+    const std::size_t n = s.path().size(), pb = s.prompt_blocks;
+    if (n > s.resumed) {
+      if (mode_ == mode::no_buffer || n > pb || final_track_ == pb) insert(s, n, false);
+    }
+    pinned_ = none;
+  }
+
+ private:
+  static constexpr std::size_t kTrackGrid = 64;  ///< mamba_cache_chunk_size
+
+  /// `_insert_helper`: refresh the held states on the path root to leaf, then the new state
+  /// most recent; during the request its slot comes from the pool first (`_alloc_mamba_slot`,
+  /// evicting LRU before the refresh); at finish the running request's buffer is donated.
+  void insert(const tree_step& s, std::size_t j, bool running) {
+    const auto path = s.path();
+    const auto v = path[j - 1];
+    if (!ctx_.pool->holds(v)) {
+      const std::size_t cap = running ? room() : ctx_.pool->capacity();
+      if (cap == 0 || !shrink_to(cap - 1)) return;
+    }
+    touch_path(path, j - 1);
+    if (ctx_.pool->holds(v)) {
+      order_.touch(v);
+    } else {
+      ctx_.pool->add(v);
+      order_.insert(v);
+    }
+    if (path_cap_ > 0) cap_path(path, j);
+  }
+  /// The per-path cap after an insert at path[j − 1] (see the class comment).
+  void cap_path(std::span<const std::uint32_t> path, std::size_t j) {
+    std::vector<std::uint32_t> held;
+    for (std::size_t i = 0; i < j; ++i) {
+      if (ctx_.pool->holds(path[i])) held.push_back(path[i]);
+    }
+    std::size_t count = held.size();
+    for (std::size_t i = 0; i + 1 < held.size() && count > path_cap_; ++i) {
+      const auto v = held[i];  // held.back() is the tail
+      if (v == pinned_ || ctx_.tree->children(v) != 1) continue;
+      drop(v);
+      --count;
+    }
+  }
+
+  mode mode_;
+  std::size_t chunk_, path_cap_;
+  std::vector<std::size_t> planned_;
+  std::size_t final_track_ = 0;
+};
+
+/// `sglang_no_buffer`: sglang_policy in no_buffer mode.
+class sglang_no_buffer_policy final : public sglang_policy {
+ public:
+  explicit sglang_no_buffer_policy(std::size_t chunk_tokens = 8192)
+      : sglang_policy(mode::no_buffer, chunk_tokens) {}
+};
+/// `sglang_extra_buffer` (`_cap<N>` with a per-path cap): sglang_policy in extra_buffer mode.
+class sglang_extra_buffer_policy final : public sglang_policy {
+ public:
+  explicit sglang_extra_buffer_policy(std::size_t path_cap = 0, std::size_t chunk_tokens = 8192)
+      : sglang_policy(mode::extra_buffer, chunk_tokens, path_cap) {}
+};
+/// `sglang_extra_buffer_lazy`: sglang_policy in extra_buffer_lazy mode.
+class sglang_extra_buffer_lazy_policy final : public sglang_policy {
+ public:
+  explicit sglang_extra_buffer_lazy_policy(std::size_t path_cap = 0,
+                                           std::size_t chunk_tokens = 8192)
+      : sglang_policy(mode::extra_buffer_lazy, chunk_tokens, path_cap) {}
+};
+
+/// TensorRT-LLM hybrid block reuse (`MambaStateConfig`, see the file comment): snapshot points
+/// at every `periodic_snapshot_interval` tokens of the prompt, at `additional_snapshot_offsets`
+/// from its start and end, at the last block boundary a duplicate can reach (⌊(P − 1)/B⌋, the
+/// save-last point) and, with `enable_branch_snapshot`, where the request leaves the reuse tree
+/// (its KV match); LRU over the reusable blocks, a hit refreshing the reused path.
+class trtllm_policy final : public lru_engine_policy {
+ public:
+  /// @throws invalid_argument for an offset of 0 from the start.
+  explicit trtllm_policy(std::size_t periodic_interval = 256,
+                         std::vector<std::size_t> offsets_from_start = {},
+                         std::vector<std::size_t> offsets_from_end = {},
+                         bool branch_snapshot = true)
+      : interval_(periodic_interval),
+        from_start_(std::move(offsets_from_start)),
+        from_end_(std::move(offsets_from_end)),
+        branch_(branch_snapshot) {
+    for (std::size_t i = 0; i < from_start_.size(); ++i)
+      if (from_start_[i] == 0)
+        hybridcache::detail::throw_invalid(hybridcache::detail::indexed("offsets_from_start", i), 0,
+                                           "must be >= 1");
+  }
+  [[nodiscard]] std::string name() const override { return "trtllm"; }
+  std::size_t resume(const tree_step& s) override {
+    const auto path = s.path();
+    const std::size_t k = deepest_held(*ctx_.pool, path, s.usable);
+    touch_path(path, k);
+    pinned_ = k > 0 ? path[k - 1] : none;
+    return k;
+  }
+  void plan_prefill(const tree_step& s, std::vector<std::size_t>& positions) override {
+    planned_.clear();
+    const std::size_t B = ctx_.trace->block(), P = s.prompt_tokens;
+    if (interval_ > 0)
+      for (std::size_t t = interval_; t <= P; t += interval_) planned_.push_back(t / B);
+    for (auto o : from_start_)
+      if (o <= P) planned_.push_back(o / B);
+    for (auto o : from_end_)
+      if (o < P) planned_.push_back((P - o) / B);
+    planned_.push_back((P - 1) / B);  // save-last: the deepest point a duplicate reaches
+    if (branch_ && s.match > s.resumed) planned_.push_back(s.match);
     std::sort(planned_.begin(), planned_.end());
     planned_.erase(std::unique(planned_.begin(), planned_.end()), planned_.end());
     std::erase_if(planned_, [&](std::size_t j) { return j <= s.resumed || j > s.prompt_blocks; });
     positions.insert(positions.end(), planned_.begin(), planned_.end());
   }
   void after_prefill(const tree_step& s) override {
-    for (auto j : planned_) take(s, j);
+    for (auto j : planned_) admit(s.path()[j - 1]);
   }
-  void on_decode_block(const tree_step& s, std::size_t j) override {
-    if (decode_position(s, j)) take(s, j);
+  void finish(const tree_step&) override { pinned_ = none; }
+
+ private:
+  std::size_t interval_;
+  std::vector<std::size_t> from_start_, from_end_;
+  bool branch_;
+  std::vector<std::size_t> planned_;
+};
+/// Marconi (MLSys'25; see the file comment for the rules and the code read): at request end the
+/// leaf after the last token and, when the insertion splits an edge, the branch-off state
+/// (checkpointed during the prefill); eviction among states with at most one child in the tree
+/// of held states, by the lowest α · norm(FLOPs saved / (state + KV) bytes) + norm(1 / (now −
+/// last access)), min-max normalised; only the deepest matched node is refreshed by a hit.
+///
+/// With `tune` (the artifact's procedure) α starts at `alpha` and is re-chosen once: when the
+/// number of requests seen reaches `bootstrap_multiplier` × the requests seen before the first
+/// eviction, the policy replays all requests so far from an empty cache for every α of `grid`
+/// and keeps the one that saved the most prefill FLOPs over the last `tuning_last` of them (ties:
+/// the smallest α). Without `tune`, α stays fixed (the in-sample upper-bound row and the
+/// tuning replays themselves).
+class marconi_policy final : public tree_policy {
+ public:
+  /// `cost`: the cost model of the replay (KV bytes per token, FLOPs, the KV budget of the
+  /// tuning replays). @throws invalid_argument for a negative or non-finite α or grid value, an
+  /// empty grid, or a zero multiplier or tuning window.
+  explicit marconi_policy(double alpha = 0.0, bool tune = true, const tree_cost_model& cost = {},
+                          std::string name = "marconi", std::vector<double> grid = default_grid(),
+                          std::size_t bootstrap_multiplier = 5, std::size_t tuning_last = 500)
+      : alpha0_(alpha),
+        alpha_(alpha),
+        tune_(tune),
+        cost_(cost),
+        name_(std::move(name)),
+        grid_(std::move(grid)),
+        multiplier_(bootstrap_multiplier),
+        last_(tuning_last) {
+    check_alpha("alpha", alpha);
+    if (grid_.empty()) hybridcache::detail::throw_invalid("grid", "{}", "must not be empty");
+    for (std::size_t i = 0; i < grid_.size(); ++i)
+      check_alpha(hybridcache::detail::indexed("grid", i), grid_[i]);
+    if (bootstrap_multiplier == 0)
+      hybridcache::detail::throw_invalid("bootstrap_multiplier", 0, "must be >= 1");
+    if (tuning_last == 0) hybridcache::detail::throw_invalid("tuning_last", 0, "must be >= 1");
   }
+  /// The artifact's grid: 0, 0.1, …, 2.0.
+  [[nodiscard]] static std::vector<double> default_grid() {
+    std::vector<double> g;
+    for (int i = 0; i <= 20; ++i) g.push_back(static_cast<double>(i) / 10.0);
+    return g;
+  }
+  [[nodiscard]] std::string name() const override { return name_; }
+  /// The current α (after tuning, the tuned one).
+  [[nodiscard]] double alpha() const noexcept { return alpha_; }
+  /// Requests in the tuning window (0 until the first eviction).
+  [[nodiscard]] std::size_t window() const noexcept { return window_; }
+
+  void reset(const tree_context& ctx) override {
+    ctx_ = ctx;
+    ts_.assign(ctx.trace->node_count(), 0);
+    held_.clear();
+    clock_ = 0;
+    alpha_ = alpha0_;
+    seen_ = window_ = 0;
+    tuned_ = false;
+    branch_ = 0;
+    // The state budget M (the joint pool's capacity at the start also counts the KV share).
+    budget_ = ctx.pool->capacity();
+    if (cost_.kv.mode == kv_mode::joint && ctx.state_bytes > 0.0) {
+      const auto kv_share = static_cast<std::size_t>(std::floor(cost_.kv.bytes / ctx.state_bytes));
+      budget_ = budget_ > kv_share ? budget_ - kv_share : 0;
+    }
+  }
+  /// `match_prefix`: the logical clock ticks and only the deepest fully matched node is
+  /// refreshed.
+  std::size_t resume(const tree_step& s) override {
+    ++clock_;
+    ++seen_;
+    const auto path = s.path();
+    const std::size_t hit = deepest_held(*ctx_.pool, path, s.match);
+    if (hit > 0) ts_[path[hit - 1]] = clock_;
+    return deepest_held(*ctx_.pool, path, s.usable);
+  }
+  /// Speculative insertion: the insertion will split an edge at the match (the matched node
+  /// holds no state and the tree continues below it), so that state is checkpointed.
+  void plan_prefill(const tree_step& s, std::vector<std::size_t>& positions) override {
+    branch_ = 0;
+    const std::size_t b = s.match;
+    if (b > s.resumed && b <= s.prompt_blocks) {
+      const auto v = s.path()[b - 1];
+      if (!ctx_.pool->holds(v) && ctx_.tree->children(v) > 0) {
+        branch_ = b;
+        positions.push_back(b);
+      }
+    }
+  }
+  /// `insert` with a branch-off: room for both states, then the branch-off state.
+  void after_prefill(const tree_step& s) override {
+    if (branch_ == 0) return;
+    ++clock_;  // insert
+    make_room(2);
+    const auto v = s.path()[branch_ - 1];
+    if (!ctx_.pool->holds(v) && ctx_.pool->size() < ctx_.pool->capacity()) {
+      ctx_.pool->add(v);
+      held_.insert(v);
+      ts_[v] = clock_;
+    }
+  }
+  /// `insert` of the leaf (tuning first when the bootstrap window is complete).
   void finish(const tree_step& s) override {
     const auto path = s.path();
-    if (end_position(s)) take(s, path.size());
-    if (path_cap_ > 0) {
-      std::size_t held = 0;
-      for (auto v : path) held += ctx_.pool->holds(v) ? 1 : 0;
-      for (std::size_t j = 0; j < path.size() && held > path_cap_; ++j) {
-        if (ctx_.pool->holds(path[j])) {
-          drop(path[j]);
-          --held;
+    if (tune_ && !tuned_ && window_ > 0 && seen_ == window_) {
+      alpha_ = tune(s.index + 1);
+      tuned_ = true;
+    }
+    if (branch_ == 0) {
+      ++clock_;  // insert
+      make_room(1);
+    }
+    branch_ = 0;
+    if (path.empty() || path.size() <= s.resumed) return;
+    const auto v = path.back();
+    if (ctx_.pool->holds(v) || ctx_.pool->size() >= ctx_.pool->capacity()) return;
+    ctx_.pool->add(v);
+    held_.insert(v);
+    ts_[v] = clock_;
+  }
+  void on_dropped(std::uint32_t v) override { held_.erase(v); }
+
+ private:
+  static void check_alpha(const std::string& what, double a) {
+    if (!(a >= 0.0) || !std::isfinite(a))
+      hybridcache::detail::throw_invalid(what, a, "must be finite and >= 0");
+  }
+  /// `evict`: called once per insertion that would overflow (the clock ticks; the first call
+  /// fixes the bootstrap window), then `evict_v2` until `need` states fit.
+  void make_room(std::size_t need) {
+    auto& pool = *ctx_.pool;
+    const std::size_t cap = pool.capacity();
+    if (pool.size() + need <= cap) return;
+    ++clock_;
+    if (window_ == 0) window_ = multiplier_ * seen_;
+    while (!held_.empty() && pool.size() + need > cap) evict_one();
+  }
+  /// One `evict_v2` step (see the class comment).
+  void evict_one() {
+    const auto& t = *ctx_.trace;
+    auto& pool = *ctx_.pool;
+    // The tree of held states: each state's nearest held ancestor and the branch below it.
+    const std::vector<std::uint32_t> held(held_.begin(), held_.end());  // ascending ids
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;         // (held ancestor, child)
+    std::vector<double> anc_depth(held.size(), 0.0);
+    for (std::size_t i = 0; i < held.size(); ++i) {
+      std::uint32_t c = held[i], a = t.parent(c);
+      while (a != tree_trace::no_parent && !pool.holds(a)) {
+        c = a;
+        a = t.parent(a);
+      }
+      if (a != tree_trace::no_parent) {
+        edges.emplace_back(a, c);
+        anc_depth[i] = static_cast<double>(t.depth(a));
+      }
+    }
+    std::sort(edges.begin(), edges.end());
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    const auto children = [&](std::uint32_t v) {
+      const auto lo = std::lower_bound(edges.begin(), edges.end(), std::make_pair(v, 0u));
+      std::size_t n = 0;
+      for (auto it = lo; it != edges.end() && it->first == v; ++it) ++n;
+      return n;
+    };
+    std::vector<std::size_t> cand;
+    for (std::size_t i = 0; i < held.size(); ++i)
+      if (children(held[i]) <= 1) cand.push_back(i);
+    if (cand.empty())
+      for (std::size_t i = 0; i < held.size(); ++i) cand.push_back(i);
+    const double B = static_cast<double>(t.block());
+    const double kv_token = cost_.model.kv_bytes_per_token();
+    std::vector<double> eff(cand.size()), rec(cand.size());
+    for (std::size_t c = 0; c < cand.size(); ++c) {
+      const std::size_t i = cand[c];
+      const double dv = static_cast<double>(t.depth(held[i])), da = anc_depth[i];
+      eff[c] = ctx_.flops((dv - da) * B, da * B) / (ctx_.state_bytes + kv_token * dv * B);
+      const double age = static_cast<double>(clock_ - std::min(clock_, ts_[held[i]]));
+      rec[c] = 1.0 / std::max(age, 1e-9);
+    }
+    normalize(eff);
+    normalize(rec);
+    std::size_t best = 0;
+    for (std::size_t c = 1; c < cand.size(); ++c) {
+      if (alpha_ * eff[c] + rec[c] < alpha_ * eff[best] + rec[best]) best = c;
+    }
+    pool.remove(held[cand[best]]);
+    held_.erase(held[cand[best]]);
+  }
+  /// `_normalize`: min-max; all ones for one value or all equal.
+  static void normalize(std::vector<double>& x) {
+    if (x.size() > 1) {
+      const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+      const double a = *lo, b = *hi;
+      if (a != b) {
+        for (auto& v : x) v = (v - a) / (b - a);
+        return;
+      }
+    }
+    std::fill(x.begin(), x.end(), 1.0);
+  }
+  /// `ConfigTuner.tune_config`: replays requests [0, end) from an empty cache per α and keeps
+  /// the α with the most FLOPs saved over the last `last_` of them (the skipped tokens' prefill
+  /// FLOPs, as `get_cache_stats` counts them). Only past requests are read.
+  double tune(std::size_t end) {
+    const auto& t = *ctx_.trace;
+    const std::size_t B = t.block();
+    double best = grid_.front(), best_saved = -1.0;
+    for (double a : grid_) {
+      marconi_policy p(a, false, cost_, name_, grid_, multiplier_, last_);
+      tree_replayer r(t, p, budget_, *ctx_.usable, cost_, 0);
+      double saved = 0.0;
+      for (std::size_t i = 0; i < end; ++i) {
+        r.step();
+        if (i + last_ >= end) saved += ctx_.flops(static_cast<double>(r.last_resume() * B), 0.0);
+      }
+      if (saved > best_saved) {
+        best_saved = saved;
+        best = a;
+      }
+    }
+    return best;
+  }
+
+  double alpha0_, alpha_;
+  bool tune_;
+  tree_cost_model cost_;
+  std::string name_;
+  std::vector<double> grid_;
+  std::size_t multiplier_, last_;
+  tree_context ctx_{};
+  std::vector<std::uint64_t> ts_;
+  std::set<std::uint32_t> held_;  ///< the states this row holds (the pool's, in id order)
+  std::uint64_t clock_ = 0;
+  std::size_t seen_ = 0, window_ = 0, budget_ = 0, branch_ = 0;
+  bool tuned_ = false;
+};
+/// llama.cpp server (`tools/server/server-context.cpp`, `server-task.cpp`; see the file comment
+/// for the rules and the source read). Each slot keeps the sequence it last ran, its live state
+/// at that sequence's end and up to `per_slot` context checkpoints. A request goes to the slot
+/// whose sequence shares the largest fraction of its prompt (> `similarity`), else to the least
+/// recently used slot. It resumes from the live state when the slot's sequence is a prefix of
+/// its usable match, else from the newest checkpoint at or before the common prefix (else from
+/// scratch); checkpoints past the restore point are erased. During the prompt it checkpoints the
+/// state before each batch that starts a user message (spaced `min_step` apart, the last user
+/// message always) or lies near the prompt end (P − 4 − n_ubatch and P − 4).
+///
+/// With `cache_ram` (`--cache-ram`, the server default with `--cache-idle-slots`): the prompt
+/// cache. A slot about to lose most of its context, or an idle slot, is saved to the cache (its
+/// sequence, live state and checkpoints), unless an entry already contains it; entries it
+/// contains are removed; a request's slot first loads the entry that keeps the larger fraction
+/// of both (`f_keep` ≥ 0.25), which leaves the cache.
+///
+/// User-message starts: the trace has no turns, so the end of an earlier request on this path
+/// (its prompt + output tokens) stands in for the start of the next user message.
+///
+/// The budget of M states binds before the engine's own limits do: a new state first evicts the
+/// oldest checkpoint of any slot or entry, then the oldest cache entry, then the least recently
+/// used idle slot's live state (each holder in the engine's own FIFO/LRU order).
+class llamacpp_policy final : public tree_policy {
+ public:
+  /// Defaults: `--ctx-checkpoints 32`, `--checkpoint-min-step 8192`, `-ub 512`, `-b 2048`,
+  /// `--parallel` auto (4 slots), `--slot-prompt-similarity 0.1`.
+  /// @throws invalid_argument for zero slots, checkpoints or batch sizes.
+  explicit llamacpp_policy(std::size_t per_slot = 32, std::size_t n_ubatch = 512,
+                           std::size_t n_batch = 2048, std::size_t min_step = 8192,
+                           std::size_t slots = 4, double similarity = 0.1, bool cache_ram = false)
+      : cache_ram_(cache_ram),
+        per_slot_(per_slot),
+        ubatch_(n_ubatch),
+        batch_(n_batch),
+        min_step_(min_step),
+        n_slots_(slots),
+        similarity_(similarity) {
+    if (per_slot == 0) hybridcache::detail::throw_invalid("per_slot", per_slot, "must be >= 1");
+    if (n_ubatch == 0) hybridcache::detail::throw_invalid("n_ubatch", n_ubatch, "must be >= 1");
+    if (n_batch == 0) hybridcache::detail::throw_invalid("n_batch", n_batch, "must be >= 1");
+    if (slots == 0) hybridcache::detail::throw_invalid("slots", slots, "must be >= 1");
+    if (!(similarity >= 0.0 && similarity <= 1.0))
+      hybridcache::detail::throw_invalid("similarity", similarity, "must be in [0, 1]");
+  }
+  [[nodiscard]] std::string name() const override {
+    return cache_ram_ ? "llamacpp_cache_ram" : "llamacpp";
+  }
+
+  void reset(const tree_context& ctx) override {
+    ctx_ = ctx;
+    refs_.assign(ctx.trace->node_count(), 0);
+    ended_.assign(ctx.trace->node_count(), 0);
+    slots_.assign(n_slots_, holder{});
+    cache_.clear();
+    clock_ = 0;
+    cur_ = 0;
+  }
+
+  std::size_t resume(const tree_step& s) override {
+    const auto path = s.path();
+    const std::size_t B = ctx_.trace->block(), P = s.prompt_tokens;
+    ++clock_;
+    // get_available_slot: the most similar slot with content, else the LRU slot.
+    std::size_t pick = n_slots_;
+    double best_sim = -1.0;
+    for (std::size_t i = 0; i < n_slots_; ++i) {
+      if (slots_[i].tokens == 0) continue;
+      const double sim = static_cast<double>(lcp(slots_[i], path) * B) / static_cast<double>(P);
+      if (sim > best_sim && sim > similarity_) {
+        best_sim = sim;
+        pick = i;
+      }
+    }
+    bool update_cache = false;
+    if (pick < n_slots_) {
+      const auto& h = slots_[pick];
+      update_cache = static_cast<double>(lcp(h, path) * B) < 0.5 * static_cast<double>(h.tokens);
+    } else {
+      pick = 0;
+      for (std::size_t i = 1; i < n_slots_; ++i)
+        if (slots_[i].last_used < slots_[pick].last_used) pick = i;
+      update_cache = true;
+    }
+    cur_ = pick;
+    if (cache_ram_) {
+      if (update_cache) {
+        save(slots_[cur_]);
+        load(slots_[cur_], path, P);
+      }
+      // --cache-idle-slots with the unified KV of the auto slots: idle slots go to the cache
+      // and are cleared.
+      for (std::size_t i = 0; i < n_slots_; ++i) {
+        if (i == cur_ || slots_[i].tokens == 0) continue;
+        save(slots_[i]);
+        clear(slots_[i]);
+      }
+    }
+    // Restore within the slot.
+    auto& h = slots_[cur_];
+    const std::size_t common = lcp(h, path);
+    const std::size_t cap = std::min(common, s.usable);
+    std::size_t k = 0;
+    std::size_t keep_tokens = 0;  // pos_next after the restore
+    if (h.tokens > 0 && h.live && common == h.path.size() && h.path.size() <= cap &&
+        ctx_.pool->holds(h.path.back())) {
+      k = h.path.size();
+      keep_tokens = common * B;
+    } else {
+      for (auto it = h.ckpts.rbegin(); it != h.ckpts.rend(); ++it) {
+        if (it->block <= cap && it->block > 0 && ctx_.pool->holds(path[it->block - 1])) {
+          k = it->block;
+          keep_tokens = it->tokens;
+          break;
         }
       }
     }
-  }
-
- protected:
-  void on_dropped(std::uint32_t v) override { order_.erase(v); }
-
-  /// Block positions j <= pb (state at path[j−1]) the engine snapshots during the prefill,
-  /// decided at match time (positions outside (k, pb] are ignored).
-  virtual void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const = 0;
-  /// Whether the engine snapshots decode block j (> pb), decided at its end (default: no).
-  virtual bool decode_position(const tree_step& s, std::size_t j) const {
-    (void)s;
-    (void)j;
-    return false;
-  }
-  /// Whether the engine snapshots the request end j = n (default: no).
-  virtual bool end_position(const tree_step& s) const {
-    (void)s;
-    return false;
-  }
-  /// Takes the state at position j (in the open window), evicting to make room.
-  void take(const tree_step& s, std::size_t j) {
-    const std::size_t cap = std::min(ctx_.pool->capacity(), limit_);
-    const auto path = s.path();
-    if (j <= s.resumed || j > path.size() || cap == 0) return;
-    const auto v = path[j - 1];
-    if (ctx_.pool->holds(v)) {
-      if (touch_on_hit_) order_.touch(v);
-      return;
-    }
-    while (ctx_.pool->size() >= cap) evict_one(s);
-    ctx_.pool->add(v);
-    order_.insert(v);
-  }
-  /// Picks and drops one state (default: least recently used / first in).
-  virtual void evict_one(const tree_step&) { drop(order_.oldest()); }
-  void drop(std::uint32_t v) {
-    order_.erase(v);
-    ctx_.pool->remove(v);
-  }
-
-  tree_context ctx_{};
-  recency_order order_;
-  bool touch_on_hit_ = true;  ///< false: FIFO
-  std::size_t path_cap_ = 0;  ///< 0: no per-path cap
-  std::size_t limit_ = std::numeric_limits<std::size_t>::max();
-  std::vector<std::size_t> planned_;  ///< this request's announced prefill positions
-};
-
-/// vLLM v1 `--mamba-cache-mode align`: the replay boundary and the junction (see the file comment).
-class vllm_align_policy final : public engine_policy {
- public:
-  [[nodiscard]] std::string name() const override { return "vllm_align"; }
-
- protected:
-  void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const override {
-    if (s.prompt_blocks > 0) out.push_back(s.prompt_blocks);
-    if (s.match > 0 && s.match < s.prompt_blocks) out.push_back(s.match);
-  }
-};
-
-/// vLLM v1 `--mamba-cache-mode all`: a state at every prompt block.
-class vllm_all_policy final : public engine_policy {
- public:
-  [[nodiscard]] std::string name() const override { return "vllm_all"; }
-
- protected:
-  void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const override {
-    for (std::size_t j = s.resumed + 1; j <= s.prompt_blocks; ++j) out.push_back(j);
-  }
-};
-
-/// SGLang MambaRadixCache no_buffer: chunk ends and the request end.
-class sglang_no_buffer_policy final : public engine_policy {
- public:
-  /// `chunk_tokens`: the chunked-prefill size C (SGLang's default 8192).
-  explicit sglang_no_buffer_policy(std::size_t chunk_tokens = 8192) : chunk_(chunk_tokens) {
-    if (chunk_tokens == 0)
-      hybridcache::detail::throw_invalid("chunk_tokens", chunk_tokens, "must be >= 1");
-  }
-  [[nodiscard]] std::string name() const override { return "sglang_no_buffer"; }
-
- protected:
-  void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const override {
-    const std::size_t B = ctx_.trace->block();
-    const std::size_t P = s.prompt_tokens;
-    for (std::size_t end = s.resumed * B + chunk_; end < P; end += chunk_) out.push_back(end / B);
-  }
-  bool end_position(const tree_step&) const override { return true; }
-
- private:
-  std::size_t chunk_;
-};
-
-/// SGLang MambaRadixCache extra_buffer: extend end, branch point, request end; optional per-path
-/// cap that drops the shallowest states on the path.
-class sglang_extra_buffer_policy final : public engine_policy {
- public:
-  explicit sglang_extra_buffer_policy(std::size_t path_cap = 0) { path_cap_ = path_cap; }
-  [[nodiscard]] std::string name() const override {
-    return path_cap_ == 0 ? std::string("sglang_extra_buffer")
-                          : "sglang_extra_buffer_cap" + std::to_string(path_cap_);
-  }
-
- protected:
-  void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const override {
-    if (s.prompt_blocks > 0) out.push_back(s.prompt_blocks);
-    if (s.match > 0) out.push_back(s.match);  // m <= pb: the branch point (== pb: the extend end)
-  }
-  bool end_position(const tree_step&) const override { return true; }
-};
-
-/// llama.cpp server context checkpoints: two near the prompt end, FIFO of `per_slot`.
-class llamacpp_policy final : public engine_policy {
- public:
-  explicit llamacpp_policy(std::size_t per_slot = 32, std::size_t n_ubatch = 512)
-      : ubatch_(n_ubatch) {
-    if (per_slot == 0) hybridcache::detail::throw_invalid("per_slot", per_slot, "must be >= 1");
-    limit_ = per_slot;
-    touch_on_hit_ = false;
-  }
-  [[nodiscard]] std::string name() const override { return "llamacpp"; }
-
- protected:
-  void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const override {
-    const std::size_t B = ctx_.trace->block();
-    const std::size_t P = s.prompt_tokens;
-    if (P > 4 + ubatch_) out.push_back((P - 4 - ubatch_) / B);
-    if (P > 4) out.push_back((P - 4) / B);
-  }
-
- private:
-  std::size_t ubatch_;
-};
-
-/// Marconi: two admissions at request end, FLOP-aware eviction with weight α.
-class marconi_policy final : public engine_policy {
- public:
-  explicit marconi_policy(double alpha = 1.0) : alpha_(alpha) {
-    if (!(alpha >= 0.0) || !std::isfinite(alpha))
-      hybridcache::detail::throw_invalid("alpha", alpha, "must be finite and >= 0");
-  }
-  [[nodiscard]] std::string name() const override { return "marconi"; }
-  [[nodiscard]] double alpha() const noexcept { return alpha_; }
-
- protected:
-  void prefill_positions(const tree_step& s, std::vector<std::size_t>& out) const override {
-    // Speculative insertion: the sequence branches off at the matched node when that node
-    // already has a child (inserting would split an edge or add a sibling). Decided at match
-    // time, on the tree before this request's blocks are allocated.
-    const auto path = s.path();
-    if (s.match > 0 && ctx_.tree->children(path[s.match - 1]) > 0) out.push_back(s.match);
-  }
-  bool end_position(const tree_step&) const override { return true; }
-  void evict_one(const tree_step&) override {
-    // Candidates: states whose node has at most one child in the tree.
-    std::vector<std::uint32_t> cand, all;
-    for (const auto& [stamp, v] : order_) {
-      all.push_back(v);
-      if (ctx_.tree->children(v) <= 1) cand.push_back(v);
-    }
-    if (cand.empty()) cand = all;
-    const std::size_t B = ctx_.trace->block();
-    double rmin = std::numeric_limits<double>::infinity(), rmax = -rmin, emin = rmin, emax = -rmin;
-    std::vector<double> rec(cand.size()), eff(cand.size());
-    for (std::size_t i = 0; i < cand.size(); ++i) {
-      const auto v = cand[i];
-      rec[i] = static_cast<double>(order_.stamp(v));
-      // FLOPs this state saves over the nearest held ancestor, per byte.
-      std::uint32_t a = ctx_.trace->parent(v);
-      while (a != tree_trace::no_parent && ctx_.trace->parent(a) != tree_trace::no_parent &&
-             !ctx_.pool->holds(a))
-        a = ctx_.trace->parent(a);
-      const double da =
-          a == tree_trace::no_parent ? 0.0 : static_cast<double>(ctx_.trace->depth(a));
-      const double dv = static_cast<double>(ctx_.trace->depth(v));
-      eff[i] = ctx_.flops((dv - da) * static_cast<double>(B), da * static_cast<double>(B)) /
-               ctx_.state_bytes;
-      rmin = std::min(rmin, rec[i]);
-      rmax = std::max(rmax, rec[i]);
-      emin = std::min(emin, eff[i]);
-      emax = std::max(emax, eff[i]);
-    }
-    std::size_t best = 0;
-    double best_score = std::numeric_limits<double>::infinity();
-    for (std::size_t i = 0; i < cand.size(); ++i) {
-      const double r = rmax > rmin ? (rec[i] - rmin) / (rmax - rmin) : 0.0;
-      const double e = emax > emin ? (eff[i] - emin) / (emax - emin) : 0.0;
-      const double score = r + alpha_ * e;
-      if (score < best_score) {
-        best_score = score;
-        best = i;
+    // Erase the checkpoints past the restore point.
+    for (auto it = h.ckpts.begin(); it != h.ckpts.end();) {
+      if (it->tokens > keep_tokens || (k == 0)) {
+        release(path_node(h, it->block));
+        it = h.ckpts.erase(it);
+      } else {
+        ++it;
       }
     }
-    drop(cand[best]);
+    resumed_ = k;
+    return k;
+  }
+
+  void plan_prefill(const tree_step& s, std::vector<std::size_t>& positions) override {
+    planned_.clear();
+    const auto path = s.path();
+    const std::size_t B = ctx_.trace->block(), P = s.prompt_tokens, k = s.resumed;
+    // User-message starts on this prompt (see the class comment), in tokens.
+    std::vector<std::size_t> users;
+    for (std::size_t j = 1; j <= path.size(); ++j) {
+      const std::size_t t = ended_[path[j - 1]];
+      if (t > k * B && t < P) users.push_back(t);
+    }
+    std::sort(users.begin(), users.end());
+    const std::size_t last_user = users.empty() ? P + 1 : users.back();
+    const auto is_user = [&](std::size_t q) {
+      return std::binary_search(users.begin(), users.end(), q);
+    };
+    const auto& h = slots_[cur_];
+    bool empty = h.ckpts.empty();
+    std::size_t last = empty ? 0 : h.ckpts.back().tokens;
+    const std::size_t tail1 = std::min(batch_, 4 + ubatch_),
+                      tail2 = std::min<std::size_t>(batch_, 4);
+    for (std::size_t start = k * B; start < P;) {
+      // The batch ends at the first break: n_batch tokens, the prompt end, an eligible user
+      // start, or P − tail1 / P − tail2.
+      std::size_t e = std::min(P, start + batch_);
+      for (std::size_t tail : {tail1, tail2})
+        if (P > tail && P - tail > start) e = std::min(e, P - tail);
+      for (auto q : users) {
+        if (q <= start || q >= e) continue;
+        if (q == last_user || empty || q > last + min_step_) {
+          e = q;
+          break;
+        }
+      }
+      const bool near_end = P < e + ubatch_;
+      const bool user_start = is_user(start);
+      bool take = start > 0 && (e == P || user_start || near_end);
+      take = take && (empty || start == last_user || near_end || start > last + min_step_);
+      if (take) {
+        planned_.push_back({start, start / B});
+        last = start;
+        empty = false;
+      }
+      start = e;
+    }
+    for (const auto& c : planned_)
+      if (c.block > k) positions.push_back(c.block);
+  }
+
+  void after_prefill(const tree_step& s) override {
+    const auto path = s.path();
+    auto& h = slots_[cur_];
+    const std::vector<std::uint32_t> old = h.path;
+    h.path.assign(path.begin(), path.end());
+    for (const auto& c : planned_) {
+      if (c.block == 0) continue;
+      create_checkpoint(h, c, s.index);
+      if (!hold(path[c.block - 1], c.block > resumed_)) {
+        h.ckpts.pop_back();  // no room: the checkpoint is not kept
+      }
+    }
+    // The live state was overwritten by this request: unless the request resumed from it (then
+    // it runs on until `finish`), it is gone.
+    stale_ = none;
+    if (h.live) {
+      if (resumed_ > 0 && old.size() == resumed_ && old.back() == path[resumed_ - 1])
+        stale_ = old.back();
+      else
+        release(old.back());
+      h.live = false;
+    }
+  }
+
+  void finish(const tree_step& s) override {
+    const auto path = s.path();
+    auto& h = slots_[cur_];
+    h.path.assign(path.begin(), path.end());
+    h.tokens = s.prompt_tokens + s.request->output_tokens;  // known at the request's end
+    h.last_used = static_cast<std::int64_t>(clock_);
+    if (!path.empty()) {
+      ended_[path.back()] = h.tokens;
+      h.live = hold(path.back(), path.size() > resumed_);
+    }
+    if (stale_ != none) release(stale_);
+    stale_ = none;
+  }
+
+  void on_dropped(std::uint32_t v) override {
+    refs_[v] = 0;
+    if (stale_ == v) stale_ = none;
+    const auto purge = [&](holder& h) {
+      std::erase_if(h.ckpts, [&](const ckpt& c) { return path_node(h, c.block) == v; });
+      if (h.live && !h.path.empty() && h.path.back() == v) h.live = false;
+    };
+    for (auto& h : slots_) purge(h);
+    for (auto& h : cache_) purge(h);
+    std::erase_if(cache_, [](const holder& h) { return !h.live && h.ckpts.empty(); });
   }
 
  private:
-  double alpha_;
-};
+  struct ckpt {
+    std::size_t tokens = 0;  ///< n_tokens of the checkpoint (the state before its batch)
+    std::size_t block = 0;   ///< ⌊tokens / B⌋: the block-grid node it stands at
+    std::size_t task = 0;    ///< the request that created it
+    std::uint64_t stamp = 0;
+  };
+  /// A slot or a prompt-cache entry: a sequence, its live end state and checkpoints.
+  struct holder {
+    std::vector<std::uint32_t> path;
+    std::size_t tokens = 0;
+    bool live = false;
+    std::deque<ckpt> ckpts;
+    std::int64_t last_used = -1;
+    std::uint64_t stamp = 0;  ///< cache entries: insertion order
+  };
 
+  struct planned {
+    std::size_t tokens = 0, block = 0;
+  };
+
+  static std::uint32_t path_node(const holder& h, std::size_t block) { return h.path[block - 1]; }
+  static std::size_t lcp(const holder& h, std::span<const std::uint32_t> path) {
+    std::size_t i = 0;
+    while (i < h.path.size() && i < path.size() && h.path[i] == path[i]) ++i;
+    return i;
+  }
+
+  /// `create_checkpoint`: thin the checkpoints of earlier tasks within `min_step` of the
+  /// previous one when the list is nearly full, drop the oldest while full, supersede one at the
+  /// same position, append.
+  void create_checkpoint(holder& h, const planned& c, std::size_t task) {
+    if (h.ckpts.size() + 1 >= per_slot_) {
+      std::int64_t last = -1;
+      for (auto it = h.ckpts.begin(); it != h.ckpts.end();) {
+        if (it->task != task && last >= 0 &&
+            it->tokens <= static_cast<std::size_t>(last) + min_step_) {
+          release(path_node(h, it->block));
+          it = h.ckpts.erase(it);
+          continue;
+        }
+        last = static_cast<std::int64_t>(it->tokens);
+        ++it;
+      }
+    }
+    while (h.ckpts.size() >= per_slot_) {
+      release(path_node(h, h.ckpts.front().block));
+      h.ckpts.pop_front();
+    }
+    for (auto it = h.ckpts.begin(); it != h.ckpts.end();) {
+      if (it->tokens == c.tokens) {
+        release(path_node(h, it->block));
+        it = h.ckpts.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    h.ckpts.push_back({c.tokens, c.block, task, ++clock_});
+  }
+
+  /// `server_prompt_cache::alloc` (see the class comment).
+  void save(const holder& h) {
+    if (h.tokens == 0) return;
+    for (const auto& e : cache_)
+      if (lcp(e, h.path) == h.path.size() && h.tokens <= e.tokens) return;
+    for (auto it = cache_.begin(); it != cache_.end();) {
+      if (lcp(*it, h.path) == it->path.size() && it->tokens <= h.tokens) {
+        clear(*it);
+        it = cache_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    holder e = h;
+    e.stamp = ++clock_;
+    if (e.live) ++refs_[e.path.back()];
+    for (const auto& c : e.ckpts) ++refs_[path_node(e, c.block)];
+    cache_.push_back(std::move(e));
+  }
+  /// `server_prompt_cache::load` into slot `h` for a prompt `path` of `P` tokens.
+  void load(holder& h, std::span<const std::uint32_t> path, std::size_t P) {
+    const double B = static_cast<double>(ctx_.trace->block());
+    const double base = static_cast<double>(lcp(h, path)) * B;
+    double keep = h.tokens > 0 ? base / static_cast<double>(h.tokens) : -1.0;
+    double sim = base / static_cast<double>(P);
+    auto best = cache_.end();
+    for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+      const double l = static_cast<double>(lcp(*it, path)) * B;
+      const double k = l / static_cast<double>(it->tokens), f = l / static_cast<double>(P);
+      if (k < 0.25) continue;
+      if (keep < k && sim < f) {
+        keep = k;
+        sim = f;
+        best = it;
+      }
+    }
+    if (best == cache_.end()) return;
+    clear(h);
+    const auto used = h.last_used;
+    h = std::move(*best);
+    h.last_used = used;
+    cache_.erase(best);
+  }
+  void clear(holder& h) {
+    if (h.live) release(h.path.back());
+    for (const auto& c : h.ckpts) release(path_node(h, c.block));
+    const auto used = h.last_used;
+    h = holder{};
+    h.last_used = used;
+  }
+
+  /// Takes a reference on the state at `v`; a new state (`fresh`: in the open window) evicts
+  /// for room. @returns false when no room could be made.
+  bool hold(std::uint32_t v, bool fresh) {
+    auto& pool = *ctx_.pool;
+    if (pool.holds(v)) {
+      ++refs_[v];
+      return true;
+    }
+    if (!fresh || !pool.is_open(v)) return false;
+    while (pool.size() >= pool.capacity()) {
+      if (!evict_one()) return false;
+    }
+    pool.add(v);
+    refs_[v] = 1;
+    return true;
+  }
+  void release(std::uint32_t v) {
+    if (refs_[v] == 0) return;
+    if (--refs_[v] == 0 && ctx_.pool->holds(v)) ctx_.pool->remove(v);
+  }
+  /// Frees one holder's reference (see the class comment for the order). @returns false when
+  /// nothing is left to evict but the current slot's own checkpoints of this request.
+  bool evict_one() {
+    // The oldest checkpoint of any slot or entry, the current slot's last one excepted.
+    holder* owner = nullptr;
+    std::uint64_t oldest = std::numeric_limits<std::uint64_t>::max();
+    const auto scan = [&](holder& h, bool current) {
+      const std::size_t n = h.ckpts.size() - (current && !h.ckpts.empty() ? 1 : 0);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (h.ckpts[i].stamp < oldest) {
+          oldest = h.ckpts[i].stamp;
+          owner = &h;
+        }
+      }
+    };
+    for (std::size_t i = 0; i < n_slots_; ++i) scan(slots_[i], i == cur_);
+    for (auto& e : cache_) scan(e, false);
+    if (owner != nullptr) {
+      for (auto it = owner->ckpts.begin(); it != owner->ckpts.end(); ++it) {
+        if (it->stamp == oldest) {
+          release(path_node(*owner, it->block));
+          owner->ckpts.erase(it);
+          return true;
+        }
+      }
+    }
+    if (!cache_.empty()) {
+      clear(cache_.front());
+      cache_.pop_front();
+      return true;
+    }
+    std::size_t victim = n_slots_;
+    for (std::size_t i = 0; i < n_slots_; ++i) {
+      if (i == cur_ || !slots_[i].live) continue;
+      if (victim == n_slots_ || slots_[i].last_used < slots_[victim].last_used) victim = i;
+    }
+    if (victim == n_slots_) return false;
+    clear(slots_[victim]);
+    return true;
+  }
+
+  bool cache_ram_;
+  std::size_t per_slot_, ubatch_, batch_, min_step_, n_slots_;
+  double similarity_;
+  tree_context ctx_{};
+  std::vector<std::uint32_t> refs_;
+  std::vector<std::size_t> ended_;  ///< per node: tokens of an earlier request ending there
+  std::vector<holder> slots_;
+  std::deque<holder> cache_;
+  std::vector<planned> planned_;
+  std::uint64_t clock_ = 0;
+  std::size_t cur_ = 0, resumed_ = 0;
+  static constexpr std::uint32_t none = tree_trace::no_parent;
+  std::uint32_t stale_ = none;
+};
 /// Shared machinery of the two offline references (Belady on states): for every node, the
 /// requests that would use a state there (in request order, one compressed row per node), the
 /// next use after a given request, and the held states ordered by next use.
@@ -514,15 +1290,20 @@ class oracle_exact_policy final : public belady_policy {
 };
 
 namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::engine_policy;
 using ::hybridcache::llamacpp_policy;
+using ::hybridcache::lru_engine_policy;
 using ::hybridcache::marconi_policy;
 using ::hybridcache::oracle_exact_policy;
 using ::hybridcache::oracle_policy;
 using ::hybridcache::recency_order;
+using ::hybridcache::sglang_extra_buffer_lazy_policy;
 using ::hybridcache::sglang_extra_buffer_policy;
 using ::hybridcache::sglang_no_buffer_policy;
+using ::hybridcache::sglang_policy;
+using ::hybridcache::trtllm_policy;
+using ::hybridcache::vllm_align_dense_policy;
 using ::hybridcache::vllm_align_policy;
 using ::hybridcache::vllm_all_policy;
+using ::hybridcache::vllm_policy;
 }  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -5,9 +5,10 @@
 /// The tree scenario's sweep: every policy of sim/tree/policies.hpp at every state budget on one
 /// tree trace (sim/tree/trace.hpp), through the replay engine of sim/tree/replay.hpp.
 ///
-/// Marconi's α is tuned as its paper does: replay a window (the first `marconi_window` of the
-/// requests) once per α of the grid and keep the α with the highest token hit rate (ties: the
-/// smallest α); the full trace is then replayed with it, per budget.
+/// `marconi` tunes its α itself, online, by the artifact's own procedure (policies.hpp).
+/// `marconi_insample` is a labelled upper bound: its α is the grid value with the highest token
+/// hit rate on a prefix of the same trace (the first `marconi_window` of the requests; ties: the
+/// smallest α), per budget, and the full trace is then replayed with it.
 
 #include <array>
 #include <cstddef>
@@ -33,7 +34,10 @@ inline constexpr std::string_view tree_policy_names[] = {
     "hybridcache",
 #endif
     "vllm_align",  "vllm_all", "sglang_no_buffer", "sglang_extra_buffer", "sglang_extra_buffer_cap",
-    "marconi",     "llamacpp", "oracle",           "oracle_exact"};
+    "marconi",     "llamacpp", "oracle",           "oracle_exact",
+    // engine variants (docs/tree_simulation.md, "Engine rows: what each follows")
+    "vllm_align_dense", "sglang_extra_buffer_lazy", "trtllm", "llamacpp_cache_ram",
+    "marconi_insample"};
 
 /// Ablations of the library's policy, run only when named (`--tree-policies`):
 /// `hybridcache_base` = before the fresh-end prior and work-bounded re-plans (`fresh_prior`
@@ -95,19 +99,29 @@ struct tree_result {
   std::vector<tree_metrics> rows;   ///< policy-major, budgets in order
 };
 
-/// The policy called `name` (one of `tree_policy_names`), Marconi with weight `alpha`.
+/// The policy called `name` (one of `tree_policy_names`), `marconi_insample` with weight `alpha`.
 /// @throws invalid_argument for an unknown name.
 inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, const tree_options& o,
                                                      double alpha = 1.0) {
   if (name == "vllm_align") return std::make_unique<vllm_align_policy>();
+  if (name == "vllm_align_dense") return std::make_unique<vllm_align_dense_policy>();
   if (name == "vllm_all") return std::make_unique<vllm_all_policy>();
   if (name == "sglang_no_buffer") return std::make_unique<sglang_no_buffer_policy>(o.sglang_chunk);
-  if (name == "sglang_extra_buffer") return std::make_unique<sglang_extra_buffer_policy>(0);
+  if (name == "sglang_extra_buffer")
+    return std::make_unique<sglang_extra_buffer_policy>(0, o.sglang_chunk);
+  if (name == "sglang_extra_buffer_lazy")
+    return std::make_unique<sglang_extra_buffer_lazy_policy>(0, o.sglang_chunk);
   if (name == "sglang_extra_buffer_cap")
-    return std::make_unique<sglang_extra_buffer_policy>(o.sglang_path_cap);
-  if (name == "marconi") return std::make_unique<marconi_policy>(alpha);
+    return std::make_unique<sglang_extra_buffer_policy>(o.sglang_path_cap, o.sglang_chunk);
+  if (name == "trtllm") return std::make_unique<trtllm_policy>();
+  if (name == "marconi") return std::make_unique<marconi_policy>(0.0, true, o.cost);
+  if (name == "marconi_insample")
+    return std::make_unique<marconi_policy>(alpha, false, o.cost, "marconi_insample");
   if (name == "llamacpp")
     return std::make_unique<llamacpp_policy>(o.llamacpp_per_slot, o.llamacpp_ubatch);
+  if (name == "llamacpp_cache_ram")
+    return std::make_unique<llamacpp_policy>(o.llamacpp_per_slot, o.llamacpp_ubatch, 2048, 8192,
+                                             4, 0.1, true);
   if (name == "oracle") return std::make_unique<oracle_policy>();
   if (name == "oracle_exact") return std::make_unique<oracle_exact_policy>();
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
@@ -180,7 +194,7 @@ inline double tune_marconi_alpha(const tree_trace& t, std::size_t budget,
       1, static_cast<std::size_t>(o.marconi_window * static_cast<double>(t.size())));
   double best = o.marconi_alphas.front(), best_hit = -1.0;
   for (double a : o.marconi_alphas) {
-    marconi_policy p(a);
+    marconi_policy p(a, false, o.cost);
     const auto m = replay_tree(t, p, budget, usable, o.cost, 0, window);
     if (m.hit_rate > best_hit) {
       best_hit = m.hit_rate;
@@ -212,10 +226,10 @@ inline tree_result simulate_tree(const tree_trace& t, const tree_options& o,
   for (const auto& name : o.policies) {
     for (auto budget : o.budgets) {
       double alpha = 1.0;
-      if (name == "marconi") alpha = tune_marconi_alpha(t, budget, usable, o);
+      if (name == "marconi_insample") alpha = tune_marconi_alpha(t, budget, usable, o);
       auto p = make_tree_policy(name, o, alpha);
       auto m = replay_tree(t, *p, budget, usable, o.cost);
-      if (name == "marconi") m.parameter = alpha;
+      if (const auto* mp = dynamic_cast<const marconi_policy*>(p.get())) m.parameter = mp->alpha();
       res.rows.push_back(std::move(m));
       if (progress) progress(++done, total);
     }
