@@ -59,8 +59,8 @@ if [[ -f "$server_stamp_file" && "$(cat "$server_stamp_file")" == "$server_stamp
   have_server=1
 fi
 if [[ $have_library == 1 && ( $server != 1 || $have_server == 1 ) ]]; then
-  echo "install-llama-cpp.sh: llama.cpp from llama-cpp-python $version already in $prefix" \
-       "$([[ $server == 1 ]] && echo "(with llama-server)")"
+  echo "install-llama-cpp.sh: llama.cpp from llama-cpp-python $version already in" \
+       "$prefix$([[ $server == 1 ]] && echo " (with llama-server)")"
   exit 0
 fi
 
