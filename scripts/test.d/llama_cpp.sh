@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The real engine (DESIGN §9): builds and installs llama.cpp from the source vendored in the PyPI
-# sdist of llama-cpp-python (scripts/install-llama-cpp.sh; skipped when the same version is
-# installed), writes tiny random-weight GGUF models with the PyPI packages gguf + numpy in a venv
+# The real engine (DESIGN §9): builds and installs llama.cpp and llama-server from the source
+# vendored in the PyPI sdist of llama-cpp-python (LLAMA_CPP_SERVER=1 scripts/install-llama-cpp.sh;
+# skipped when the same version is installed; the server adds ~5 min on 2 shared cores once),
+# writes tiny random-weight GGUF models with the PyPI packages gguf + numpy in a venv
 # (build/gguf-venv; tools/gguf/make_models.py), then builds the adapter's tests
-# (engines/llama_cpp.hpp) in build/llama (Debug, -Werror) and runs them (ctest -L llama_cpp).
+# (engines/llama_cpp.hpp) in build/llama (Debug, -Werror) and runs them (ctest -L llama_cpp), the
+# llama-server anchor's short run (tools/llama_server/anchor.py, on 127.0.0.1) included.
 # Without PyPI it is skipped, loudly, like scripts/test.d/python.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -12,7 +14,7 @@ start=$(date +%s)
 python=${PYTHON:-python3}
 prefix=${LLAMA_CPP_PREFIX:-/opt/llama.cpp}
 
-scripts/install-llama-cpp.sh
+LLAMA_CPP_SERVER=1 scripts/install-llama-cpp.sh
 if [[ ! -f "$prefix/include/llama.h" ]]; then
   echo "llama_cpp.sh: llama.cpp is not installed in $prefix; the real-engine tests were NOT run" >&2
   exit 0

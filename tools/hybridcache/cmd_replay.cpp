@@ -35,6 +35,9 @@ prefilled (no decode), resuming from the snapshot the policy chose.
   --user-min N --user-max N --output-min N --output-max N --seed N   the trace
   --threads N             llama.cpp CPU threads (default 1)
   --csv FILE --json FILE  per-request rows / the summary
+  --dump-prompts FILE     every request's token ids, one JSON object per line
+                          ({"request", "root", "tokens"}): the input of the llama-server anchor
+                          (tools/llama_server/anchor.py)
 Token ids: block b of a request is its trie node's tokens, splitmix64(node, i) folded into the
 model's vocabulary, so requests that share a node share its tokens.)";
 
@@ -81,6 +84,7 @@ int run(std::span<const std::string_view> argv) {
   const int threads = static_cast<int>(a.get_size("threads").value_or(1));
   const auto csv_path = a.get("csv");
   const auto json_path = a.get("json");
+  const auto dump_path = a.get("dump-prompts");
   a.reject_unknown();
 
   const hc::tree_trace trace = hc::synthetic_multi_turn(o);
@@ -101,12 +105,20 @@ int run(std::span<const std::string_view> argv) {
     if (csv == nullptr) throw hc::error("hybridcache replay: cannot write " + *csv_path);
     std::fputs("request,prompt_tokens,resume_tokens,evaluated_tokens,ttft_ms,decision_ms\n", csv);
   }
+  std::ofstream dump;
+  if (dump_path) {
+    dump.open(*dump_path);
+    if (!dump) throw hc::error("hybridcache replay: cannot write " + *dump_path);
+  }
   std::vector<double> ttft;
   std::size_t prompt_sum = 0, evaluated = 0;
   double prefill_s = 0.0, decision_s = 0.0;
   const auto& reqs = trace.requests();
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     const auto prompt = prompt_of(reqs[i], i, o.block, model.vocab_size());
+    if (dump_path)
+      dump << nlohmann::json{{"request", i}, {"root", reqs[i].root}, {"tokens", prompt}}.dump()
+           << "\n";
     std::size_t resume = 0;
     double t_ms = 0.0, d_ms = 0.0;
     if (policy == "none") {
@@ -131,6 +143,10 @@ int run(std::span<const std::string_view> argv) {
                    prompt.size() - resume, t_ms, d_ms);
   }
   if (csv) std::fclose(csv);
+  if (dump_path) {
+    dump.close();
+    if (!dump) throw hc::error("hybridcache replay: cannot write " + *dump_path);
+  }
 
   nlohmann::json j = {{"model", *model_path},
                       {"policy", policy},
