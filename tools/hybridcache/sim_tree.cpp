@@ -33,8 +33,10 @@ const char* const usage =
                         quality | leval:NAME                L-Eval documents with their questions
   --scenario LIST     which scenarios run: sparse,segments,tree (default all three)
   --tree-budgets LIST state budgets M in states (default 4,16,64,256)
-  --tree-policies LIST subset of vllm_align vllm_all sglang_no_buffer sglang_extra_buffer
-                      sglang_extra_buffer_cap marconi llamacpp oracle oracle_exact
+  --tree-policies LIST subset of vllm_align vllm_align_dense vllm_all sglang_no_buffer
+                      sglang_extra_buffer sglang_extra_buffer_lazy sglang_extra_buffer_cap
+                      marconi marconi_insample llamacpp llamacpp_cache_ram trtllm
+                      oracle oracle_exact
                       (+ hybridcache when the library's tree policy is built in; default all)
                       (ablations, only when named: hybridcache_base hybridcache_prev
                       hybridcache_noprior hybridcache_nojunction hybridcache_norepeat
@@ -205,6 +207,7 @@ void print_table(std::FILE* out, const sim::tree_result& r) {
       } else if (m->policy == "hybridcache") {
         lib = m;
       } else if (m->policy.rfind("hybridcache_", 0) == 0) {  // an ablation: not an engine
+      } else if (m->policy == "marconi_insample") {          // alpha tuned in-sample: hindsight
       } else if (!best || m->recomputed_tokens < best->recomputed_tokens) {
         best = m;
       }
