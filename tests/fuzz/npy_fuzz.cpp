@@ -54,7 +54,8 @@ void check_accepted(std::string_view bytes, const npy::array& a) {
   std::string again;
   if (a.descr == "<f8") {
     std::vector<double> v(a.values.size());
-    std::memcpy(v.data(), data.data(), data.size());  // bit patterns, NaN payloads included
+    if (!data.empty())  // shape (0,): no bytes, and memcpy may not take v.data() == nullptr
+      std::memcpy(v.data(), data.data(), data.size());  // bit patterns, NaN payloads included
     for (std::size_t i = 0; i < v.size(); ++i)
       if (!(v[i] != v[i]) && v[i] != a.values[i]) die("a float64 value changed", a.descr);
     again = npy::encode<double>(v, a.shape);
