@@ -46,6 +46,13 @@
 /// planner (placement/tree.hpp) re-solves the placement for the pool's capacity; a new plan is
 /// adopted only if it lowers E[r] by more than the `hysteresis` fraction.
 ///
+/// Structure (docs/tree.md, "Structure"): this class is a thin façade over four parts, each in
+/// its own header and testable alone — `tree_index` (tree/index.hpp: keys, parent check,
+/// namespaces, node ids with generations), `tree_statistics` (tree/statistics.hpp: the EW
+/// match-end masses, priors, repeat discount, ages, finite forever), `tree_planner`
+/// (tree/planner.hpp: the exact re-plan over placement/tree.hpp) and `tree_state_pool`
+/// (tree/eviction.hpp: held states, pins, the ΔE[r]-per-byte admission and victim ranking).
+///
 /// Not thread-safe: call it under the engine's scheduler lock.
 ///
 /// @code
@@ -56,44 +63,30 @@
 ///   auto snap = pol.prefill_plan(m, prompt.size(), chunk_ends);
 ///   auto path = pol.insert(ns, prompt);              // path[p / 16 - 1] is the node at p
 ///   for (auto p : snap) for (auto v : pol.admit(path[p / 16 - 1], 1 << 20).victims) free(v);
-///   pol.unpin(m.resume_node);
-/// @endcode
 
 #include <algorithm>
-#include <bit>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
-#include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
-#include "hybridcache/keyed_hash.hpp"
-#include "hybridcache/placement/tree.hpp"
 #include "hybridcache/segment/digest.hpp"
 #include "hybridcache/segment/hash.hpp"
 #include "hybridcache/segment/keys.hpp"
 #include "hybridcache/segment/namespace_key.hpp"
 #include "hybridcache/segment/token.hpp"
-#include "hybridcache/tree/detail/node_index.hpp"
+#include "hybridcache/tree/eviction.hpp"
+#include "hybridcache/tree/index.hpp"
+#include "hybridcache/tree/planner.hpp"
+#include "hybridcache/tree/statistics.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-
-/// A node of the policy's tree: a handle, slot index (low 32 bits) + the slot's generation (high
-/// 32 bits). Slots are reused after `erase`, generations never: `erase` advances the slot's
-/// generation, so every call given the id of an erased node throws `stale_handle_error` even
-/// after another node (of any namespace) took its slot (docs/tree.md, "Stale ids"). A node that
-/// never had a predecessor in its slot has generation 0, its id equals its slot index.
-using node_id = std::uint64_t;
-/// "No node".
-inline constexpr node_id no_node = std::numeric_limits<node_id>::max();
 
 /// Construction parameters of `state_policy`.
 struct policy_options {
@@ -183,20 +176,6 @@ struct match_result {
   std::vector<node_id> path;       ///< path[i] = node of block i (i < matched_tokens / B)
 };
 
-/// What `admit` did.
-struct admit_result {
-  bool admitted = false;         ///< false: no room even after evicting every unpinned state
-  std::vector<node_id> victims;  ///< states the engine must free (already off the books)
-};
-
-/// What `replan` did.
-struct replan_result {
-  bool adopted = false;          ///< the new plan replaced the old one
-  double expected_before = 0.0;  ///< E[r] of the old plan under the current statistics
-  double expected_after = 0.0;   ///< E[r] of the new optimal plan
-  std::size_t planned = 0;       ///< size of the plan now in force
-};
-
 /// The online prefix-tree state policy (see the file comment). `Hash` is a segment hash policy
 /// (keyed XXH3-128 by default).
 template <segment::hash_policy Hash = segment::xxh3_hash>
@@ -205,32 +184,7 @@ class basic_state_policy {
   /// @throws invalid_argument for block_size 0, state_bytes 0 or ≥ 2^32, capacity_bytes 0,
   ///         gamma ∉ (0, 1] or hysteresis ∉ [0, 1).
   explicit basic_state_policy(policy_options opts, Hash hash = Hash{})
-      : opts_(opts), hash_(std::move(hash)) {
-    using hybridcache::detail::throw_invalid;
-    if (opts.block_size == 0 || opts.block_size > (std::size_t{1} << 24))
-      throw_invalid("opts.block_size", opts.block_size, "must be in [1, 2^24]");
-    if (opts.state_bytes == 0 || opts.state_bytes > max_state_bytes)
-      throw_invalid("opts.state_bytes", opts.state_bytes, "must be in [1, 2^32)");
-    if (opts.capacity_bytes == 0) throw_invalid("opts.capacity_bytes", 0, "must be >= 1");
-    if (!(opts.gamma > 0.0 && opts.gamma <= 1.0))
-      throw_invalid("opts.gamma", opts.gamma, "must be in (0, 1]");
-    if (!(opts.hysteresis >= 0.0 && opts.hysteresis < 1.0))
-      throw_invalid("opts.hysteresis", opts.hysteresis, "must be in [0, 1)");
-    if (!(opts.replan_work >= 0.0 && opts.replan_work <= 1e9))
-      throw_invalid("opts.replan_work", opts.replan_work, "must be in [0, 1e9]");
-    if (!(opts.junction_strength > 0.0 && opts.junction_strength <= 1e9))
-      throw_invalid("opts.junction_strength", opts.junction_strength, "must be in (0, 1e9]");
-    if (!(opts.memory_per_state >= 0.0 && opts.memory_per_state <= 1e9))
-      throw_invalid("opts.memory_per_state", opts.memory_per_state, "must be in [0, 1e9]");
-    if (!(opts.memory_floor >= 0.0 && opts.memory_floor <= 1e12))
-      throw_invalid("opts.memory_floor", opts.memory_floor, "must be in [0, 1e12]");
-    gamma_ = opts.gamma;
-    if (opts.memory_per_state > 0.0 || opts.memory_floor > 0.0) {
-      const double m = static_cast<double>(opts.capacity_bytes / opts.state_bytes);
-      gamma_ = std::max(gamma_, 1.0 - 1.0 / (opts.memory_per_state * m + opts.memory_floor));
-    }
-    inv_gamma_ = 1.0 / gamma_;
-  }
+      : opts_(validated(opts)), hash_(std::move(hash)), stats_(statistics_options(opts)) {}
 
   // ---- request path -------------------------------------------------------------------------
 
@@ -239,37 +193,37 @@ class basic_state_policy {
   /// Pass `tokens` truncated as the engine requires (SGLang caps a match at input length − 1).
   /// Cost: one chained hash and one index probe per matched block.
   match_result match(const segment::namespace_key& ns, std::span<const token_id> tokens) {
-    const slot_id root = root_of(ns);
+    const slot_id root = index_.root_of(hash_, ns);
     const std::size_t B = opts_.block_size;
-    segment::digest h = nodes_[root].key;
+    segment::digest h = index_[root].key;
     match_result m;
     slot_id cur = root, anchor = root;
     for (std::size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
       h = segment::chain_key(hash_, h, tokens.subspan(i * B, B));
-      const slot_id id = index_.find(nodes_, h, cur);
-      if (id == detail::empty_slot) break;
+      const slot_id id = index_.find(h, cur);
+      if (id == no_slot) break;
       cur = id;
-      m.path.push_back(handle_of(id));
-      if (nodes_[id].state != no_state) anchor = id;
+      m.path.push_back(index_.handle_of(id));
+      if (index_[id].state != no_state) anchor = id;
     }
-    work_ += m.path.size() + 1;
+    planner_.add_work(m.path.size() + 1);
     return finish_match(std::move(m), cur, anchor);
   }
 
   /// `match` for an engine that already has the chained keys h_1..h_m of `segment::block_keys`
   /// (computed with this policy's hash and `ns`).
   match_result match_keys(const segment::namespace_key& ns, std::span<const segment::digest> keys) {
-    const slot_id root = root_of(ns);
+    const slot_id root = index_.root_of(hash_, ns);
     match_result m;
     slot_id cur = root, anchor = root;
     for (const auto& k : keys) {
-      const slot_id id = index_.find(nodes_, k, cur);
-      if (id == detail::empty_slot) break;
+      const slot_id id = index_.find(k, cur);
+      if (id == no_slot) break;
       cur = id;
-      m.path.push_back(handle_of(id));
-      if (nodes_[id].state != no_state) anchor = id;
+      m.path.push_back(index_.handle_of(id));
+      if (index_[id].state != no_state) anchor = id;
     }
-    work_ += m.path.size() + 1;
+    planner_.add_work(m.path.size() + 1);
     return finish_match(std::move(m), cur, anchor);
   }
 
@@ -299,11 +253,11 @@ class basic_state_policy {
                       "beyond prompt_tokens = " + std::to_string(prompt_tokens));
       if (p % B != 0 || p <= m.resume_tokens || p == 0) continue;
       if (p <= m.matched_tokens) {
-        const slot_id v = live_slot(m.path[p / B - 1]);  // erased since the match: skipped
-        if (v == no_slot || nodes_[v].state != no_state) continue;
+        const slot_id v = index_.live_slot(m.path[p / B - 1]);  // erased since the match
+        if (v == no_slot || index_[v].state != no_state) continue;
         const bool junction =
             opts_.snapshot_junction && p == m.matched_tokens && prompt_tokens > m.matched_tokens;
-        if (junction || (nodes_[v].flags & planned_flag)) out.push_back(p);
+        if (junction || tree_planner::planned(index_, v)) out.push_back(p);
       } else if (opts_.snapshot_tail) {
         tail = std::max(tail, p);
       }
@@ -318,40 +272,42 @@ class basic_state_policy {
   /// Adds the full blocks of `tokens` under `ns` (existing nodes are reused).
   /// @returns the node of each full block: result[i] covers tokens [0, (i+1)·B).
   std::vector<node_id> insert(const segment::namespace_key& ns, std::span<const token_id> tokens) {
-    const slot_id root = root_of(ns);
+    const slot_id root = index_.root_of(hash_, ns);
     const std::size_t B = opts_.block_size;
     std::vector<node_id> out;
     out.reserve(tokens.size() / B);
-    segment::digest h = nodes_[root].key;
+    segment::digest h = index_[root].key;
     slot_id cur = root, anchor = root, junction = no_slot;
     for (std::size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
       h = segment::chain_key(hash_, h, tokens.subspan(i * B, B));
       const slot_id prev = cur;
-      cur = child(cur, h);
-      if (junction == no_slot && fresh_child_) junction = prev;
-      out.push_back(handle_of(cur));
-      if (nodes_[cur].state != no_state) anchor = cur;
+      bool created = false;
+      cur = index_.child(cur, h, created);
+      if (junction == no_slot && created) junction = prev;
+      out.push_back(index_.handle_of(cur));
+      if (index_[cur].state != no_state) anchor = cur;
     }
     note_end(cur, anchor, junction);
-    work_ += out.size() + 1;
+    planner_.add_work(out.size() + 1);
     return out;
   }
 
   /// `insert` from precomputed chained keys (see `match_keys`).
   std::vector<node_id> insert_keys(const segment::namespace_key& ns,
                                    std::span<const segment::digest> keys) {
-    slot_id cur = root_of(ns), anchor = cur, junction = no_slot;
+    slot_id cur = index_.root_of(hash_, ns), anchor = cur, junction = no_slot;
     std::vector<node_id> out;
     out.reserve(keys.size());
     for (const auto& k : keys) {
       const slot_id prev = cur;
-      cur = child(cur, k);
-      if (junction == no_slot && fresh_child_) junction = prev;
-      out.push_back(handle_of(cur));
-      if (nodes_[cur].state != no_state) anchor = cur;
+      bool created = false;
+      cur = index_.child(cur, k, created);
+      if (junction == no_slot && created) junction = prev;
+      out.push_back(index_.handle_of(cur));
+      if (index_[cur].state != no_state) anchor = cur;
     }
     note_end(cur, anchor, junction);
-    work_ += out.size() + 1;
+    planner_.add_work(out.size() + 1);
     return out;
   }
 
@@ -365,28 +321,30 @@ class basic_state_policy {
   /// @throws invalid_argument for a `parent` that is not a live node.
   std::vector<node_id> extend_keys(const segment::namespace_key& ns, node_id parent,
                                    std::span<const segment::digest> keys, node_id& junction) {
-    slot_id cur = parent == no_node ? root_of(ns) : resolve(parent, "parent");
-    slot_id fork = junction == no_node ? no_slot : resolve(junction, "junction");
+    slot_id cur = parent == no_node ? index_.root_of(hash_, ns) : index_.resolve(parent, "parent");
+    slot_id fork = junction == no_node ? no_slot : index_.resolve(junction, "junction");
     std::vector<node_id> out;
     out.reserve(keys.size());
     for (const auto& k : keys) {
       const slot_id prev = cur;
-      cur = child(cur, k);
-      if (fork == no_slot && fresh_child_) fork = prev;
-      out.push_back(handle_of(cur));
+      bool created = false;
+      cur = index_.child(cur, k, created);
+      if (fork == no_slot && created) fork = prev;
+      out.push_back(index_.handle_of(cur));
     }
-    if (fork != no_slot) junction = handle_of(fork);
-    work_ += out.size() + (parent == no_node ? 1 : 0);
+    if (fork != no_slot) junction = index_.handle_of(fork);
+    planner_.add_work(out.size() + (parent == no_node ? 1 : 0));
     return out;
   }
   /// The sequence added by `extend_keys` ended at `end` (its junction as they left it): notes
   /// the end exactly as `insert_keys` of the whole sequence would (fresh-end prior).
   /// @throws invalid_argument (stale_handle_error) for a node that is not live.
   void note_sequence_end(node_id end, node_id junction) {
-    const slot_id e = resolve(end, "end");
-    if (nodes_[e].parent == no_slot) return;
-    const slot_id j = junction == no_node ? no_slot : resolve(junction, "junction");
-    const slot_id anchor = nodes_[e].state != no_state ? e : state_above(e);
+    const slot_id e = index_.resolve(end, "end");
+    if (index_[e].parent == no_slot) return;
+    const slot_id j = junction == no_node ? no_slot : index_.resolve(junction, "junction");
+    const slot_id anchor =
+        index_[e].state != no_state ? e : tree_state_pool::state_above(index_, e);
     note_end(e, anchor, j);
   }
   /// The pool's budget is now `bytes` (an engine whose states share one memory pool with KV, as
@@ -398,8 +356,8 @@ class basic_state_policy {
   std::vector<node_id> set_capacity_bytes(std::size_t bytes) {
     if (bytes == 0) hybridcache::detail::throw_invalid("bytes", bytes, "must be >= 1");
     opts_.capacity_bytes = bytes;
-    if (used_bytes_ <= bytes) return {};
-    return evict_greedy(used_bytes_ - bytes, no_slot);
+    if (pool_.used_bytes() <= bytes) return {};
+    return evict_greedy(pool_.used_bytes() - bytes, no_slot);
   }
 
   /// The engine stored a state of `bytes` at `node`. If the pool would overflow, the victims
@@ -411,36 +369,13 @@ class basic_state_policy {
   /// @throws stale_handle_error for the id of an erased node; invalid_argument for an id this
   ///         policy never issued, a namespace root, or bytes ∉ [1, 2^32).
   admit_result admit(node_id id, std::size_t bytes) {
-    const slot_id node = resolve(id, "node");
-    if (nodes_[node].parent == no_slot)
+    const slot_id node = index_.resolve(id, "node");
+    if (index_[node].parent == no_slot)
       hybridcache::detail::throw_invalid("node", id, "a namespace root holds the free empty state");
     if (bytes == 0 || bytes > max_state_bytes)
       hybridcache::detail::throw_invalid("bytes", bytes, "must be in [1, 2^32)");
-    admit_result r;
-    if (nodes_[node].state != no_state) {
-      r.admitted = true;
-      return r;
-    }
-    if (bytes > opts_.capacity_bytes) return r;
-    if (used_bytes_ + bytes > opts_.capacity_bytes) {
-      const std::size_t need = used_bytes_ + bytes - opts_.capacity_bytes;
-      std::size_t evictable = 0;
-      for (const auto& st : states_v_)
-        if (st.node != no_slot && st.node != node && !nodes_[st.node].pinned) evictable += st.bytes;
-      if (evictable < need) return r;
-      if (opts_.admit_by_value) {  // the new state competes with the held ones
-        add_state(node, static_cast<std::uint32_t>(bytes));
-        r.victims = evict_greedy(need, no_slot, node);
-        const auto it = std::find(r.victims.begin(), r.victims.end(), id);
-        r.admitted = it == r.victims.end();
-        if (!r.admitted) r.victims.erase(it);
-        return r;
-      }
-      r.victims = evict_greedy(need, node);
-    }
-    add_state(node, static_cast<std::uint32_t>(bytes));
-    r.admitted = true;
-    return r;
+    return pool_.admit(index_, node, id, bytes, opts_.capacity_bytes, opts_.admit_by_value, now(),
+                       value_fn(), end_fn());
   }
 
   /// The engine's prefill of the current request ends at `node` (the prompt's last full block,
@@ -450,18 +385,12 @@ class basic_state_policy {
   /// Call it before offering that state to `admit`. O(depth of node) (the state above it).
   /// @throws stale_handle_error / invalid_argument for an erased / unknown node.
   void note_prefill_end(node_id id) {
-    const slot_id node = resolve(id, "node");
-    if (!opts_.prefill_prior || nodes_[node].parent == no_slot) return;
-    node_rec& n = nodes_[node];
-    if ((n.flags & fresh_flag) || n.weight > 0.0) return;
-    pre_ends_ = pre_ends_ * gamma_ + 1.0;
-    pre_hit_ *= gamma_;
-    const double prior = prefill_prior_mass() * scale_;
-    n.weight = prior;
-    n.flags |= fresh_flag | prefill_flag;
-    total_ += prior;
-    const slot_id anchor = n.state != no_state ? node : state_above(node);
-    if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].region += prior;
+    const slot_id node = index_.resolve(id, "node");
+    const std::optional<double> prior = stats_.note_prefill_end(index_, node);
+    if (!prior) return;
+    const slot_id anchor =
+        index_[node].state != no_state ? node : tree_state_pool::state_above(index_, node);
+    if (double* region = pool_.region_at(index_, anchor)) *region += *prior;
   }
 
   /// Frees at least `bytes` (or every unpinned state): victims in increasing exact ΔE[r] per
@@ -473,27 +402,22 @@ class basic_state_policy {
   /// The engine lost or freed the state at `node` on its own (no-op if it holds none).
   /// @throws stale_handle_error / invalid_argument for an erased / unknown node.
   void drop(node_id id) {
-    const slot_id node = resolve(id, "node");
-    if (nodes_[node].state != no_state) {
+    const slot_id node = index_.resolve(id, "node");
+    if (index_[node].state != no_state) {
       note_state_end(node);
-      remove_state(node);
+      pool_.remove(index_, node);
     }
   }
 
   /// Pins `node`'s state for an in-flight request (pins nest).
   /// @throws stale_handle_error / invalid_argument for an erased / unknown node.
-  void pin(node_id id) { add_pin(resolve(id, "node")); }
+  void pin(node_id id) { pool_.pin(index_, index_.resolve(id, "node")); }
   /// Releases one pin.
   /// @throws stale_handle_error / invalid_argument for an erased / unknown node, or one that is
   ///         not pinned.
   void unpin(node_id id) {
-    const slot_id node = resolve(id, "node");
-    const auto it = pins_.find(node);
-    if (it == pins_.end()) hybridcache::detail::throw_invalid("node", id, "is not pinned");
-    if (--it->second == 0) {
-      pins_.erase(it);
-      nodes_[node].pinned = 0;
-    }
+    const slot_id node = index_.resolve(id, "node");
+    if (!pool_.unpin(index_, node)) hybridcache::detail::throw_invalid("node", id, "is not pinned");
   }
 
   /// Removes leaf `node` (the engine evicted its KV block). Its match-end mass moves to its
@@ -506,47 +430,20 @@ class basic_state_policy {
   /// @throws stale_handle_error / invalid_argument for an erased / unknown node;
   ///         invalid_argument for a node with children or a pinned node.
   void erase(node_id id) {
-    const slot_id node = resolve(id, "node");
-    node_rec& n = nodes_[node];
+    const slot_id node = index_.resolve(id, "node");
+    const tree_node& n = index_[node];
     if (n.first_child != no_slot)
       hybridcache::detail::throw_invalid("node", id, "has children (erase leaves only)");
     if (n.pinned) hybridcache::detail::throw_invalid("node", id, "is pinned");
     if (n.state != no_state) {
       note_state_end(node);
-      remove_state(node);
+      pool_.remove(index_, node);
     }
-    if (n.flags & fresh_flag) drop_prior(node, state_above(node));  // n.weight: real mass now
-    if (n.flags & junction_flag) junctions_.erase(node);
-    if (n.parent == no_slot) {
-      roots_.erase(root_name_.at(node));
-      root_name_.erase(node);
-      // The namespace's mass (matches that ended at its root) leaves the distribution; with no
-      // namespace left no node is left, and the total is exactly 0.
-      total_ = roots_.empty() ? 0.0 : std::max(0.0, total_ - n.weight);
-    } else {
-      node_rec& p = nodes_[n.parent];
-      p.weight += n.weight;
-      if ((p.flags & fresh_flag) && n.weight > 0.0) carried_[n.parent] += n.weight;
-      if (p.first_child == node) {
-        p.first_child = n.next_sibling;
-      } else {
-        slot_id s = p.first_child;
-        while (nodes_[s].next_sibling != node) s = nodes_[s].next_sibling;
-        nodes_[s].next_sibling = n.next_sibling;
-      }
-      index_.erase(nodes_, node);
-    }
-    const std::uint32_t gen = n.gen;
-    n = node_rec{};
-    --live_;
-    // A slot whose generation is exhausted is retired (never reused), so a generation never
-    // repeats within a slot and every stale id stays detectable (48 B per 2^23 erasures).
-    if (gen < max_generation) {
-      n.gen = gen + 1;
-      free_.push_back(node);
-    } else {
-      n.gen = gen;
-    }
+    if (tree_statistics::has_prior(index_, node))  // n.weight: real mass now
+      stats_.drop_prior(index_, node,
+                        pool_.region_at(index_, tree_state_pool::state_above(index_, node)));
+    stats_.forget(index_, node, index_.namespace_count() == 1);
+    index_.erase(node);
   }
 
   // ---- planning -----------------------------------------------------------------------------
@@ -556,116 +453,90 @@ class basic_state_policy {
   /// E[r](new) < (1 − hysteresis) · E[r](old plan). Called automatically every `replan_every`
   /// observations.
   replan_result replan() {
-    since_plan_ = 0;
-    work_ = 0;
-    replan_result r;
-    recompute_regions();
-    build_view();
-    if (!(view_total_ > 0.0)) return r;
-    const std::size_t per =
-        states_ > 0 ? std::max<std::size_t>(1, used_bytes_ / states_) : opts_.state_bytes;
-    const std::size_t budget = opts_.capacity_bytes / per;
-    const tree_view tv{vparent_, vdepth_, vweight_};
-    const tree_placement best = place_optimal_tree(tv, budget);
-    std::vector<std::size_t> old;
-    for (std::size_t i = 1; i < vnode_.size(); ++i)
-      if (nodes_[vnode_[i]].flags & planned_flag) old.push_back(i);
-    r.expected_after = best.expected_recompute;
-    r.expected_before = expected_recompute_tree(tv, old);
-    const bool adopt =
-        !has_plan_ || r.expected_after < (1.0 - opts_.hysteresis) * r.expected_before;
-    if (adopt) {
-      for (std::size_t i : old) nodes_[vnode_[i]].flags &= static_cast<std::uint8_t>(~planned_flag);
-      for (std::size_t i : best.checkpoints) nodes_[vnode_[i]].flags |= planned_flag;
-      has_plan_ = true;
-      plan_size_ = best.checkpoints.size();
-    }
-    r.adopted = adopt;
-    r.planned = plan_size_;
-    return r;
+    planner_.restart();
+    pool_.recompute_regions(index_);
+    return planner_.replan(
+        index_, opts_.block_size,
+        [&] {
+          const std::size_t per = pool_.count() > 0
+                                      ? std::max<std::size_t>(1, pool_.used_bytes() / pool_.count())
+                                      : opts_.state_bytes;
+          return opts_.capacity_bytes / per;
+        },
+        opts_.hysteresis);
   }
 
   // ---- queries ------------------------------------------------------------------------------
 
   /// E[r] (tokens) of the states held now, under the current statistics (0 before any match).
   [[nodiscard]] double expected_recompute() {
-    build_view();
-    if (!(view_total_ > 0.0)) return 0.0;
-    std::vector<std::size_t> held;
-    for (std::size_t i = 1; i < vnode_.size(); ++i)
-      if (nodes_[vnode_[i]].state != no_state) held.push_back(i);
-    return expected_recompute_tree({vparent_, vdepth_, vweight_}, held);
+    return planner_.expected_recompute(index_, opts_.block_size);
   }
 
   // Predicates answer false for the id of an erased node (and for ids never issued); every
   // other call given one throws stale_handle_error (invalid_argument for ids never issued).
   [[nodiscard]] bool has_state(node_id v) const {
-    const slot_id x = live_slot(v);
-    return x != no_slot && nodes_[x].state != no_state;
+    const slot_id x = index_.live_slot(v);
+    return x != no_slot && index_[x].state != no_state;
   }
   /// Bytes of the state held at `v` (0 if none).
   [[nodiscard]] std::size_t state_bytes(node_id v) const {
-    const slot_id x = resolve(v, "v");
-    return nodes_[x].state == no_state ? 0 : states_v_[nodes_[x].state].bytes;
+    const slot_id x = index_.resolve(v, "v");
+    return index_[x].state == no_state ? 0 : pool_.state_at(index_, x).bytes;
   }
   [[nodiscard]] bool planned(node_id v) const {
-    const slot_id x = live_slot(v);
-    return x != no_slot && (nodes_[x].flags & planned_flag);
+    const slot_id x = index_.live_slot(v);
+    return x != no_slot && tree_planner::planned(index_, x);
   }
   [[nodiscard]] bool pinned(node_id v) const {
-    const slot_id x = live_slot(v);
-    return x != no_slot && nodes_[x].pinned;
+    const slot_id x = index_.live_slot(v);
+    return x != no_slot && index_[x].pinned;
   }
   /// Whether `v` is a live node (false for the id of an erased node, even if its slot was
   /// reused).
-  [[nodiscard]] bool contains(node_id v) const { return live_slot(v) != no_slot; }
+  [[nodiscard]] bool contains(node_id v) const { return index_.live_slot(v) != no_slot; }
   /// Depth of `v` in tokens. @throws stale_handle_error / invalid_argument for an erased /
   /// unknown node (as every call below).
   [[nodiscard]] std::size_t depth_tokens(node_id v) const {
-    return static_cast<std::size_t>(nodes_[resolve(v, "v")].blocks) * opts_.block_size;
+    return static_cast<std::size_t>(index_[index_.resolve(v, "v")].blocks) * opts_.block_size;
   }
   /// Parent of `v` (`no_node` for a namespace root).
   [[nodiscard]] node_id parent(node_id v) const {
-    const slot_id p = nodes_[resolve(v, "v")].parent;
-    return p == no_slot ? no_node : handle_of(p);
+    const slot_id p = index_[index_.resolve(v, "v")].parent;
+    return p == no_slot ? no_node : index_.handle_of(p);
   }
   /// ŵ(v): the EW share of matches that ended at `v` (0 before any match; finite always). The
   /// shares are a distribution: over the live nodes they sum to 1 (0 while no mass is left),
   /// after every call — `erase` moves a leaf's mass to its parent and takes an erased
   /// namespace root's out of the total.
   [[nodiscard]] double match_share(node_id v) const {
-    const slot_id x = resolve(v, "v");
-    return total_ > 0.0 ? nodes_[x].weight / total_ : 0.0;
+    return stats_.match_share(index_, index_.resolve(v, "v"));
   }
   /// p̂_P = (h_P + 1)/(n_P + 2): the EW share of noted prefill ends that a later match ended at
   /// (policy_options::prefill_prior; 1/2 before any).
-  [[nodiscard]] double prefill_share() const noexcept {
-    return (pre_hit_ + 1.0) / (pre_ends_ + 2.0);
-  }
+  [[nodiscard]] double prefill_share() const noexcept { return stats_.prefill_share(); }
   /// π_P / (mass of one observation): p̂_P · min(1, 1/((1 − γ) D̂_P)), the prior a prefill end
   /// noted now would get (its own count excluded).
-  [[nodiscard]] double prefill_prior_mass() const noexcept {
-    return delay_discounted(prefill_share(), pre_delay_sum_, pre_delay_n_);
-  }
+  [[nodiscard]] double prefill_prior_mass() const noexcept { return stats_.prefill_prior_mass(); }
   /// P(hit | age) of the state held at `v` (policy_options::age_value): the learned chance that
   /// its region is matched again given the observations since its admission or last resume;
   /// 1 with `age_value` off. @throws stale_handle_error / invalid_argument for an erased /
   /// unknown node; invalid_argument for one with no state.
   [[nodiscard]] double hit_chance(node_id id) const {
-    const slot_id v = resolve(id, "v");
-    if (nodes_[v].state == no_state) hybridcache::detail::throw_invalid("v", id, "holds no state");
-    return opts_.age_value ? hit_given_age(states_v_[nodes_[v].state].touched) : 1.0;
+    const slot_id v = index_.resolve(id, "v");
+    if (index_[v].state == no_state) hybridcache::detail::throw_invalid("v", id, "holds no state");
+    return opts_.age_value ? stats_.hit_given_age(now() - pool_.state_at(index_, v).touched) : 1.0;
   }
-  [[nodiscard]] std::size_t used_bytes() const noexcept { return used_bytes_; }
+  [[nodiscard]] std::size_t used_bytes() const noexcept { return pool_.used_bytes(); }
   [[nodiscard]] std::size_t capacity_bytes() const noexcept { return opts_.capacity_bytes; }
-  [[nodiscard]] std::size_t state_count() const noexcept { return states_; }
+  [[nodiscard]] std::size_t state_count() const noexcept { return pool_.count(); }
   /// Live nodes, namespace roots included.
-  [[nodiscard]] std::size_t node_count() const noexcept { return live_; }
-  [[nodiscard]] std::size_t namespace_count() const noexcept { return roots_.size(); }
-  [[nodiscard]] std::uint64_t observations() const noexcept { return observations_; }
+  [[nodiscard]] std::size_t node_count() const noexcept { return index_.node_count(); }
+  [[nodiscard]] std::size_t namespace_count() const noexcept { return index_.namespace_count(); }
+  [[nodiscard]] std::uint64_t observations() const noexcept { return stats_.observations(); }
   [[nodiscard]] const policy_options& options() const noexcept { return opts_; }
-  /// The decay in use, γ_eff = max(γ, 1 − 1/(c·M)) (policy_options::memory_per_state).
-  [[nodiscard]] double effective_gamma() const noexcept { return gamma_; }
+  /// The decay in use, γ_eff = max(γ, 1 − 1/(c·M + W₀)) (policy_options::memory_per_state).
+  [[nodiscard]] double effective_gamma() const noexcept { return stats_.gamma(); }
   /// The hash policy of the block keys: `segment::block_keys(pol.hash(), ns, tokens, B)` gives
   /// the keys `match_keys` / `insert_keys` expect for `tokens`.
   [[nodiscard]] const Hash& hash() const noexcept { return hash_; }
@@ -673,483 +544,104 @@ class basic_state_policy {
   /// the free list, the side tables (junctions with ≥ 2 tails, pinned nodes, carried mass);
   /// the per-namespace map and the re-plan scratch are not counted.
   [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
-    return nodes_.capacity() * sizeof(node_rec) + index_.slot_count() * sizeof(std::uint32_t) +
-           free_.capacity() * sizeof(slot_id) + states_v_.capacity() * sizeof(state_rec) +
-           free_states_.capacity() * sizeof(std::uint32_t) + table_bytes(junctions_) +
-           table_bytes(pins_) + table_bytes(carried_);
+    return index_.bookkeeping_bytes() + pool_.bookkeeping_bytes() + stats_.bookkeeping_bytes();
   }
   /// Reserves room for `nodes` nodes (records and index), so growth leaves no slack.
-  void reserve(std::size_t nodes) {
-    nodes_.reserve(nodes);
-    index_.reserve(nodes_, nodes);
-  }
+  void reserve(std::size_t nodes) { index_.reserve(nodes); }
   /// The size of one node record (its generation included); with 4-byte index slots at load
   /// ≤ 1/2 a node costs at most 48 + 16 = 64 bytes.
-  static constexpr std::size_t node_record_bytes = 48;
+  static constexpr std::size_t node_record_bytes = tree_index::node_record_bytes;
 
  private:
-  /// A slot of the node array (the low 32 bits of a node_id).
-  using slot_id = std::uint32_t;
-  static constexpr slot_id no_slot = std::numeric_limits<slot_id>::max();
+  using slot_id = tree_node::slot_id;
+  static constexpr slot_id no_slot = tree_node::no_slot;
+  static constexpr std::uint32_t no_state = tree_node::no_state;
   static constexpr std::size_t max_state_bytes = std::numeric_limits<std::uint32_t>::max();
-  static constexpr std::uint32_t max_pins = (1u << 24) - 1;
-  /// The last generation of a slot (23 bits in the record); a slot that reaches it is retired.
-  static constexpr std::uint32_t max_generation = (1u << 23) - 1;
-  static constexpr std::uint32_t no_state = std::numeric_limits<std::uint32_t>::max();
-  static constexpr std::uint32_t live_flag = 1, planned_flag = 2, fresh_flag = 4, junction_flag = 8,
-                                 once_flag = 16, repeat_flag = 32, junction_hit_flag = 64,
-                                 prefill_flag = 128;  // with fresh_flag: the prior is π_P
 
-  /// EW counts at a junction J (see policy_options::junction_prior).
-  struct junction_stat {
-    double ends = 0.0;  // n_J: fresh ends inserted below J (×γ per such end)
-    double hits = 0.0;  // h_J: of those, ends a later match ended at
-  };
-
-  struct node_rec {
-    segment::digest key{};     // chained block key h_i (h_0 for a namespace root)
-    slot_id parent = no_slot;  // no_slot: namespace root
-    slot_id first_child = no_slot;
-    slot_id next_sibling = no_slot;
-    std::uint32_t blocks = 0;        // depth in blocks
-    double weight = 0.0;             // Σ_s γ^{−s}[match s ended here], common scale
-    std::uint32_t state = no_state;  // index into states_v_
-    std::uint32_t gen : 23 = 0;      // generation of the slot: the high half of the node_id
-    std::uint32_t pinned : 1 = 0;    // has an entry in pins_ (the count, rarely > 0)
-    std::uint32_t flags : 8 = 0;
-  };
-  static_assert(sizeof(node_rec) <= node_record_bytes);
-
-  /// One held state. `up` is the nearest proper ancestor holding a state (or the namespace
-  /// root); `region` = W(c), the weight of the nodes whose anchor is this state.
-  struct state_rec {
-    slot_id node = no_slot;
-    slot_id up = no_slot;
-    std::uint32_t bytes = 0;
-    std::uint32_t last_use = 0;  // clock of the last admit/resume (LRU tie-break)
-    std::uint32_t touched = 0;   // observations_ (mod 2^32) at the last admit/resume: its age
-    double region = 0.0;
-  };
-
-  /// The id of live slot `v`: its generation in the high half.
-  [[nodiscard]] node_id handle_of(slot_id v) const noexcept {
-    return (static_cast<node_id>(nodes_[v].gen) << 32) | v;
+  static policy_options validated(const policy_options& opts) {
+    using hybridcache::detail::throw_invalid;
+    if (opts.block_size == 0 || opts.block_size > (std::size_t{1} << 24))
+      throw_invalid("opts.block_size", opts.block_size, "must be in [1, 2^24]");
+    if (opts.state_bytes == 0 || opts.state_bytes > max_state_bytes)
+      throw_invalid("opts.state_bytes", opts.state_bytes, "must be in [1, 2^32)");
+    if (opts.capacity_bytes == 0) throw_invalid("opts.capacity_bytes", 0, "must be >= 1");
+    if (!(opts.gamma > 0.0 && opts.gamma <= 1.0))
+      throw_invalid("opts.gamma", opts.gamma, "must be in (0, 1]");
+    if (!(opts.hysteresis >= 0.0 && opts.hysteresis < 1.0))
+      throw_invalid("opts.hysteresis", opts.hysteresis, "must be in [0, 1)");
+    if (!(opts.replan_work >= 0.0 && opts.replan_work <= 1e9))
+      throw_invalid("opts.replan_work", opts.replan_work, "must be in [0, 1e9]");
+    if (!(opts.junction_strength > 0.0 && opts.junction_strength <= 1e9))
+      throw_invalid("opts.junction_strength", opts.junction_strength, "must be in (0, 1e9]");
+    if (!(opts.memory_per_state >= 0.0 && opts.memory_per_state <= 1e9))
+      throw_invalid("opts.memory_per_state", opts.memory_per_state, "must be in [0, 1e9]");
+    if (!(opts.memory_floor >= 0.0 && opts.memory_floor <= 1e12))
+      throw_invalid("opts.memory_floor", opts.memory_floor, "must be in [0, 1e12]");
+    return opts;
   }
-  /// The slot of `id` if it names a live node (its slot is live at the id's generation), else
-  /// no_slot. O(1): one bounds check and one load.
-  [[nodiscard]] slot_id live_slot(node_id id) const noexcept {
-    const auto v = static_cast<slot_id>(id & 0xffffffffu);
-    if (v >= nodes_.size()) return no_slot;
-    const node_rec& n = nodes_[v];
-    return ((n.flags & live_flag) && n.gen == (id >> 32)) ? v : no_slot;
-  }
-  /// The slot of `id`, checked (every public call that takes a node_id).
-  /// @throws stale_handle_error if its slot exists but not at its generation (erased, or
-  ///         reused by another node since); invalid_argument if this policy never had the slot.
-  slot_id resolve(node_id id, const char* name) const {
-    const slot_id v = live_slot(id);
-    if (v != no_slot) [[likely]]
-      return v;
-    const std::uint64_t slot = id & 0xffffffffu;
-    if (slot >= nodes_.size())
-      hybridcache::detail::throw_invalid(name, id, "is not a node id of this policy");
-    throw stale_handle_error(name, id, slot, id >> 32, nodes_[slot].gen);
-  }
-  /// Bytes of a side table (entries plus buckets), as bookkeeping_bytes counts it.
-  template <class Map>
-  static std::size_t table_bytes(const Map& m) noexcept {
-    return m.size() * (sizeof(typename Map::value_type) + 2 * sizeof(void*)) +
-           m.bucket_count() * sizeof(void*);
-  }
-  /// One more pin on `v` (flag in the record, count in pins_).
-  void add_pin(slot_id v) {
-    std::uint32_t& c = pins_[v];
-    if (c == max_pins)
-      throw capacity_error("hybridcache: tree::state_policy pin count overflow (2^24 - 1)");
-    ++c;
-    nodes_[v].pinned = 1;
-  }
-  [[nodiscard]] std::uint32_t pin_count(slot_id v) const {
-    if (!nodes_[v].pinned) return 0;
-    return pins_.find(v)->second;
+  /// The statistics' share of the (validated) options, γ_eff included.
+  static tree_statistics_options statistics_options(const policy_options& opts) {
+    return {.gamma = tree_statistics::effective_gamma(opts.gamma, opts.memory_per_state,
+                                                      opts.memory_floor, opts.capacity_bytes,
+                                                      opts.state_bytes),
+            .fresh_prior = opts.fresh_prior,
+            .junction_prior = opts.junction_prior,
+            .junction_strength = opts.junction_strength,
+            .repeat_discount = opts.repeat_discount,
+            .age_value = opts.age_value,
+            .prefill_prior = opts.prefill_prior};
   }
 
-  slot_id new_node() {
-    slot_id id;
-    if (!free_.empty()) {
-      id = free_.back();
-      free_.pop_back();
-    } else {
-      if (nodes_.size() >= static_cast<std::size_t>(no_slot) - 1)
-        throw capacity_error("hybridcache: tree::state_policy node ids exhausted (2^32 - 1)");
-      id = static_cast<slot_id>(nodes_.size());
-      nodes_.emplace_back();
-    }
-    const std::uint32_t gen = nodes_[id].gen;  // erase advanced it
-    nodes_[id] = node_rec{};
-    nodes_[id].gen = gen;
-    nodes_[id].flags = live_flag;
-    ++live_;
-    return id;
+  /// The observation clock (mod 2^32) that state ages are measured on.
+  [[nodiscard]] std::uint32_t now() const noexcept {
+    return static_cast<std::uint32_t>(stats_.observations());
   }
-
-  slot_id root_of(const segment::namespace_key& ns) {
-    const std::string_view b = ns.bytes();
-    auto it = roots_.find(std::string(b));
-    if (it != roots_.end()) return it->second;
-    const slot_id id = new_node();
-    nodes_[id].key = segment::root_key(hash_, ns);
-    root_name_.emplace(id, roots_.emplace(std::string(b), id).first->first);
-    return id;
+  /// The eviction value of a held state: ΔE[r] per byte, times P(hit | age) with `age_value`.
+  [[nodiscard]] auto value_fn() const {
+    return [this](const tree_state& s) {
+      const double d = tree_state_pool::delta_per_byte(index_, s, opts_.block_size);
+      return opts_.age_value ? d * stats_.hit_given_age(now() - s.touched) : d;
+    };
   }
-
-  /// The child of `cur` with key `h`, created if absent (`fresh_child_` says which).
-  slot_id child(slot_id cur, const segment::digest& h) {
-    const slot_id found = index_.find(nodes_, h, cur);
-    fresh_child_ = found == detail::empty_slot;
-    if (!fresh_child_) return found;
-    if (nodes_[cur].blocks == std::numeric_limits<std::uint32_t>::max())
-      throw capacity_error("hybridcache: tree::state_policy path deeper than 2^32 - 1 blocks");
-    const slot_id id = new_node();
-    node_rec& n = nodes_[id];
-    n.key = h;
-    n.parent = cur;
-    n.blocks = nodes_[cur].blocks + 1;
-    n.next_sibling = nodes_[cur].first_child;
-    nodes_[cur].first_child = id;
-    index_.insert(nodes_, id);
-    return id;
+  /// Where a state leaving the pool at age `age` is counted.
+  [[nodiscard]] auto end_fn() {
+    return [this](std::uint32_t age) { stats_.note_end_age(age); };
+  }
+  /// The state at `node` leaves the pool (evicted or dropped): one end at its age.
+  void note_state_end(slot_id node) {
+    stats_.note_end_age(now() - pool_.state_at(index_, node).touched);
+  }
+  std::vector<node_id> evict_greedy(std::size_t need, slot_id exclude) {
+    return pool_.evict(index_, need, exclude, no_slot, now(), value_fn(), end_fn());
   }
 
   match_result finish_match(match_result m, slot_id cur, slot_id anchor) {
     const std::size_t B = opts_.block_size;
-    if (pin_count(anchor) == max_pins)
+    if (pool_.pin_count(index_, anchor) == tree_state_pool::max_pins)
       throw capacity_error("hybridcache: tree::state_policy pin count overflow (2^24 - 1)");
-    m.node = handle_of(cur);
-    m.matched_tokens = static_cast<std::size_t>(nodes_[cur].blocks) * B;
-    m.resume_node = handle_of(anchor);
-    m.resume_tokens = static_cast<std::size_t>(nodes_[anchor].blocks) * B;
+    m.node = index_.handle_of(cur);
+    m.matched_tokens = static_cast<std::size_t>(index_[cur].blocks) * B;
+    m.resume_node = index_.handle_of(anchor);
+    m.resume_tokens = static_cast<std::size_t>(index_[anchor].blocks) * B;
     m.replay_tokens = m.matched_tokens - m.resume_tokens;
-    if (nodes_[anchor].state != no_state) {  // a resume: one hit at the state's age
-      state_rec& s = states_v_[nodes_[anchor].state];
-      const auto now = static_cast<std::uint32_t>(observations_);
-      age_event(age_hits_, now - s.touched);
-      s.touched = now;
+    if (index_[anchor].state != no_state) {  // a resume: one hit at the state's age
+      tree_state& s = pool_.state_at(index_, anchor);
+      stats_.note_hit_age(now() - s.touched);
+      s.touched = now();
     }
-    observe(cur, anchor);
-    if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].last_use = ++clock_;
-    add_pin(anchor);
-    if (opts_.replan_every != 0 && ++since_plan_ >= opts_.replan_every &&
-        static_cast<double>(work_) >= opts_.replan_work * static_cast<double>(live_))
-      replan();
+    stats_.observe(index_, cur, pool_.region_at(index_, anchor),
+                   [&](double f) { pool_.scale_regions(f); });
+    if (index_[anchor].state != no_state) pool_.touch(index_, anchor);
+    pool_.pin(index_, anchor);
+    if (planner_.due(opts_.replan_every, opts_.replan_work, index_.node_count())) replan();
     return m;
   }
 
-  /// One EW observation at v (whose anchor is `anchor`): weights are kept as Σ γ^{−s}; the
-  /// common scale is folded back into every weight before it could overflow (so every value
-  /// stays finite; O(n) every ~log(1e150)/log(1/γ) observations, O(1) amortised).
-  /// The age, in observations, of a prior π that has decayed to `ratio` = w / π of its value:
-  /// w = π · γ^age, so age = log(ratio) / log γ (0 when γ = 1 or the ratio is not in (0, 1)).
-  [[nodiscard]] double prior_age(double ratio) const noexcept {
-    return (gamma_ < 1.0 && ratio > 0.0 && ratio < 1.0) ? std::log(ratio) / std::log(gamma_) : 0.0;
-  }
-
-  void observe(slot_id v, slot_id anchor) {
-    double* region =
-        nodes_[anchor].state != no_state ? &states_v_[nodes_[anchor].state].region : nullptr;
-    if ((nodes_[v].flags & (fresh_flag | prefill_flag)) == (fresh_flag | prefill_flag)) {
-      // The first real match at a prefill end replaces π_P; its age from π_P's decay.
-      const double age = prior_age(prior_of(v) / scale_ / prefill_share());
-      pre_delay_sum_ = pre_delay_sum_ * gamma_ + age;
-      pre_delay_n_ = pre_delay_n_ * gamma_ + 1.0;
-      drop_prior(v, anchor);
-      pre_hit_ += 1.0;
-    } else if (nodes_[v].flags & fresh_flag) {  // the first real match at a fresh end replaces π
-      // Its age in observations, from π's decay: w / scale = p̂_insert · γ^age, p̂_insert ≈ p̂.
-      const slot_id j = junction_of(v);
-      const double age = prior_age(prior_of(v) / scale_ / junction_share(j));
-      delay_sum_ = delay_sum_ * gamma_ + age;
-      delay_n_ = delay_n_ * gamma_ + 1.0;
-      drop_prior(v, anchor);
-      ends_hit_ += 1.0;
-      if (j != no_slot) credit_junction(j);
-    }
-    scale_ *= inv_gamma_;
-    if (scale_ > 1e150) {
-      const double f = 1.0 / scale_;
-      for (auto& n : nodes_) n.weight *= f;
-      for (auto& [c, w] : carried_) w *= f;
-      for (auto& st : states_v_) st.region *= f;
-      total_ *= f;
-      scale_ = 1.0;
-    }
-    double add = scale_;
-    node_rec& n = nodes_[v];
-    if (opts_.repeat_discount && n.parent != no_slot && !(n.flags & repeat_flag)) {
-      if (!(n.flags & once_flag)) {  // first real match: q observations
-        once_n_ = once_n_ * gamma_ + 1.0;
-        once_hit_ *= gamma_;
-        add = repeat_share() * scale_;
-        n.flags |= once_flag;
-      } else {  // second: the first becomes a full observation
-        const double extra = n.weight * (1.0 / repeat_share() - 1.0);
-        once_hit_ += 1.0;
-        n.weight += extra;
-        if (region) *region += extra;
-        total_ += extra;
-        n.flags = static_cast<std::uint8_t>((n.flags & ~once_flag) | repeat_flag);
-      }
-    }
-    n.weight += add;
-    if (region) *region += add;
-    total_ += add;
-    ++observations_;
-  }
-
-  /// q = (h₂ + 1)/(n₁ + 2): EW share of first matches at a node followed by a second one.
-  [[nodiscard]] double repeat_share() const noexcept { return (once_hit_ + 1.0) / (once_n_ + 2.0); }
-
-  /// p̂ = (h + 1)/(n + 2): EW share of fresh ends that a later match ended at.
-  [[nodiscard]] double fresh_share() const noexcept { return (ends_hit_ + 1.0) / (ends_ + 2.0); }
-  /// The counts (n_J, h_J) of junction `j`. A junction with one tail so far has no table entry:
-  /// its counts are exactly (1, 0) or (1, 1), the latter flagged junction_hit (the counts decay
-  /// only when a tail is added), so the table holds only junctions with ≥ 2 tails (or 2 hits).
-  [[nodiscard]] junction_stat counts_of(slot_id j) const {
-    const auto it = junctions_.find(j);
-    if (it != junctions_.end()) return it->second;
-    return {1.0, (nodes_[j].flags & junction_hit_flag) ? 1.0 : 0.0};
-  }
-  /// p̂_J = min(1, (h_J + k·p̂)/(n_J + k)) of junction `j` (p̂ for no_slot).
-  [[nodiscard]] double junction_share(slot_id j) const {
-    const double p = fresh_share();
-    if (j == no_slot) return p;
-    const junction_stat js = counts_of(j);
-    const double k = opts_.junction_strength;
-    return std::min(1.0, (js.hits + k * p) / (js.ends + k));
-  }
-  /// h_J += 1 for junction `j`.
-  void credit_junction(slot_id j) {
-    const auto it = junctions_.find(j);
-    if (it != junctions_.end()) {
-      it->second.hits += 1.0;
-    } else if (!(nodes_[j].flags & junction_hit_flag)) {
-      nodes_[j].flags |= junction_hit_flag;
-    } else {
-      junctions_.emplace(j, junction_stat{1.0, 2.0});
-    }
-  }
-  /// The junction that fresh end `v` was inserted under: the nearest proper ancestor flagged as
-  /// a junction (no_slot without one, or with `junction_prior` off). O(depth of v − depth of J);
-  /// called at v's first match only, whose path was just walked.
-  [[nodiscard]] slot_id junction_of(slot_id v) const {
-    if (!opts_.junction_prior) return no_slot;
-    for (slot_id a = nodes_[v].parent; a != no_slot; a = nodes_[a].parent)
-      if (nodes_[a].flags & junction_flag) return a;
-    return no_slot;
-  }
-  /// The prior's size in observations: p̂ · min(1, 1 / ((1 − γ) D̂)), D̂ the EW mean age at which
-  /// fresh ends were first matched — a match expected within the EW memory 1/(1 − γ) counts as
-  /// one observation, a later one as its rate p̂ / D̂ per observation times that memory.
-  [[nodiscard]] double fresh_prior() const noexcept {
-    return delay_discounted(fresh_share(), delay_sum_, delay_n_);
-  }
-  /// p · min(1, 1 / ((1 − γ) D̂)) with D̂ = delay_sum / delay_n the EW mean age at the first
-  /// match (p unchanged before any first match or with γ = 1).
-  [[nodiscard]] double delay_discounted(double p, double delay_sum, double delay_n) const noexcept {
-    if (!(gamma_ < 1.0) || !(delay_n > 0.0)) return p;
-    const double spread = (1.0 - gamma_) * (delay_sum / delay_n);
-    return spread > 1.0 ? p / spread : p;
-  }
-
-  /// `insert` ended at `v` (deepest state on the path: `anchor`; deepest node that existed
-  /// before: `junction`, or no_slot when v existed): a node no match has ended at yet gets the
-  /// prior pseudo-observation π = p̂_J · min(1, 1/((1 − γ) D̂)) · scale (policy_options::
-  /// fresh_prior, junction_prior), p̂_J from J's counts before this end is counted.
+  /// An inserted sequence ended at `v` (deepest state on its path: `anchor`; deepest node that
+  /// existed before: `junction`): the fresh-end prior, counted in the anchor's region.
   void note_end(slot_id v, slot_id anchor, slot_id junction) {
-    if (!opts_.fresh_prior || nodes_[v].parent == no_slot) return;
-    node_rec& n = nodes_[v];
-    if ((n.flags & fresh_flag) || n.weight > 0.0) return;
-    ends_ = ends_ * gamma_ + 1.0;
-    ends_hit_ *= gamma_;
-    double prior = fresh_prior() * scale_;
-    if (opts_.junction_prior) {
-      if (junction == no_slot) junction = n.parent;
-      if (!(nodes_[junction].flags & junction_flag)) {  // first tail: n_J = h_J = 0, p̂_J = p̂
-        nodes_[junction].flags |= junction_flag;        // now (1, 0), kept in the flags
-      } else {
-        prior *= junction_share(junction) / fresh_share();
-        const junction_stat before = counts_of(junction);
-        junction_stat& js = junctions_[junction];
-        js.ends = before.ends * gamma_ + 1.0;
-        js.hits = before.hits * gamma_;
-      }
-    }
-    n.weight = prior;
-    n.flags |= fresh_flag;
-    total_ += prior;
-    if (nodes_[anchor].state != no_state) states_v_[nodes_[anchor].state].region += prior;
-  }
-
-  /// The prior of fresh end `v`: its weight less the mass that erased children carried to it
-  /// (no real match ended at v since the prior was set).
-  [[nodiscard]] double prior_of(slot_id v) const {
-    const auto it = carried_.find(v);
-    return it == carried_.end() ? nodes_[v].weight : std::max(0.0, nodes_[v].weight - it->second);
-  }
-  /// Removes the prior of fresh end `v` from v, the total and the region of `anchor`; mass that
-  /// erased children carried to v stays (it is real: matches that ended below v).
-  void drop_prior(slot_id v, slot_id anchor) {
-    node_rec& n = nodes_[v];
-    double prior = n.weight;
-    if (const auto it = carried_.find(v); it != carried_.end()) {
-      prior = std::max(0.0, n.weight - it->second);
-      n.weight = it->second;
-      carried_.erase(it);
-    } else {
-      n.weight = 0.0;
-    }
-    n.flags &= static_cast<std::uint8_t>(~(fresh_flag | prefill_flag));
-    total_ = std::max(0.0, total_ - prior);
-    if (nodes_[anchor].state != no_state) {
-      double& r = states_v_[nodes_[anchor].state].region;
-      r = std::max(0.0, r - prior);
-    }
-  }
-
-  /// Σ weight over the region of `c` (c and its descendants not below another state); calls
-  /// `boundary(s)` for each state met at the region's lower boundary. O(region size).
-  template <class F>
-  double region_of(slot_id c, F&& boundary) {
-    double sum = nodes_[c].weight;
-    auto& st = stack_;
-    st.clear();
-    for (slot_id x = nodes_[c].first_child; x != no_slot; x = nodes_[x].next_sibling)
-      st.push_back(x);
-    while (!st.empty()) {
-      const slot_id x = st.back();
-      st.pop_back();
-      if (nodes_[x].state != no_state) {
-        boundary(nodes_[x].state);
-        continue;
-      }
-      sum += nodes_[x].weight;
-      for (slot_id y = nodes_[x].first_child; y != no_slot; y = nodes_[y].next_sibling)
-        st.push_back(y);
-    }
-    return sum;
-  }
-
-  /// Nearest proper ancestor of v holding a state, else v's namespace root. O(depth).
-  [[nodiscard]] slot_id state_above(slot_id v) const noexcept {
-    slot_id a = nodes_[v].parent;
-    while (nodes_[a].parent != no_slot && nodes_[a].state == no_state) a = nodes_[a].parent;
-    return a;
-  }
-
-  /// Marks a state at `node`: its region and the states below it are found by one walk of the
-  /// region (O(region)); the region above shrinks by the same amount.
-  void add_state(slot_id node, std::uint32_t bytes) {
-    std::uint32_t id;
-    if (!free_states_.empty()) {
-      id = free_states_.back();
-      free_states_.pop_back();
-    } else {
-      id = static_cast<std::uint32_t>(states_v_.size());
-      states_v_.emplace_back();
-    }
-    const slot_id up = state_above(node);
-    nodes_[node].state = id;
-    state_rec& s = states_v_[id];
-    s.node = node;
-    s.up = up;
-    s.bytes = bytes;
-    s.last_use = ++clock_;
-    s.touched = static_cast<std::uint32_t>(observations_);
-    s.region = region_of(node, [&](std::uint32_t b) { states_v_[b].up = node; });
-    // The region above loses exactly what c now anchors. Rounding of this difference is
-    // ~ulp(W(up)); re-plans recompute every region from the node weights.
-    if (nodes_[up].state != no_state) {
-      double& r = states_v_[nodes_[up].state].region;
-      r = std::max(0.0, r - s.region);
-    }
-    used_bytes_ += bytes;
-    ++states_;
-  }
-
-  /// Unmarks the state at `node`: its region joins the state above, the states below it now
-  /// fall back to that state.
-  void remove_state(slot_id node) {
-    const std::uint32_t id = nodes_[node].state;
-    state_rec& s = states_v_[id];
-    const slot_id up = s.up;
-    const double region = s.region;
-    nodes_[node].state = no_state;
-    used_bytes_ -= s.bytes;
-    --states_;
-    s = state_rec{};
-    free_states_.push_back(id);
-    (void)region_of(node, [&](std::uint32_t b) { states_v_[b].up = up; });
-    if (nodes_[up].state != no_state) states_v_[nodes_[up].state].region += region;
-  }
-
-  /// Every region recomputed from the node weights (one walk of the tree; re-plans call it so
-  /// rounding from incremental updates never accumulates).
-  void recompute_regions() {
-    for (auto& st : states_v_)
-      if (st.node != no_slot) st.region = region_of(st.node, [](std::uint32_t) {});
-  }
-
-  /// ΔE[r] per byte of dropping state `s` (unnormalised weights, tokens).
-  [[nodiscard]] double delta_per_byte(const state_rec& s) const noexcept {
-    const double gap = static_cast<double>(nodes_[s.node].blocks - nodes_[s.up].blocks) *
-                       static_cast<double>(opts_.block_size);
-    const double d = gap * s.region / static_cast<double>(s.bytes);
-    return opts_.age_value ? d * hit_given_age(s.touched) : d;
-  }
-
-  /// bit_width(a): bucket 0 holds age 0, bucket j ≥ 1 the ages [2^{j−1}, 2^j).
-  static constexpr std::size_t age_buckets = 33;
-  [[nodiscard]] static std::size_t age_bucket(std::uint32_t age) noexcept {
-    return static_cast<std::size_t>(std::bit_width(age));
-  }
-  /// One EW event of age `age` in `bins` (hits or ends): every bin decays by γ per event, kept
-  /// as Σ γ^{−t} with a common scale folded back before it could overflow (finite forever).
-  void age_event(double* bins, std::uint32_t age) {
-    if (!opts_.age_value) return;
-    age_scale_ *= inv_gamma_;
-    if (age_scale_ > 1e150) {
-      const double f = 1.0 / age_scale_;
-      for (std::size_t j = 0; j < age_buckets; ++j) {
-        age_hits_[j] *= f;
-        age_ends_[j] *= f;
-      }
-      age_scale_ = 1.0;
-    }
-    bins[age_bucket(age)] += age_scale_;
-    age_dirty_ = true;
-  }
-  /// The state at `node` leaves the pool (evicted or dropped): one end at its age.
-  void note_state_end(slot_id node) {
-    const state_rec& s = states_v_[nodes_[node].state];
-    age_event(age_ends_, static_cast<std::uint32_t>(observations_) - s.touched);
-  }
-  /// P(hit | age of a state touched at `touched`), see policy_options::age_value. The suffix
-  /// table is rebuilt (33 bins) only after a new event.
-  [[nodiscard]] double hit_given_age(std::uint32_t touched) const noexcept {
-    if (age_dirty_) {
-      double h = 0.0, n = 0.0;
-      for (std::size_t j = age_buckets; j-- > 0;) {
-        h += age_hits_[j];
-        n += age_hits_[j] + age_ends_[j];
-        age_suffix_h_[j] = h;
-        age_suffix_n_[j] = n;
-      }
-      age_dirty_ = false;
-    }
-    const double s = age_scale_;
-    const double all = (age_suffix_h_[0] + 0.5 * s) / (age_suffix_n_[0] + s);
-    const std::size_t b = age_bucket(static_cast<std::uint32_t>(observations_) - touched);
-    return (age_suffix_h_[b] + s * all) / (age_suffix_n_[b] + s);
+    if (const std::optional<double> prior = stats_.note_end(index_, v, junction))
+      if (double* region = pool_.region_at(index_, anchor)) *region += *prior;
   }
 
   /// `fill_free`: adds to the sorted `out` up to F = free states − |out| further candidates of
@@ -1159,15 +651,15 @@ class basic_state_policy {
                       std::span<const std::size_t> chunk_ends,
                       std::vector<std::size_t>& out) const {
     const std::size_t B = opts_.block_size;
-    const std::size_t room = (opts_.capacity_bytes - used_bytes_) / opts_.state_bytes;
+    const std::size_t room = (opts_.capacity_bytes - pool_.used_bytes()) / opts_.state_bytes;
     if (room <= out.size()) return;
     const std::size_t free_slots = room - out.size();
     std::vector<std::size_t> cand;
     for (const std::size_t p : chunk_ends) {
       if (p % B != 0 || p <= m.resume_tokens || p == 0 || p > prompt_tokens) continue;
       if (p <= m.matched_tokens) {
-        const slot_id v = live_slot(m.path[p / B - 1]);  // erased since the match: skipped
-        if (v == no_slot || nodes_[v].state != no_state) continue;
+        const slot_id v = index_.live_slot(m.path[p / B - 1]);  // erased since the match
+        if (v == no_slot || index_[v].state != no_state) continue;
       }
       if (!std::binary_search(out.begin(), out.end(), p)) cand.push_back(p);
     }
@@ -1179,139 +671,12 @@ class basic_state_policy {
     std::sort(out.begin(), out.end());
   }
 
-  /// A candidate victim: ordered by ΔE[r] per byte, then unplanned first, then LRU, then id.
-  struct victim_entry {
-    double per_byte;
-    bool planned;
-    std::uint32_t last_use;
-    slot_id v;
-    bool operator>(const victim_entry& o) const {
-      if (per_byte != o.per_byte) return per_byte > o.per_byte;
-      if (planned != o.planned) return planned;
-      if (last_use != o.last_use) return last_use > o.last_use;
-      return v > o.v;
-    }
-  };
-
-  /// Greedy exact victims (see `evict`) until `need` bytes are freed or no unpinned state other
-  /// than `exclude` is left. O(K log K + Σ victim regions), K = states held.
-  /// Every victim but `fresh` (a state admitted in this call and refused by value: it never
-  /// served) counts as an end at its age, recorded after the loop so that P(hit | age) is the
-  /// same for every comparison of one call.
-  std::vector<node_id> evict_greedy(std::size_t need, slot_id exclude, slot_id fresh = no_slot) {
-    std::vector<node_id> out;
-    if (need == 0 || states_ == 0) return out;
-    using entry = victim_entry;
-    heap_.clear();
-    for (const auto& st : states_v_) {
-      if (st.node == no_slot || st.node == exclude || nodes_[st.node].pinned) continue;
-      heap_.push_back(
-          {delta_per_byte(st), (nodes_[st.node].flags & planned_flag) != 0, st.last_use, st.node});
-    }
-    auto cmp = std::greater<>{};
-    auto less_urgent = [&](const entry& a, const entry& b) { return cmp(a, b); };
-    std::make_heap(heap_.begin(), heap_.end(), less_urgent);
-    std::size_t freed = 0;
-    while (freed < need && !heap_.empty()) {
-      std::pop_heap(heap_.begin(), heap_.end(), less_urgent);
-      entry e = heap_.back();
-      heap_.pop_back();
-      const double now = delta_per_byte(states_v_[nodes_[e.v].state]);
-      if (now != e.per_byte) {  // Δ only grows as victims go: re-queue the stale entry
-        e.per_byte = now;
-        heap_.push_back(e);
-        std::push_heap(heap_.begin(), heap_.end(), less_urgent);
-        continue;
-      }
-      const state_rec& s = states_v_[nodes_[e.v].state];
-      freed += s.bytes;
-      if (e.v != fresh) ended_.push_back(static_cast<std::uint32_t>(observations_) - s.touched);
-      remove_state(e.v);
-      out.push_back(handle_of(e.v));
-    }
-    for (std::uint32_t age : ended_) age_event(age_ends_, age);
-    ended_.clear();
-    return out;
-  }
-
-  /// The tree_view of the live tree: index 0 = a super-root standing for every namespace root
-  /// (all at depth 0, all free), other nodes in DFS order. Fills vnode_/vparent_/vdepth_/vweight_.
-  void build_view() {
-    vnode_.assign(1, no_slot);
-    vparent_.assign(1, 0);
-    vdepth_.assign(1, 0.0);
-    vweight_.assign(1, 0.0);
-    view_total_ = 0.0;
-    struct frame {
-      slot_id v;
-      std::size_t vparent;
-    };
-    std::vector<frame> st;
-    // Namespaces in slot order: the order of roots_ is the process secret's (keyed_map), and
-    // the view's order reaches the plan's floating-point sums and ties.
-    root_order_.clear();
-    for (const auto& [key, root] : roots_) root_order_.push_back(root);
-    std::sort(root_order_.begin(), root_order_.end());
-    for (const slot_id root : root_order_) {
-      vweight_[0] += nodes_[root].weight;
-      for (slot_id c = nodes_[root].first_child; c != no_slot; c = nodes_[c].next_sibling)
-        st.push_back({c, 0});
-      while (!st.empty()) {
-        const frame f = st.back();
-        st.pop_back();
-        const std::size_t i = vnode_.size();
-        vnode_.push_back(f.v);
-        vparent_.push_back(f.vparent);
-        vdepth_.push_back(static_cast<double>(nodes_[f.v].blocks) *
-                          static_cast<double>(opts_.block_size));
-        vweight_.push_back(nodes_[f.v].weight);
-        for (slot_id c = nodes_[f.v].first_child; c != no_slot; c = nodes_[c].next_sibling)
-          st.push_back({c, i});
-      }
-    }
-    for (double w : vweight_) view_total_ += w;
-  }
-
   policy_options opts_;
   Hash hash_;
-  double gamma_ = 1.0, inv_gamma_ = 1.0;
-  std::vector<node_rec> nodes_;
-  std::vector<slot_id> free_;
-  std::vector<state_rec> states_v_;
-  std::vector<std::uint32_t> free_states_;
-  detail::node_index index_;
-  // Namespace name -> root. The names are the caller's input: keyed (issue #21, hash flooding).
-  keyed_map<std::string, slot_id> roots_;
-  std::unordered_map<slot_id, std::string> root_name_;  // root -> its name, for erase in O(1)
-  std::vector<slot_id> root_order_;                     // re-plan scratch: roots in slot order
-  std::unordered_map<slot_id, junction_stat> junctions_;  // junctions with ≥ 2 tails (or hits)
-  std::unordered_map<slot_id, std::uint32_t> pins_;       // pin counts of the pinned nodes
-  // Mass that erased children moved to a node still holding a prior (its weight = prior + this).
-  std::unordered_map<slot_id, double> carried_;
-  double scale_ = 1.0, total_ = 0.0;
-  std::uint64_t observations_ = 0;
-  double once_n_ = 0.0, once_hit_ = 0.0;    // EW counts of first matches / of those repeated
-  double ends_ = 0.0, ends_hit_ = 0.0;      // EW counts of fresh ends and of those matched later
-  double delay_sum_ = 0.0, delay_n_ = 0.0;  // EW sum / count of their ages at the first match
-  double pre_ends_ = 0.0, pre_hit_ = 0.0;   // the same for noted prefill ends (prefill_prior)
-  double pre_delay_sum_ = 0.0, pre_delay_n_ = 0.0;
-  std::size_t work_ = 0;  // blocks walked since the last re-plan
-  // Age-conditioned value: EW hits / ends per log2 age bucket, common scale, suffix sums.
-  double age_hits_[age_buckets] = {}, age_ends_[age_buckets] = {};
-  double age_scale_ = 1.0;
-  mutable double age_suffix_h_[age_buckets] = {}, age_suffix_n_[age_buckets] = {};
-  mutable bool age_dirty_ = true;
-  std::vector<std::uint32_t> ended_;
-  std::size_t since_plan_ = 0, used_bytes_ = 0, states_ = 0, live_ = 0, plan_size_ = 0;
-  std::uint32_t clock_ = 0;
-  bool has_plan_ = false, fresh_child_ = false;
-  // scratch
-  std::vector<slot_id> stack_;
-  std::vector<victim_entry> heap_;
-  std::vector<slot_id> vnode_;
-  std::vector<std::size_t> vparent_;
-  std::vector<double> vdepth_, vweight_;
-  double view_total_ = 0.0;
+  tree_index index_;       // the radix index: nodes, keys, namespaces, ids
+  tree_statistics stats_;  // the learned law: match-end masses, priors, discounts, ages
+  tree_state_pool pool_;   // the held states, pins and the eviction ranking
+  tree_planner planner_;   // the exact re-plan and its schedule
 };
 
 /// The policy with keyed XXH3-128 block keys (a fresh secret per instance).

@@ -1,0 +1,323 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// `tree_state_pool`: the states held on a `tree_index`, their pins, and the eviction ranking
+/// that admission and victim choice follow (DESIGN §7; docs/tree.md "Structure", "Admission by
+/// value").
+///
+/// Cost model (DESIGN §7): a request whose match ends at v replays
+/// r(v) = depth(v) − depth(anchor(v)) tokens, anchor(v) the deepest node on v's path that holds
+/// a state (the namespace root, the empty prefix, is free); E[r] = Σ_v ŵ(v) r(v). For a held
+/// state c let up(c) be the nearest proper ancestor holding a state (or the root) and
+/// W(c) = Σ_{v : anchor(v) = c} w(v) its region's mass. Dropping c re-anchors its region at
+/// up(c), so exactly
+///
+///   ΔE[r](c) = (depth(c) − depth(up(c))) · W(c)          (unnormalised weights, tokens),
+///
+/// and victims go in increasing ΔE[r] per byte, recomputed after each removal (removing c raises
+/// W(up(c)) and the Δ of the states just below c), ties: not planned first, then least recently
+/// used, then slot. The pool keeps W(c) per state incrementally (the statistics update it
+/// through `region_at`) and `up(c)` per state, so Δ(c) is O(1).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+#include "hybridcache/config.hpp"
+#include "hybridcache/error.hpp"
+#include "hybridcache/tree/index.hpp"
+
+HYBRIDCACHE_NAMESPACE_BEGIN
+
+/// What `admit` did.
+struct admit_result {
+  bool admitted = false;         ///< false: no room even after evicting every unpinned state
+  std::vector<node_id> victims;  ///< states the engine must free (already off the books)
+};
+
+/// One held state. `up` is the nearest proper ancestor holding a state (or the namespace root);
+/// `region` = W(c), the weight of the nodes whose anchor is this state.
+struct tree_state {
+  tree_node::slot_id node = tree_node::no_slot;
+  tree_node::slot_id up = tree_node::no_slot;
+  std::uint32_t bytes = 0;
+  std::uint32_t last_use = 0;  ///< clock of the last admit/resume (LRU tie-break)
+  std::uint32_t touched = 0;   ///< observations (mod 2^32) at the last admit/resume: its age
+  double region = 0.0;
+};
+
+/// The held states and their eviction ranking (see the file comment). Not thread-safe.
+class tree_state_pool {
+ public:
+  using slot_id = tree_node::slot_id;
+  static constexpr slot_id no_slot = tree_node::no_slot;
+  static constexpr std::uint32_t no_state = tree_node::no_state;
+  static constexpr std::uint32_t max_pins = (1u << 24) - 1;
+
+  // ---- states ---------------------------------------------------------------------------
+
+  /// Nearest proper ancestor of non-root `v` holding a state, else v's namespace root.
+  /// O(depth).
+  [[nodiscard]] static slot_id state_above(const tree_index& ix, slot_id v) noexcept {
+    slot_id a = ix[v].parent;
+    while (ix[a].parent != no_slot && ix[a].state == no_state) a = ix[a].parent;
+    return a;
+  }
+  /// W of the state at `anchor`, or nullptr when it holds none (a root's free empty state).
+  [[nodiscard]] double* region_at(const tree_index& ix, slot_id anchor) noexcept {
+    return ix[anchor].state != no_state ? &states_[ix[anchor].state].region : nullptr;
+  }
+  /// The record of the state at `v` (which holds one).
+  [[nodiscard]] tree_state& state_at(const tree_index& ix, slot_id v) noexcept {
+    return states_[ix[v].state];
+  }
+  [[nodiscard]] const tree_state& state_at(const tree_index& ix, slot_id v) const noexcept {
+    return states_[ix[v].state];
+  }
+  /// Marks the last use of the state at `v` (LRU clock).
+  void touch(const tree_index& ix, slot_id v) noexcept { states_[ix[v].state].last_use = ++clock_; }
+
+  /// Marks a state of `bytes` at `node` (which holds none), admitted at observation `now`: its
+  /// region and the states below it are found by one walk of the region (O(region)); the
+  /// region above shrinks by the same amount.
+  void add(tree_index& ix, slot_id node, std::uint32_t bytes, std::uint32_t now) {
+    std::uint32_t id;
+    if (!free_states_.empty()) {
+      id = free_states_.back();
+      free_states_.pop_back();
+    } else {
+      id = static_cast<std::uint32_t>(states_.size());
+      states_.emplace_back();
+    }
+    const slot_id up = state_above(ix, node);
+    ix[node].state = id;
+    tree_state& s = states_[id];
+    s.node = node;
+    s.up = up;
+    s.bytes = bytes;
+    s.last_use = ++clock_;
+    s.touched = now;
+    s.region = region_of(ix, node, [&](std::uint32_t b) { states_[b].up = node; });
+    // The region above loses exactly what c now anchors. Rounding of this difference is
+    // ~ulp(W(up)); re-plans recompute every region from the node weights.
+    if (ix[up].state != no_state) {
+      double& r = states_[ix[up].state].region;
+      r = std::max(0.0, r - s.region);
+    }
+    used_bytes_ += bytes;
+    ++count_;
+  }
+
+  /// Unmarks the state at `node`: its region joins the state above, the states below it now
+  /// fall back to that state.
+  void remove(tree_index& ix, slot_id node) {
+    const std::uint32_t id = ix[node].state;
+    tree_state& s = states_[id];
+    const slot_id up = s.up;
+    const double region = s.region;
+    ix[node].state = no_state;
+    used_bytes_ -= s.bytes;
+    --count_;
+    s = tree_state{};
+    free_states_.push_back(id);
+    (void)region_of(ix, node, [&](std::uint32_t b) { states_[b].up = up; });
+    if (ix[up].state != no_state) states_[ix[up].state].region += region;
+  }
+
+  /// Every region recomputed from the node weights (one walk of the tree), so that rounding
+  /// from incremental updates never accumulates.
+  void recompute_regions(const tree_index& ix) {
+    for (auto& st : states_)
+      if (st.node != no_slot) st.region = region_of(ix, st.node, [](std::uint32_t) {});
+  }
+  /// Multiplies every region by `f` (the statistics folding their scale back).
+  void scale_regions(double f) noexcept {
+    for (auto& st : states_) st.region *= f;
+  }
+
+  // ---- pins ------------------------------------------------------------------------------
+
+  /// One more pin on `v` (flag in the record, count in a side table; pins nest).
+  /// @throws capacity_error past 2^24 − 1 pins.
+  void pin(tree_index& ix, slot_id v) {
+    std::uint32_t& c = pins_[v];
+    if (c == max_pins)
+      throw capacity_error("hybridcache: tree::state_policy pin count overflow (2^24 - 1)");
+    ++c;
+    ix[v].pinned = 1;
+  }
+  /// Releases one pin of `v`. @returns false if `v` was not pinned.
+  bool unpin(tree_index& ix, slot_id v) {
+    const auto it = pins_.find(v);
+    if (it == pins_.end()) return false;
+    if (--it->second == 0) {
+      pins_.erase(it);
+      ix[v].pinned = 0;
+    }
+    return true;
+  }
+  [[nodiscard]] std::uint32_t pin_count(const tree_index& ix, slot_id v) const {
+    if (!ix[v].pinned) return 0;
+    return pins_.find(v)->second;
+  }
+
+  // ---- ranking ---------------------------------------------------------------------------
+
+  /// ΔE[r] per byte of dropping state `s`: (depth(c) − depth(up(c))) · B · W(c) / bytes.
+  [[nodiscard]] static double delta_per_byte(const tree_index& ix, const tree_state& s,
+                                             std::size_t block_size) noexcept {
+    const double gap =
+        static_cast<double>(ix[s.node].blocks - ix[s.up].blocks) * static_cast<double>(block_size);
+    return gap * s.region / static_cast<double>(s.bytes);
+  }
+
+  /// Bytes held by unpinned states other than at `exclude`.
+  [[nodiscard]] std::size_t evictable_bytes(const tree_index& ix, slot_id exclude) const {
+    std::size_t evictable = 0;
+    for (const auto& st : states_)
+      if (st.node != no_slot && st.node != exclude && !ix[st.node].pinned) evictable += st.bytes;
+    return evictable;
+  }
+
+  /// Greedy exact victims until `need` bytes are freed or no unpinned state other than
+  /// `exclude` is left: each step takes the state of least `value(s)` (ΔE[r] per byte, possibly
+  /// scaled: `value` must not fall as other states go), recomputed when it comes up; ties as
+  /// the file comment says. Victims are taken off the books and returned. Every victim but
+  /// `fresh` (a state added in this call that never served) is reported as `on_end(age)`, age
+  /// = now − touched, after the loop, so that `value` sees the same statistics throughout.
+  /// O(K log K + Σ victim regions), K = states held.
+  template <class Value, class OnEnd>
+  std::vector<node_id> evict(tree_index& ix, std::size_t need, slot_id exclude, slot_id fresh,
+                             std::uint32_t now, Value&& value, OnEnd&& on_end) {
+    std::vector<node_id> out;
+    if (need == 0 || count_ == 0) return out;
+    using entry = victim_entry;
+    heap_.clear();
+    for (const auto& st : states_) {
+      if (st.node == no_slot || st.node == exclude || ix[st.node].pinned) continue;
+      heap_.push_back(
+          {value(st), (ix[st.node].flags & tree_node::planned_flag) != 0, st.last_use, st.node});
+    }
+    auto cmp = std::greater<>{};
+    auto less_urgent = [&](const entry& a, const entry& b) { return cmp(a, b); };
+    std::make_heap(heap_.begin(), heap_.end(), less_urgent);
+    std::size_t freed = 0;
+    while (freed < need && !heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), less_urgent);
+      entry e = heap_.back();
+      heap_.pop_back();
+      const double v_now = value(states_[ix[e.v].state]);
+      if (v_now != e.per_byte) {  // Δ only grows as victims go: re-queue the stale entry
+        e.per_byte = v_now;
+        heap_.push_back(e);
+        std::push_heap(heap_.begin(), heap_.end(), less_urgent);
+        continue;
+      }
+      const tree_state& s = states_[ix[e.v].state];
+      freed += s.bytes;
+      if (e.v != fresh) ended_.push_back(now - s.touched);
+      remove(ix, e.v);
+      out.push_back(ix.handle_of(e.v));
+    }
+    for (std::uint32_t age : ended_) on_end(age);
+    ended_.clear();
+    return out;
+  }
+
+  /// Admission of a state of `bytes` that the engine stored at `node` (id `id`, no state yet,
+  /// 1 ≤ bytes < 2^32) into a pool of `capacity` bytes, at observation `now`: if the pool would
+  /// overflow, victims in `evict`'s order (never pinned) are freed first; with `by_value` the new
+  /// state is a candidate too, and if it is the cheapest it is not admitted (the states freed
+  /// before it stay freed: they were cheaper still). If even all unpinned states would not make
+  /// room, nothing changes. `value` and `on_end` as for `evict`.
+  template <class Value, class OnEnd>
+  admit_result admit(tree_index& ix, slot_id node, node_id id, std::size_t bytes,
+                     std::size_t capacity, bool by_value, std::uint32_t now, Value&& value,
+                     OnEnd&& on_end) {
+    admit_result r;
+    if (ix[node].state != no_state) {
+      r.admitted = true;
+      return r;
+    }
+    if (bytes > capacity) return r;
+    if (used_bytes_ + bytes > capacity) {
+      const std::size_t need = used_bytes_ + bytes - capacity;
+      if (evictable_bytes(ix, node) < need) return r;
+      if (by_value) {  // the new state competes with the held ones
+        add(ix, node, static_cast<std::uint32_t>(bytes), now);
+        r.victims = evict(ix, need, no_slot, node, now, value, on_end);
+        const auto it = std::find(r.victims.begin(), r.victims.end(), id);
+        r.admitted = it == r.victims.end();
+        if (!r.admitted) r.victims.erase(it);
+        return r;
+      }
+      r.victims = evict(ix, need, node, no_slot, now, value, on_end);
+    }
+    add(ix, node, static_cast<std::uint32_t>(bytes), now);
+    r.admitted = true;
+    return r;
+  }
+
+  // ---- queries ---------------------------------------------------------------------------
+
+  [[nodiscard]] std::size_t used_bytes() const noexcept { return used_bytes_; }
+  [[nodiscard]] std::size_t count() const noexcept { return count_; }
+  /// Bytes of the state records, their free list and the pin table.
+  [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
+    return states_.capacity() * sizeof(tree_state) +
+           free_states_.capacity() * sizeof(std::uint32_t) + detail::table_bytes(pins_);
+  }
+
+ private:
+  /// A candidate victim: ordered by value per byte, then unplanned first, then LRU, then slot.
+  struct victim_entry {
+    double per_byte;
+    bool planned;
+    std::uint32_t last_use;
+    slot_id v;
+    bool operator>(const victim_entry& o) const {
+      if (per_byte != o.per_byte) return per_byte > o.per_byte;
+      if (planned != o.planned) return planned;
+      if (last_use != o.last_use) return last_use > o.last_use;
+      return v > o.v;
+    }
+  };
+
+  /// Σ weight over the region of `c` (c and its descendants not below another state); calls
+  /// `boundary(s)` for each state met at the region's lower boundary. O(region size).
+  template <class F>
+  double region_of(const tree_index& ix, slot_id c, F&& boundary) {
+    double sum = ix[c].weight;
+    auto& st = stack_;
+    st.clear();
+    for (slot_id x = ix[c].first_child; x != no_slot; x = ix[x].next_sibling) st.push_back(x);
+    while (!st.empty()) {
+      const slot_id x = st.back();
+      st.pop_back();
+      if (ix[x].state != no_state) {
+        boundary(ix[x].state);
+        continue;
+      }
+      sum += ix[x].weight;
+      for (slot_id y = ix[x].first_child; y != no_slot; y = ix[y].next_sibling) st.push_back(y);
+    }
+    return sum;
+  }
+
+  std::vector<tree_state> states_;
+  std::vector<std::uint32_t> free_states_;
+  std::unordered_map<slot_id, std::uint32_t> pins_;  // pin counts of the pinned nodes
+  std::size_t used_bytes_ = 0, count_ = 0;
+  std::uint32_t clock_ = 0;
+  // scratch
+  std::vector<std::uint32_t> ended_;
+  std::vector<slot_id> stack_;
+  std::vector<victim_entry> heap_;
+};
+
+HYBRIDCACHE_NAMESPACE_END

@@ -1,0 +1,379 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// `tree_statistics`: the law the tree policy learns online on its tree (DESIGN §3's
+/// exponentially weighted histogram, carried onto the prefix tree as DESIGN §7 asks;
+/// docs/tree.md "Structure"). Per node v of a `tree_index` it keeps the match-end mass
+///
+///   ŵ(v) = (1−γ)/(1−γ^n) Σ_{s≤n} γ^{n−s} [match s ended at v],
+///
+/// stored unnormalised as w(v) = Σ_s γ^{−s}[…] times a common scale that is folded back into
+/// every weight (and every state's region, through the caller's callback) before it could pass
+/// 1e150, so every value stays finite forever at O(1) amortised cost; ŵ(v) = w(v) / Σ_u w(u).
+/// Beside the counts it learns the priors and discounts of policy_options:
+///
+/// - the fresh-end prior π(e) = p̂_J · min(1, 1/((1 − γ) D̂)) observations at the end e of an
+///   inserted sequence where no match has ended yet, p̂ = (h + 1)/(n + 2) the EW share of such
+///   ends that a later match ended at, D̂ their EW mean age then, and with `junction_prior`
+///   p̂_J = min(1, (h_J + k·p̂)/(n_J + k)) learned at the end's junction J; the first real match
+///   at e replaces π (docs/tree.md, "Fresh ends", "Junction-conditioned prior");
+/// - the prefill-end prior π_P = p̂_P · min(1, 1/((1 − γ) D̂_P)), learned apart (`prefill_prior`);
+/// - the repeat discount: a node's first real match counts q = (h₂ + 1)/(n₁ + 2) observations,
+///   its second restores the first to a full one (×1/q) (`repeat_discount`);
+/// - P(hit | age) = (H_{≥b} + s·P̄)/(H_{≥b} + E_{≥b} + s), b = bit_width(age), from EW counts of
+///   resumes (H_j) and of state ends (E_j) per log2 age bucket (`age_value`, EVA);
+/// - γ_eff = max(γ, 1 − 1/(c·M + W₀)) for a pool of M states (`memory_per_state`,
+///   `memory_floor`).
+///
+/// A held state's region W(c) (the mass anchored at c, tree/eviction.hpp) changes with the
+/// weights: the calls that change a weight below a state take that region as a pointer (nullptr:
+/// the anchor is a namespace root, whose empty state is free).
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+#include "hybridcache/config.hpp"
+#include "hybridcache/tree/index.hpp"
+
+HYBRIDCACHE_NAMESPACE_BEGIN
+
+/// What `tree_statistics` learns, and how fast (the statistics' fields of policy_options).
+struct tree_statistics_options {
+  double gamma = 0.99;  ///< γ_eff, the decay per observation in use, in (0, 1]
+  bool fresh_prior = true;
+  bool junction_prior = true;
+  double junction_strength = 2.0;  ///< k
+  bool repeat_discount = true;
+  bool age_value = false;
+  bool prefill_prior = false;
+};
+
+/// The statistics of the tree policy (see the file comment). Not thread-safe.
+class tree_statistics {
+ public:
+  using slot_id = tree_node::slot_id;
+  static constexpr slot_id no_slot = tree_node::no_slot;
+  /// bit_width(a): bucket 0 holds age 0, bucket j ≥ 1 the ages [2^{j−1}, 2^j).
+  static constexpr std::size_t age_buckets = 33;
+
+  /// γ_eff = max(γ, 1 − 1/(c·M + W₀)), M = ⌊capacity / state_bytes⌋ (γ when c = W₀ = 0).
+  [[nodiscard]] static double effective_gamma(double gamma, double per_state, double floor,
+                                              std::size_t capacity_bytes,
+                                              std::size_t state_bytes) noexcept {
+    if (per_state > 0.0 || floor > 0.0) {
+      const double m = static_cast<double>(capacity_bytes / state_bytes);
+      gamma = std::max(gamma, 1.0 - 1.0 / (per_state * m + floor));
+    }
+    return gamma;
+  }
+  /// p · min(1, 1 / ((1 − γ) D̂)) with D̂ = delay_sum / delay_n (p unchanged before any first
+  /// match or with γ = 1): a match expected within the EW memory 1/(1 − γ) counts as one
+  /// observation, a later one as its rate p / D̂ per observation times that memory.
+  [[nodiscard]] static double delay_discounted(double gamma, double p, double delay_sum,
+                                               double delay_n) noexcept {
+    if (!(gamma < 1.0) || !(delay_n > 0.0)) return p;
+    const double spread = (1.0 - gamma) * (delay_sum / delay_n);
+    return spread > 1.0 ? p / spread : p;
+  }
+  [[nodiscard]] static std::size_t age_bucket(std::uint32_t age) noexcept {
+    return static_cast<std::size_t>(std::bit_width(age));
+  }
+
+  /// @pre o.gamma ∈ (0, 1], o.junction_strength > 0 (policy_options validates them).
+  explicit tree_statistics(const tree_statistics_options& o)
+      : opts_(o), gamma_(o.gamma), inv_gamma_(1.0 / o.gamma) {}
+
+  // ---- observations ---------------------------------------------------------------------
+
+  /// One EW observation: a match ended at `v`. If v holds a fresh-end or prefill-end prior, the
+  /// real match replaces it (and its age, from the prior's decay, is learned); with the repeat
+  /// discount a first match counts q, a second restores the first. `region` is W of v's anchor
+  /// (nullptr for a root); `scale_regions(f)` multiplies every held region by f when the common
+  /// scale is folded back.
+  template <class ScaleRegions>
+  void observe(tree_index& ix, slot_id v, double* region, ScaleRegions&& scale_regions) {
+    if ((ix[v].flags & (tree_node::fresh_flag | tree_node::prefill_flag)) ==
+        (tree_node::fresh_flag | tree_node::prefill_flag)) {
+      // The first real match at a prefill end replaces π_P; its age from π_P's decay.
+      const double age = prior_age(prior_of(ix, v) / scale_ / prefill_share());
+      pre_delay_sum_ = pre_delay_sum_ * gamma_ + age;
+      pre_delay_n_ = pre_delay_n_ * gamma_ + 1.0;
+      drop_prior(ix, v, region);
+      pre_hit_ += 1.0;
+    } else if (ix[v].flags & tree_node::fresh_flag) {  // the first real match replaces π
+      // Its age in observations, from π's decay: w / scale = p̂_insert · γ^age, p̂_insert ≈ p̂.
+      const slot_id j = junction_of(ix, v);
+      const double age = prior_age(prior_of(ix, v) / scale_ / junction_share(ix, j));
+      delay_sum_ = delay_sum_ * gamma_ + age;
+      delay_n_ = delay_n_ * gamma_ + 1.0;
+      drop_prior(ix, v, region);
+      ends_hit_ += 1.0;
+      if (j != no_slot) credit_junction(ix, j);
+    }
+    scale_ *= inv_gamma_;
+    if (scale_ > 1e150) {
+      const double f = 1.0 / scale_;
+      for (auto& n : ix.slots()) n.weight *= f;
+      for (auto& [c, w] : carried_) w *= f;
+      scale_regions(f);
+      total_ *= f;
+      scale_ = 1.0;
+    }
+    double add = scale_;
+    tree_node& n = ix[v];
+    if (opts_.repeat_discount && n.parent != no_slot && !(n.flags & tree_node::repeat_flag)) {
+      if (!(n.flags & tree_node::once_flag)) {  // first real match: q observations
+        once_n_ = once_n_ * gamma_ + 1.0;
+        once_hit_ *= gamma_;
+        add = repeat_share() * scale_;
+        n.flags |= tree_node::once_flag;
+      } else {  // second: the first becomes a full observation
+        const double extra = n.weight * (1.0 / repeat_share() - 1.0);
+        once_hit_ += 1.0;
+        n.weight += extra;
+        if (region) *region += extra;
+        total_ += extra;
+        n.flags =
+            static_cast<std::uint8_t>((n.flags & ~tree_node::once_flag) | tree_node::repeat_flag);
+      }
+    }
+    n.weight += add;
+    if (region) *region += add;
+    total_ += add;
+    ++observations_;
+  }
+
+  /// An inserted sequence ended at `v`; `junction` is the deepest node of its path that existed
+  /// before (no_slot when v existed: then v's parent). A non-root node no match has ended at
+  /// yet gets the fresh-end prior π = p̂_J · min(1, 1/((1 − γ) D̂)) · scale, p̂_J from J's counts
+  /// before this end is counted. @returns the mass added at v (to add to W of v's anchor), or
+  /// nothing when no prior was set.
+  std::optional<double> note_end(tree_index& ix, slot_id v, slot_id junction) {
+    if (!opts_.fresh_prior || ix[v].parent == no_slot) return std::nullopt;
+    tree_node& n = ix[v];
+    if ((n.flags & tree_node::fresh_flag) || n.weight > 0.0) return std::nullopt;
+    ends_ = ends_ * gamma_ + 1.0;
+    ends_hit_ *= gamma_;
+    double prior = fresh_prior() * scale_;
+    if (opts_.junction_prior) {
+      if (junction == no_slot) junction = n.parent;
+      if (!(ix[junction].flags & tree_node::junction_flag)) {  // first tail: p̂_J = p̂
+        ix[junction].flags |= tree_node::junction_flag;        // now (1, 0), kept in the flags
+      } else {
+        prior *= junction_share(ix, junction) / fresh_share();
+        const junction_stat before = counts_of(ix, junction);
+        junction_stat& js = junctions_[junction];
+        js.ends = before.ends * gamma_ + 1.0;
+        js.hits = before.hits * gamma_;
+      }
+    }
+    n.weight = prior;
+    n.flags |= tree_node::fresh_flag;
+    total_ += prior;
+    return prior;
+  }
+
+  /// A request's prefill ended at `v`: a non-root node no match has ended at yet (no weight, no
+  /// prior) gets the prefill-end prior π_P · scale. @returns the mass added, or nothing.
+  std::optional<double> note_prefill_end(tree_index& ix, slot_id v) {
+    if (!opts_.prefill_prior || ix[v].parent == no_slot) return std::nullopt;
+    tree_node& n = ix[v];
+    if ((n.flags & tree_node::fresh_flag) || n.weight > 0.0) return std::nullopt;
+    pre_ends_ = pre_ends_ * gamma_ + 1.0;
+    pre_hit_ *= gamma_;
+    const double prior = prefill_prior_mass() * scale_;
+    n.weight = prior;
+    n.flags |= tree_node::fresh_flag | tree_node::prefill_flag;
+    total_ += prior;
+    return prior;
+  }
+
+  /// Whether `v` still holds a fresh-end or prefill-end prior.
+  [[nodiscard]] static bool has_prior(const tree_index& ix, slot_id v) noexcept {
+    return (ix[v].flags & tree_node::fresh_flag) != 0;
+  }
+  /// Removes the prior of `v` from v, the total and `region` (W of v's anchor, nullable); mass
+  /// that erased children carried to v stays (it is real: matches that ended below v).
+  void drop_prior(tree_index& ix, slot_id v, double* region) {
+    tree_node& n = ix[v];
+    double prior = n.weight;
+    if (const auto it = carried_.find(v); it != carried_.end()) {
+      prior = std::max(0.0, n.weight - it->second);
+      n.weight = it->second;
+      carried_.erase(it);
+    } else {
+      n.weight = 0.0;
+    }
+    n.flags &= static_cast<std::uint8_t>(~(tree_node::fresh_flag | tree_node::prefill_flag));
+    total_ = std::max(0.0, total_ - prior);
+    if (region) *region = std::max(0.0, *region - prior);
+  }
+
+  /// Leaf `v` is about to leave the index (its prior, if any, dropped first with `drop_prior`):
+  /// its mass moves to its parent (matches that ended there now end one block up) and is
+  /// remembered as carried if the parent holds a prior; a namespace root's mass leaves the total
+  /// (exactly 0 once `last_namespace` goes), so the shares still sum to 1.
+  void forget(tree_index& ix, slot_id v, bool last_namespace) {
+    const tree_node& n = ix[v];
+    if (n.flags & tree_node::junction_flag) junctions_.erase(v);
+    if (n.parent == no_slot) {
+      total_ = last_namespace ? 0.0 : std::max(0.0, total_ - n.weight);
+    } else {
+      tree_node& p = ix[n.parent];
+      p.weight += n.weight;
+      if ((p.flags & tree_node::fresh_flag) && n.weight > 0.0) carried_[n.parent] += n.weight;
+    }
+  }
+
+  // ---- ages (policy_options::age_value) ------------------------------------------------
+
+  /// A resume from a state of age `age` (observations since its admission or last resume).
+  void note_hit_age(std::uint32_t age) { age_event(age_hits_, age); }
+  /// A state left the pool (evicted or dropped) at age `age`.
+  void note_end_age(std::uint32_t age) { age_event(age_ends_, age); }
+  /// P(hit | age) = (H_{≥b} + s·P̄)/(H_{≥b} + E_{≥b} + s), P̄ = (H + s/2)/(H + E + s). The suffix
+  /// table is rebuilt (33 bins) only after a new event.
+  [[nodiscard]] double hit_given_age(std::uint32_t age) const noexcept {
+    if (age_dirty_) {
+      double h = 0.0, n = 0.0;
+      for (std::size_t j = age_buckets; j-- > 0;) {
+        h += age_hits_[j];
+        n += age_hits_[j] + age_ends_[j];
+        age_suffix_h_[j] = h;
+        age_suffix_n_[j] = n;
+      }
+      age_dirty_ = false;
+    }
+    const double s = age_scale_;
+    const double all = (age_suffix_h_[0] + 0.5 * s) / (age_suffix_n_[0] + s);
+    const std::size_t b = age_bucket(age);
+    return (age_suffix_h_[b] + s * all) / (age_suffix_n_[b] + s);
+  }
+
+  // ---- queries ------------------------------------------------------------------------
+
+  /// ŵ(v) = w(v) / Σ w (0 while no mass is left).
+  [[nodiscard]] double match_share(const tree_index& ix, slot_id v) const noexcept {
+    return total_ > 0.0 ? ix[v].weight / total_ : 0.0;
+  }
+  /// q = (h₂ + 1)/(n₁ + 2): EW share of first matches at a node followed by a second one.
+  [[nodiscard]] double repeat_share() const noexcept { return (once_hit_ + 1.0) / (once_n_ + 2.0); }
+  /// p̂ = (h + 1)/(n + 2): EW share of fresh ends that a later match ended at.
+  [[nodiscard]] double fresh_share() const noexcept { return (ends_hit_ + 1.0) / (ends_ + 2.0); }
+  /// p̂_J = min(1, (h_J + k·p̂)/(n_J + k)) of junction `j` (p̂ for no_slot).
+  [[nodiscard]] double junction_share(const tree_index& ix, slot_id j) const {
+    const double p = fresh_share();
+    if (j == no_slot) return p;
+    const junction_stat js = counts_of(ix, j);
+    const double k = opts_.junction_strength;
+    return std::min(1.0, (js.hits + k * p) / (js.ends + k));
+  }
+  /// π / (mass of one observation) = p̂ · min(1, 1 / ((1 − γ) D̂)).
+  [[nodiscard]] double fresh_prior() const noexcept {
+    return delay_discounted(gamma_, fresh_share(), delay_sum_, delay_n_);
+  }
+  /// p̂_P = (h_P + 1)/(n_P + 2) (1/2 before any noted prefill end).
+  [[nodiscard]] double prefill_share() const noexcept {
+    return (pre_hit_ + 1.0) / (pre_ends_ + 2.0);
+  }
+  /// π_P / (mass of one observation) = p̂_P · min(1, 1/((1 − γ) D̂_P)).
+  [[nodiscard]] double prefill_prior_mass() const noexcept {
+    return delay_discounted(gamma_, prefill_share(), pre_delay_sum_, pre_delay_n_);
+  }
+  /// The prior of `v` (one that holds a prior): its weight less the mass erased children
+  /// carried to it.
+  [[nodiscard]] double prior_of(const tree_index& ix, slot_id v) const {
+    const auto it = carried_.find(v);
+    return it == carried_.end() ? ix[v].weight : std::max(0.0, ix[v].weight - it->second);
+  }
+  /// Σ_u w(u), unnormalised (the common scale included).
+  [[nodiscard]] double total() const noexcept { return total_; }
+  [[nodiscard]] double gamma() const noexcept { return gamma_; }
+  [[nodiscard]] std::uint64_t observations() const noexcept { return observations_; }
+  /// Bytes of the side tables (junctions with ≥ 2 tails, carried mass).
+  [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
+    return detail::table_bytes(junctions_) + detail::table_bytes(carried_);
+  }
+
+ private:
+  /// EW counts at a junction J (see policy_options::junction_prior).
+  struct junction_stat {
+    double ends = 0.0;  // n_J: fresh ends inserted below J (×γ per such end)
+    double hits = 0.0;  // h_J: of those, ends a later match ended at
+  };
+
+  /// The age, in observations, of a prior π that has decayed to `ratio` = w / π of its value:
+  /// w = π · γ^age, so age = log(ratio) / log γ (0 when γ = 1 or the ratio is not in (0, 1)).
+  [[nodiscard]] double prior_age(double ratio) const noexcept {
+    return (gamma_ < 1.0 && ratio > 0.0 && ratio < 1.0) ? std::log(ratio) / std::log(gamma_) : 0.0;
+  }
+  /// The counts (n_J, h_J) of junction `j`. A junction with one tail so far has no table entry:
+  /// its counts are exactly (1, 0) or (1, 1), the latter flagged junction_hit (the counts decay
+  /// only when a tail is added), so the table holds only junctions with ≥ 2 tails (or 2 hits).
+  [[nodiscard]] junction_stat counts_of(const tree_index& ix, slot_id j) const {
+    const auto it = junctions_.find(j);
+    if (it != junctions_.end()) return it->second;
+    return {1.0, (ix[j].flags & tree_node::junction_hit_flag) ? 1.0 : 0.0};
+  }
+  /// h_J += 1 for junction `j`.
+  void credit_junction(tree_index& ix, slot_id j) {
+    const auto it = junctions_.find(j);
+    if (it != junctions_.end()) {
+      it->second.hits += 1.0;
+    } else if (!(ix[j].flags & tree_node::junction_hit_flag)) {
+      ix[j].flags |= tree_node::junction_hit_flag;
+    } else {
+      junctions_.emplace(j, junction_stat{1.0, 2.0});
+    }
+  }
+  /// The junction that fresh end `v` was inserted under: the nearest proper ancestor flagged as
+  /// a junction (no_slot without one, or with `junction_prior` off). O(depth of v − depth of J).
+  [[nodiscard]] slot_id junction_of(const tree_index& ix, slot_id v) const {
+    if (!opts_.junction_prior) return no_slot;
+    for (slot_id a = ix[v].parent; a != no_slot; a = ix[a].parent)
+      if (ix[a].flags & tree_node::junction_flag) return a;
+    return no_slot;
+  }
+  /// One EW event of age `age` in `bins` (hits or ends): every bin decays by γ per event, kept
+  /// as Σ γ^{−t} with a common scale folded back before it could overflow (finite forever).
+  void age_event(double* bins, std::uint32_t age) {
+    if (!opts_.age_value) return;
+    age_scale_ *= inv_gamma_;
+    if (age_scale_ > 1e150) {
+      const double f = 1.0 / age_scale_;
+      for (std::size_t j = 0; j < age_buckets; ++j) {
+        age_hits_[j] *= f;
+        age_ends_[j] *= f;
+      }
+      age_scale_ = 1.0;
+    }
+    bins[age_bucket(age)] += age_scale_;
+    age_dirty_ = true;
+  }
+
+  tree_statistics_options opts_;
+  double gamma_ = 1.0, inv_gamma_ = 1.0;
+  std::unordered_map<slot_id, junction_stat> junctions_;  // junctions with ≥ 2 tails (or hits)
+  // Mass that erased children moved to a node still holding a prior (its weight = prior + this).
+  std::unordered_map<slot_id, double> carried_;
+  double scale_ = 1.0, total_ = 0.0;
+  std::uint64_t observations_ = 0;
+  double once_n_ = 0.0, once_hit_ = 0.0;    // EW counts of first matches / of those repeated
+  double ends_ = 0.0, ends_hit_ = 0.0;      // EW counts of fresh ends and of those matched later
+  double delay_sum_ = 0.0, delay_n_ = 0.0;  // EW sum / count of their ages at the first match
+  double pre_ends_ = 0.0, pre_hit_ = 0.0;   // the same for noted prefill ends (prefill_prior)
+  double pre_delay_sum_ = 0.0, pre_delay_n_ = 0.0;
+  // Age-conditioned value: EW hits / ends per log2 age bucket, common scale, suffix sums.
+  double age_hits_[age_buckets] = {}, age_ends_[age_buckets] = {};
+  double age_scale_ = 1.0;
+  mutable double age_suffix_h_[age_buckets] = {}, age_suffix_n_[age_buckets] = {};
+  mutable bool age_dirty_ = true;
+};
+
+HYBRIDCACHE_NAMESPACE_END
