@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+// tree_state_pool (tree/eviction.hpp) alone: on random trees with random weights and held
+// states, every victim `evict` takes is a least-ΔE[r]-per-byte state by brute force (E[r] of the
+// held set with and without it, recomputed from scratch), pinned states are never taken, it
+// stops once enough bytes are freed, and admission by value refuses a state cheaper than all.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <hybridcache/tree/eviction.hpp>
+
+namespace hc = hybridcache;
+
+namespace {
+
+using slot = hc::tree_index::slot_id;
+
+/// Σ_v w(v)(depth(v) − depth(anchor(v))), unnormalised, in tokens; anchor(v) the deepest node
+/// of `held` on v's path (the root if none).
+double raw_er(const hc::tree_index& ix, const std::vector<slot>& nodes,
+              const std::vector<slot>& held, std::size_t B) {
+  double sum = 0.0;
+  for (const slot v : nodes) {
+    slot a = v;
+    while (ix[a].parent != hc::tree_index::no_slot &&
+           std::find(held.begin(), held.end(), a) == held.end())
+      a = ix[a].parent;
+    sum += ix[v].weight * static_cast<double>((ix[v].blocks - ix[a].blocks) * B);
+  }
+  return sum;
+}
+
+struct world {
+  hc::tree_index ix;
+  std::vector<slot> nodes, inner;
+  explicit world(std::mt19937_64& rng, std::size_t n) {
+    const slot root = ix.root_of(hc::segment::xxh3_hash{}, hc::segment::namespace_key{});
+    nodes.push_back(root);
+    for (std::size_t i = 0; i < n; ++i) {
+      bool created = false;
+      const slot v = ix.child(nodes[rng() % nodes.size()], hc::segment::digest{i, 2}, created);
+      ix[v].weight = static_cast<double>(1 + rng() % 1000) / 37.0;
+      nodes.push_back(v);
+      inner.push_back(v);
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("tree_state_pool: victims go in least exact ΔE[r] per byte, by brute force") {
+  std::mt19937_64 rng(5);
+  const std::size_t B = 8;
+  for (int trial = 0; trial < 200; ++trial) {
+    CAPTURE(trial);
+    world w(rng, 4 + rng() % 12);
+    hc::tree_state_pool pool;
+    std::vector<slot> held, pinned;
+    std::vector<std::uint32_t> bytes(w.ix.slots().size(), 0);
+    std::vector<slot> order = w.inner;
+    std::shuffle(order.begin(), order.end(), rng);  // states added in any order
+    for (const slot v : order) {
+      if (rng() % 3 == 0) continue;
+      bytes[v] = static_cast<std::uint32_t>(1 + rng() % 4);
+      pool.add(w.ix, v, bytes[v], 0);
+      held.push_back(v);
+      if (rng() % 6 == 0) {
+        pool.pin(w.ix, v);
+        pinned.push_back(v);
+      }
+    }
+    std::size_t total = 0;
+    for (const slot v : held) total += bytes[v];
+    CHECK(pool.used_bytes() == total);
+    const std::size_t need = 1 + rng() % (total + 1);
+    auto value = [&](const hc::tree_state& s) {
+      return hc::tree_state_pool::delta_per_byte(w.ix, s, B);
+    };
+    std::size_t ends = 0;
+    const auto victims = pool.evict(w.ix, need, hc::tree_index::no_slot, hc::tree_index::no_slot, 0,
+                                    value, [&](std::uint32_t) { ++ends; });
+    CHECK(ends == victims.size());
+    std::size_t freed = 0;
+    for (const hc::node_id id : victims) {
+      const slot c = w.ix.live_slot(id);
+      REQUIRE(c != hc::tree_index::no_slot);
+      CHECK(std::find(pinned.begin(), pinned.end(), c) == pinned.end());
+      REQUIRE(std::find(held.begin(), held.end(), c) != held.end());
+      // Brute force: ΔE[r]/byte of every unpinned held state, from scratch.
+      const double base = raw_er(w.ix, w.nodes, held, B);
+      double least = std::numeric_limits<double>::infinity(), mine = 0.0;
+      for (const slot x : held) {
+        if (std::find(pinned.begin(), pinned.end(), x) != pinned.end()) continue;
+        std::vector<slot> without = held;
+        without.erase(std::find(without.begin(), without.end(), x));
+        const double d = (raw_er(w.ix, w.nodes, without, B) - base) / bytes[x];
+        least = std::min(least, d);
+        if (x == c) mine = d;
+      }
+      CHECK(mine == doctest::Approx(least).epsilon(1e-9));
+      held.erase(std::find(held.begin(), held.end(), c));
+      freed += bytes[c];
+      CHECK_FALSE(freed - bytes[c] >= need);  // it stopped as soon as enough was freed
+    }
+    std::size_t unpinned = 0;
+    for (const slot v : held)
+      if (std::find(pinned.begin(), pinned.end(), v) == pinned.end()) unpinned += bytes[v];
+    CHECK((freed >= need || unpinned == 0));
+    CHECK(pool.used_bytes() == total - freed);
+    // The regions the pool kept incrementally are the brute-force ones.
+    for (const slot v : held) {
+      double W = 0.0;  // Σ w(u) over the nodes u whose anchor is v
+      for (const slot u : w.nodes) {
+        slot a = u;
+        while (w.ix[a].parent != hc::tree_index::no_slot &&
+               std::find(held.begin(), held.end(), a) == held.end())
+          a = w.ix[a].parent;
+        if (a == v) W += w.ix[u].weight;
+      }
+      CHECK(pool.state_at(w.ix, v).region == doctest::Approx(W).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("tree_state_pool: admission by value refuses a state worth less than the held ones") {
+  // root ─ a (1 block, w 10) ─ b (2 blocks, w 10) ─ c (3 blocks, w 0.1); capacity 2 states.
+  hc::tree_index ix;
+  const slot root = ix.root_of(hc::segment::xxh3_hash{}, hc::segment::namespace_key{});
+  bool created = false;
+  const slot a = ix.child(root, hc::segment::digest{1, 0}, created);
+  const slot b = ix.child(a, hc::segment::digest{2, 0}, created);
+  const slot c = ix.child(b, hc::segment::digest{3, 0}, created);
+  ix[a].weight = 10.0;
+  ix[b].weight = 10.0;
+  ix[c].weight = 0.1;
+  hc::tree_state_pool pool;
+  auto value = [&](const hc::tree_state& s) {
+    return hc::tree_state_pool::delta_per_byte(ix, s, 1);
+  };
+  auto none = [](std::uint32_t) {};
+  CHECK(pool.admit(ix, a, ix.handle_of(a), 1, 2, true, 0, value, none).admitted);
+  CHECK(pool.admit(ix, b, ix.handle_of(b), 1, 2, true, 0, value, none).admitted);
+  // Δ(a) = 1 · 10, Δ(b) = 1 · 10.1 before c; with c: Δ(c) = 1 · 0.1, the least: refused.
+  const hc::admit_result r = pool.admit(ix, c, ix.handle_of(c), 1, 2, true, 0, value, none);
+  CHECK_FALSE(r.admitted);
+  CHECK(r.victims.empty());
+  CHECK(pool.count() == 2);
+  CHECK(ix[c].state == hc::tree_state_pool::no_state);
+  // Without admission by value c displaces the cheapest held one, a (Δ = 10 < 10.1).
+  const hc::admit_result r2 = pool.admit(ix, c, ix.handle_of(c), 1, 2, false, 0, value, none);
+  CHECK(r2.admitted);
+  REQUIRE(r2.victims.size() == 1);
+  CHECK(r2.victims[0] == ix.handle_of(a));
+}

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+// tree_statistics (tree/statistics.hpp) alone: match-end shares against the closed form
+// (1−γ)/(1−γ^n) Σ γ^{n−s}[match s ended at v] recomputed naively in long double, over enough
+// observations that the common scale is folded back many times; the repeat discount, the
+// fresh-end prior, P(hit | age) and γ_eff against hand-worked values.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <hybridcache/tree/statistics.hpp>
+
+namespace hc = hybridcache;
+
+namespace {
+
+/// root ─ a, b, c (one namespace).
+struct star {
+  hc::tree_index ix;
+  hc::tree_index::slot_id root, a, b, c;
+  star() {
+    const hc::segment::xxh3_hash hash;
+    root = ix.root_of(hash, hc::segment::namespace_key{});
+    bool created = false;
+    a = ix.child(root, hc::segment::digest{1, 0}, created);
+    b = ix.child(root, hc::segment::digest{2, 0}, created);
+    c = ix.child(root, hc::segment::digest{3, 0}, created);
+  }
+};
+
+hc::tree_statistics_options plain(double gamma) {
+  return {.gamma = gamma,
+          .fresh_prior = false,
+          .junction_prior = false,
+          .repeat_discount = false,
+          .age_value = false,
+          .prefill_prior = false};
+}
+
+}  // namespace
+
+TEST_CASE("tree_statistics: shares are the EW histogram's closed form, finite forever") {
+  for (const double gamma : {0.5, 0.9, 1.0}) {
+    CAPTURE(gamma);
+    star t;
+    hc::tree_statistics st(plain(gamma));
+    const std::vector<hc::tree_index::slot_id> nodes{t.root, t.a, t.b, t.c};
+    std::vector<std::size_t> seq;
+    double region_a = 0.0;  // W of a state at a: every observation at a adds to it
+    std::mt19937_64 rng(7);
+    for (int s = 0; s < 3000; ++s) {  // γ = 0.5: the scale passes 1e150 every ~500 observations
+      const std::size_t k = rng() % 4 == 0 ? 0 : 1 + rng() % 3;
+      seq.push_back(k);
+      st.observe(t.ix, nodes[k], k == 1 ? &region_a : nullptr, [&](double f) { region_a *= f; });
+      if (s % 250 != 249) continue;
+      long double num[4] = {}, den = 0.0L;
+      const std::size_t n = seq.size();
+      for (std::size_t i = 0; i < n; ++i) {
+        const long double w = std::pow(static_cast<long double>(gamma), n - 1 - i);
+        num[seq[i]] += w;
+        den += w;
+      }
+      for (std::size_t j = 0; j < 4; ++j) {
+        const double share = st.match_share(t.ix, nodes[j]);
+        REQUIRE(std::isfinite(share));
+        CHECK(share == doctest::Approx(static_cast<double>(num[j] / den)).epsilon(1e-12));
+      }
+      CHECK(std::isfinite(st.total()));
+      CHECK(region_a == doctest::Approx(t.ix[t.a].weight).epsilon(1e-12));
+    }
+    CHECK(st.observations() == 3000);
+  }
+}
+
+TEST_CASE("tree_statistics: repeat discount, hand-worked with gamma = 1") {
+  star t;
+  auto o = plain(1.0);
+  o.repeat_discount = true;
+  hc::tree_statistics st(o);
+  auto none = [](double) {};
+  st.observe(t.ix, t.a, nullptr, none);  // a's first: q = (0 + 1)/(1 + 2) = 1/3
+  CHECK(t.ix[t.a].weight == doctest::Approx(1.0 / 3));
+  st.observe(t.ix, t.b, nullptr, none);  // b's first: q = (0 + 1)/(2 + 2) = 1/4
+  CHECK(t.ix[t.b].weight == doctest::Approx(1.0 / 4));
+  // a's second: the first becomes 1/3 · 1/q with q = 1/4 as it stands, then h₂ = 1; plus 1.
+  st.observe(t.ix, t.a, nullptr, none);
+  CHECK(t.ix[t.a].weight == doctest::Approx(7.0 / 3));
+  CHECK(st.repeat_share() == doctest::Approx(0.5));
+  st.observe(t.ix, t.root, nullptr, none);  // a root is never discounted
+  CHECK(t.ix[t.root].weight == doctest::Approx(1.0));
+  const double total = 7.0 / 3 + 1.0 / 4 + 1.0;
+  CHECK(st.total() == doctest::Approx(total));
+  CHECK(st.match_share(t.ix, t.a) == doctest::Approx((7.0 / 3) / total));
+}
+
+TEST_CASE("tree_statistics: the fresh-end prior is set, then replaced by the first match") {
+  star t;
+  auto o = plain(1.0);
+  o.fresh_prior = true;
+  hc::tree_statistics st(o);
+  double region = 0.0;
+  const auto prior = st.note_end(t.ix, t.a, hc::tree_index::no_slot);  // p̂ = (0+1)/(1+2)
+  REQUIRE(prior.has_value());
+  CHECK(*prior == doctest::Approx(1.0 / 3));
+  CHECK(t.ix[t.a].weight == doctest::Approx(1.0 / 3));
+  CHECK(hc::tree_statistics::has_prior(t.ix, t.a));
+  CHECK_FALSE(st.note_end(t.ix, t.a, hc::tree_index::no_slot).has_value());  // once only
+  CHECK_FALSE(st.note_end(t.ix, t.root, hc::tree_index::no_slot).has_value());
+  region = *prior;
+  st.observe(t.ix, t.a, &region, [](double) {});  // the match replaces π: w = 1, p̂ = 2/3
+  CHECK(t.ix[t.a].weight == doctest::Approx(1.0));
+  CHECK(region == doctest::Approx(1.0));
+  CHECK(st.total() == doctest::Approx(1.0));
+  CHECK_FALSE(hc::tree_statistics::has_prior(t.ix, t.a));
+  CHECK(st.fresh_share() == doctest::Approx(2.0 / 3));
+}
+
+TEST_CASE("tree_statistics: P(hit | age) and gamma_eff, hand-worked") {
+  auto o = plain(1.0);
+  o.age_value = true;
+  hc::tree_statistics st(o);
+  st.note_hit_age(0);    // bucket 0
+  st.note_hit_age(5);    // bucket 3
+  st.note_end_age(5);    // bucket 3
+  st.note_end_age(100);  // bucket 7
+  // s = 1, P̄ = (2 + 0.5)/(4 + 1) = 0.5; P = (H≥b + 0.5)/(N≥b + 1).
+  CHECK(st.hit_given_age(0) == doctest::Approx(2.5 / 5));
+  CHECK(st.hit_given_age(4) == doctest::Approx(1.5 / 4));
+  CHECK(st.hit_given_age(64) == doctest::Approx(0.5 / 2));
+  CHECK(st.hit_given_age(1000) == doctest::Approx(0.5));
+  // γ_eff = max(γ, 1 − 1/(c·M + W₀)), M = ⌊64 / 1⌋.
+  CHECK(hc::tree_statistics::effective_gamma(0.9, 1.0, 256.0, 64, 1) ==
+        doctest::Approx(1.0 - 1.0 / 320));
+  CHECK(hc::tree_statistics::effective_gamma(0.9, 0.0, 0.0, 64, 1) == 0.9);
+  CHECK(hc::tree_statistics::delay_discounted(0.99, 0.5, 300.0, 1.0) == doctest::Approx(0.5 / 3));
+  CHECK(hc::tree_statistics::delay_discounted(0.99, 0.5, 50.0, 1.0) == 0.5);
+}
