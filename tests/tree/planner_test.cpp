@@ -115,3 +115,42 @@ TEST_CASE("tree_planner: due every replan_every observations once the work reach
   CHECK(p.due(1, 1.0, 4));
   CHECK_FALSE(p.due(0, 0.0, 4));  // replan_every 0: manual only
 }
+
+TEST_CASE("tree_planner: snapshot positions of a prefill, hand-worked") {
+  // root ─ n1 ─ n2 ─ n3 ─ n4 (B = 4): a state at n1, n2 planned; the match reached n4 (16
+  // tokens), the prompt has 24; chunk ends on and off the grid.
+  hc::tree_index ix;
+  const slot root = ix.root_of(hc::segment::xxh3_hash{}, hc::segment::namespace_key{});
+  std::vector<hc::node_id> path;
+  slot cur = root;
+  for (std::uint64_t i = 1; i <= 4; ++i) {
+    bool created = false;
+    cur = ix.child(cur, hc::segment::digest{i, 3}, created);
+    path.push_back(ix.handle_of(cur));
+  }
+  ix[ix.live_slot(path[0])].state = 0;
+  ix[ix.live_slot(path[1])].flags |= hc::tree_node::planned_flag;
+  const hc::snapshot_request m{.resume_tokens = 4, .matched_tokens = 16, .path = path};
+  const std::vector<std::size_t> ends{4, 8, 12, 16, 18, 20, 24};
+  using v = std::vector<std::size_t>;
+  auto at = [&](hc::snapshot_rules rules, std::size_t free_states) {
+    return hc::tree_planner::snapshot_positions(ix, 4, m, 24, ends, rules, free_states);
+  };
+  // Planned n2 (8), the junction (16), the tail (24); 4 at or above the resume never.
+  CHECK(at({.fill_free = false}, 100) == v{8, 16, 24});
+  CHECK(at({.junction = false, .tail = false, .fill_free = false}, 100) == v{8});
+  // Free room for 5 states: 2 more, the candidates 12 and 20 both.
+  CHECK(at({}, 5) == v{8, 12, 16, 20, 24});
+  // Room for 4: one more of {12, 20}, the deepest kept: c_{⌈1·2/1⌉−1} = 20.
+  CHECK(at({}, 4) == v{8, 16, 20, 24});
+  CHECK(at({}, 3) == v{8, 16, 24});
+  // Without the junction and tail rules, free room for 3: 2 more of {12, 16, 20, 24}, spread
+  // c_{⌈1·4/2⌉−1} = 16 and c_{⌈2·4/2⌉−1} = 24.
+  CHECK(at({.junction = false, .tail = false}, 3) == v{8, 16, 24});
+  // A prompt that ends at the match leaves the tree nowhere: no junction.
+  const std::vector<std::size_t> short_ends{8, 12, 16};
+  CHECK(hc::tree_planner::snapshot_positions(ix, 4, m, 16, short_ends, {.fill_free = false}, 100) ==
+        v{8});
+  CHECK_THROWS_AS((void)hc::tree_planner::snapshot_positions(ix, 4, m, 20, ends, {}, 0),
+                  hc::invalid_argument);
+}

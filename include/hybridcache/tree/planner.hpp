@@ -16,13 +16,22 @@
 /// and marked on the nodes (the planned flag: admission prefers planned states, tree/eviction.hpp).
 /// Re-plans are due every `replan_every` observations once the blocks walked since the last one
 /// reach `replan_work` × the node count, so they cost O(1) amortised per block.
+///
+/// Per request, `snapshot_positions` turns the plan into the grid positions where a prefill
+/// should snapshot: planned nodes of the replayed path, the junction where the request leaves
+/// the cached tree, the deepest new position (tail), and with `fill_free` up to
+/// F = (free states) − (those) more, evenly spread with the deepest kept: of n candidates
+/// c_0 < … < c_{n−1} it picks c_{⌈(i+1)·n/k⌉−1}, i < k = min(F, n) (docs/tree.md, "Free memory").
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "hybridcache/config.hpp"
+#include "hybridcache/error.hpp"
 #include "hybridcache/placement/tree.hpp"
 #include "hybridcache/tree/index.hpp"
 
@@ -36,11 +45,63 @@ struct replan_result {
   std::size_t planned = 0;       ///< size of the plan now in force
 };
 
+/// Where a request's match left it, for `tree_planner::snapshot_positions`.
+struct snapshot_request {
+  std::size_t resume_tokens = 0;   ///< depth of the state the prefill resumes from
+  std::size_t matched_tokens = 0;  ///< depth of the deepest cached node matched
+  std::span<const node_id> path;   ///< path[i] = node of block i (i < matched_tokens / B)
+};
+/// Which positions `tree_planner::snapshot_positions` offers (policy_options' switches).
+struct snapshot_rules {
+  bool junction = true;   ///< where the request leaves the cached tree
+  bool tail = true;       ///< the deepest new grid position
+  bool fill_free = true;  ///< more, into the pool's free room
+};
+
 /// The exact re-planner of the tree policy (see the file comment). Not thread-safe.
 class tree_planner {
  public:
   using slot_id = tree_node::slot_id;
   static constexpr slot_id no_slot = tree_node::no_slot;
+
+  // ---- where a prefill snapshots ------------------------------------------------------------
+
+  /// The positions (tokens, ascending) at which a prefill of `prompt_tokens` that follows `m`
+  /// should snapshot, of the `chunk_ends` on the block grid of B and in (m.resume_tokens,
+  /// prompt_tokens]: on the matched path, a node (still live, without a state) that is planned
+  /// or is the junction (m.matched_tokens, when the prompt goes beyond it); beyond it, the
+  /// deepest (the tail); then, with `rules.fill_free`, up to `free_states` − (those) more, spread
+  /// as the file comment says. @pre m fits (matched_tokens ≤ prompt_tokens, a multiple of B,
+  /// path size matched_tokens / B). @throws invalid_argument for a chunk end beyond the prompt.
+  [[nodiscard]] static std::vector<std::size_t> snapshot_positions(
+      const tree_index& ix, std::size_t B, const snapshot_request& m, std::size_t prompt_tokens,
+      std::span<const std::size_t> chunk_ends, const snapshot_rules& rules,
+      std::size_t free_states) {
+    std::vector<std::size_t> out;
+    std::size_t tail = 0;
+    for (std::size_t i = 0; i < chunk_ends.size(); ++i) {
+      const std::size_t p = chunk_ends[i];
+      if (p > prompt_tokens)
+        hybridcache::detail::throw_invalid(
+            hybridcache::detail::indexed("chunk_ends", i), p,
+            "beyond prompt_tokens = " + std::to_string(prompt_tokens));
+      if (p % B != 0 || p <= m.resume_tokens || p == 0) continue;
+      if (p <= m.matched_tokens) {
+        const slot_id v = ix.live_slot(m.path[p / B - 1]);  // erased since the match: skipped
+        if (v == no_slot || ix[v].state != tree_node::no_state) continue;
+        const bool junction =
+            rules.junction && p == m.matched_tokens && prompt_tokens > m.matched_tokens;
+        if (junction || planned(ix, v)) out.push_back(p);
+      } else if (rules.tail) {
+        tail = std::max(tail, p);
+      }
+    }
+    if (tail != 0) out.push_back(tail);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    if (rules.fill_free) fill_free_room(ix, B, m, prompt_tokens, chunk_ends, free_states, out);
+    return out;
+  }
 
   // ---- when -------------------------------------------------------------------------------
 
@@ -110,6 +171,31 @@ class tree_planner {
   [[nodiscard]] std::size_t plan_size() const noexcept { return plan_size_; }
 
  private:
+  /// `fill_free`: adds to the sorted `out` up to F = free_states − |out| further candidates
+  /// (grid positions in (resume, prompt], no state at their node if on the match), evenly
+  /// spread, the deepest kept.
+  static void fill_free_room(const tree_index& ix, std::size_t B, const snapshot_request& m,
+                             std::size_t prompt_tokens, std::span<const std::size_t> chunk_ends,
+                             std::size_t free_states, std::vector<std::size_t>& out) {
+    if (free_states <= out.size()) return;
+    const std::size_t free_slots = free_states - out.size();
+    std::vector<std::size_t> cand;
+    for (const std::size_t p : chunk_ends) {
+      if (p % B != 0 || p <= m.resume_tokens || p == 0 || p > prompt_tokens) continue;
+      if (p <= m.matched_tokens) {
+        const slot_id v = ix.live_slot(m.path[p / B - 1]);  // erased since the match: skipped
+        if (v == no_slot || ix[v].state != tree_node::no_state) continue;
+      }
+      if (!std::binary_search(out.begin(), out.end(), p)) cand.push_back(p);
+    }
+    std::sort(cand.begin(), cand.end());
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+    const std::size_t n = cand.size(), k = std::min(free_slots, n);
+    if (k == 0) return;
+    for (std::size_t i = 0; i < k; ++i) out.push_back(cand[((i + 1) * n + k - 1) / k - 1]);
+    std::sort(out.begin(), out.end());
+  }
+
   /// The tree_view of the live tree (see the file comment). Fills vnode_/vparent_/vdepth_/
   /// vweight_.
   void build_view(const tree_index& ix, std::size_t block_size) {

@@ -238,35 +238,19 @@ class basic_state_policy {
   [[nodiscard]] std::vector<std::size_t> prefill_plan(
       const match_result& m, std::size_t prompt_tokens,
       std::span<const std::size_t> chunk_ends) const {
-    using hybridcache::detail::throw_invalid;
     const std::size_t B = opts_.block_size;
     if (m.matched_tokens > prompt_tokens || m.path.size() != m.matched_tokens / B ||
         m.matched_tokens % B != 0)
-      throw_invalid("m.matched_tokens", m.matched_tokens,
-                    "does not fit the prompt length or the match path");
-    std::vector<std::size_t> out;
-    std::size_t tail = 0;
-    for (std::size_t i = 0; i < chunk_ends.size(); ++i) {
-      const std::size_t p = chunk_ends[i];
-      if (p > prompt_tokens)
-        throw_invalid(hybridcache::detail::indexed("chunk_ends", i), p,
-                      "beyond prompt_tokens = " + std::to_string(prompt_tokens));
-      if (p % B != 0 || p <= m.resume_tokens || p == 0) continue;
-      if (p <= m.matched_tokens) {
-        const slot_id v = index_.live_slot(m.path[p / B - 1]);  // erased since the match
-        if (v == no_slot || index_[v].state != no_state) continue;
-        const bool junction =
-            opts_.snapshot_junction && p == m.matched_tokens && prompt_tokens > m.matched_tokens;
-        if (junction || tree_planner::planned(index_, v)) out.push_back(p);
-      } else if (opts_.snapshot_tail) {
-        tail = std::max(tail, p);
-      }
-    }
-    if (tail != 0) out.push_back(tail);
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    if (opts_.fill_free) fill_free_room(m, prompt_tokens, chunk_ends, out);
-    return out;
+      hybridcache::detail::throw_invalid("m.matched_tokens", m.matched_tokens,
+                                         "does not fit the prompt length or the match path");
+    return tree_planner::snapshot_positions(
+        index_, B,
+        {.resume_tokens = m.resume_tokens, .matched_tokens = m.matched_tokens, .path = m.path},
+        prompt_tokens, chunk_ends,
+        {.junction = opts_.snapshot_junction,
+         .tail = opts_.snapshot_tail,
+         .fill_free = opts_.fill_free},
+        (opts_.capacity_bytes - pool_.used_bytes()) / opts_.state_bytes);
   }
 
   /// Adds the full blocks of `tokens` under `ns` (existing nodes are reused).
@@ -642,33 +626,6 @@ class basic_state_policy {
   void note_end(slot_id v, slot_id anchor, slot_id junction) {
     if (const std::optional<double> prior = stats_.note_end(index_, v, junction))
       if (double* region = pool_.region_at(index_, anchor)) *region += *prior;
-  }
-
-  /// `fill_free`: adds to the sorted `out` up to F = free states − |out| further candidates of
-  /// `prefill_plan` (grid positions in (resume, prompt], no state at their node if on the match),
-  /// evenly spread, the deepest kept (see policy_options::fill_free).
-  void fill_free_room(const match_result& m, std::size_t prompt_tokens,
-                      std::span<const std::size_t> chunk_ends,
-                      std::vector<std::size_t>& out) const {
-    const std::size_t B = opts_.block_size;
-    const std::size_t room = (opts_.capacity_bytes - pool_.used_bytes()) / opts_.state_bytes;
-    if (room <= out.size()) return;
-    const std::size_t free_slots = room - out.size();
-    std::vector<std::size_t> cand;
-    for (const std::size_t p : chunk_ends) {
-      if (p % B != 0 || p <= m.resume_tokens || p == 0 || p > prompt_tokens) continue;
-      if (p <= m.matched_tokens) {
-        const slot_id v = index_.live_slot(m.path[p / B - 1]);  // erased since the match
-        if (v == no_slot || index_[v].state != no_state) continue;
-      }
-      if (!std::binary_search(out.begin(), out.end(), p)) cand.push_back(p);
-    }
-    std::sort(cand.begin(), cand.end());
-    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
-    const std::size_t n = cand.size(), k = std::min(free_slots, n);
-    if (k == 0) return;
-    for (std::size_t i = 0; i < k; ++i) out.push_back(cand[((i + 1) * n + k - 1) / k - 1]);
-    std::sort(out.begin(), out.end());
   }
 
   policy_options opts_;
