@@ -12,6 +12,7 @@
 #include <hybridcache/sim/builders.hpp>
 #include <hybridcache/sim/tokenize.hpp>
 #include <hybridcache/sim/tree.hpp>
+#include <hybridcache/sim/tree/families.hpp>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -31,6 +32,10 @@ const char* const usage =
                         mooncake                            DATA/mooncake hash_ids (512-token blocks)
                         system-prompts                      DATA/system_prompts + ShareGPT queries
                         quality | leval:NAME                L-Eval documents with their questions
+                        agent-loop | rag | code-edit | doc-qa-skewed
+                                                            synthetic tuning families (issue #24;
+                                                            --seed, --tree-sessions; not results
+                                                            of record: docs/tree_simulation.md)
   --scenario LIST     which scenarios run: sparse,segments,tree (default all three)
   --tree-budgets LIST state budgets M in states (default 4,16,64,256)
   --tree-policies LIST subset of vllm_align vllm_align_dense vllm_all sglang_no_buffer
@@ -45,7 +50,8 @@ const char* const usage =
                       hybridcache_prefill hybridcache_prefill_prior
                       hybridcache_age_prefill_prior hybridcache_nofill)
   --tree-block B      tokens per tree node (default 64; mooncake is always 512)
-  --tree-sessions N   synthetic multi-turn sessions (default 400)
+  --tree-sessions N   synthetic multi-turn sessions (default 400); the families' sessions
+                      (bursts for doc-qa-skewed; default: each family's own)
   --tree-chunk C      SGLang chunked-prefill size in tokens (default 8192)
   --tree-path-cap N   states per path of sglang_extra_buffer_cap (default 4)
   --kv-budget BYTES   attention KV memory (suffix K, M, G, KiB, MiB, GiB allowed): the KV pool
@@ -163,6 +169,9 @@ sim::tree_trace build(const std::string& kind, const options& o, const workload&
     const auto docs = io::read_leval(need(w.data / "leval" / (name + ".jsonl")));
     return text([&](auto tok) { return sim::build_document_qa("leval-" + name, docs, real, tok); });
   }
+  if (std::find(std::begin(sim::tree_family_names), std::end(sim::tree_family_names), kind) !=
+      std::end(sim::tree_family_names))
+    return sim::tree_family(kind, block, {.sessions = o.sessions.value_or(0), .seed = w.seed});
   throw usage_error{"unknown tree trace '" + kind + "'"};
 }
 
