@@ -225,6 +225,39 @@ class block_tree {
   std::size_t blocks_ = 0;
 };
 
+/// How KV memory is counted (see the file comment).
+enum class kv_mode : std::uint8_t {
+  unlimited,  ///< every computed block stays cached (the state-only sweep)
+  separate,   ///< a KV pool of `bytes`, the state pool apart (SGLang)
+  joint,      ///< one pool of `bytes` + M · state_bytes for KV and states (vLLM hybrid)
+};
+
+/// The name of a KV mode ("unlimited", "separate", "joint").
+[[nodiscard]] constexpr std::string_view to_string(kv_mode m) noexcept {
+  return m == kv_mode::separate ? "separate" : m == kv_mode::joint ? "joint" : "unlimited";
+}
+
+/// A KV budget (see the file comment).
+struct kv_budget {
+  kv_mode mode = kv_mode::unlimited;
+  double bytes = 0.0;  ///< the KV pool (separate) or the KV share of the joint pool
+};
+
+/// Prefill cost: FLOPs and modelled TTFT (see the file comment), plus the KV budget. The FLOP
+/// constants are assumptions for a ≈Qwen3.5-0.8B stack: f_tok = 2 · 0.8e9 (two FLOPs per weight
+/// per token), f_pair = 4 · 6 attention layers · 8 query heads · 256 head dim (QKᵀ and AV per
+/// pair).
+struct tree_cost_model {
+  model_shape model = qwen3_5_0_8b;
+  prefill_cost_model time = hypic_fig14_prefill();
+  double flops_per_token = 2.0 * 0.8e9;
+  double flops_per_pair = 4.0 * 6.0 * 8.0 * 256.0;
+  kv_budget kv{};  ///< KV memory (default unlimited); bytes per token from `model`
+  [[nodiscard]] double flops(double n, double p) const noexcept {
+    return flops_per_token * n + flops_per_pair * (n * p + n * (n + 1.0) / 2.0);
+  }
+};
+
 /// What a policy sees of one request. `path()` is the causal view: the blocks known now.
 struct tree_step {
   std::size_t index = 0;  ///< request number in the trace
@@ -256,6 +289,16 @@ struct tree_context {
   const std::vector<std::size_t>* usable = nullptr;  ///< per request: u (offline knowledge)
   double state_bytes = 0.0;                          ///< bytes of one state
   std::size_t budget = 0;  ///< M, the row's state budget (the pool's capacity but for `joint`)
+  kv_mode kv = kv_mode::unlimited;  ///< the replay's KV accounting
+  const tree_cost_model* cost = nullptr;  ///< the replay's cost model (KV budget included)
+  std::size_t begin = 0;  ///< the first replayed request (those before it only warm the tree)
+  /// Joint KV budget only (else empty): `grow(n)` makes room for n more states by evicting
+  /// cached KV, least recently used leaf first and never the running request's blocks, as the
+  /// engine's one block pool gives a new state block the least recently used cached block
+  /// (vLLM's hybrid allocator); it raises the pool's capacity and returns the free room in
+  /// states (which may stay below n when no evictable KV is left). Evicted blocks and the states
+  /// they held are reported as for the prefill's allocation (`on_dropped`, `on_evicted`).
+  std::function<std::size_t(std::size_t)> grow;
   std::function<double(double, double)> flops;  ///< prefill FLOPs(n new, p cached)
 };
 
@@ -299,39 +342,6 @@ inline std::size_t deepest_held(const state_pool& pool, std::span<const std::uin
   }
   return 0;
 }
-
-/// How KV memory is counted (see the file comment).
-enum class kv_mode : std::uint8_t {
-  unlimited,  ///< every computed block stays cached (the state-only sweep)
-  separate,   ///< a KV pool of `bytes`, the state pool apart (SGLang)
-  joint,      ///< one pool of `bytes` + M · state_bytes for KV and states (vLLM hybrid)
-};
-
-/// The name of a KV mode ("unlimited", "separate", "joint").
-[[nodiscard]] constexpr std::string_view to_string(kv_mode m) noexcept {
-  return m == kv_mode::separate ? "separate" : m == kv_mode::joint ? "joint" : "unlimited";
-}
-
-/// A KV budget (see the file comment).
-struct kv_budget {
-  kv_mode mode = kv_mode::unlimited;
-  double bytes = 0.0;  ///< the KV pool (separate) or the KV share of the joint pool
-};
-
-/// Prefill cost: FLOPs and modelled TTFT (see the file comment), plus the KV budget. The FLOP
-/// constants are assumptions for a ≈Qwen3.5-0.8B stack: f_tok = 2 · 0.8e9 (two FLOPs per weight
-/// per token), f_pair = 4 · 6 attention layers · 8 query heads · 256 head dim (QKᵀ and AV per
-/// pair).
-struct tree_cost_model {
-  model_shape model = qwen3_5_0_8b;
-  prefill_cost_model time = hypic_fig14_prefill();
-  double flops_per_token = 2.0 * 0.8e9;
-  double flops_per_pair = 4.0 * 6.0 * 8.0 * 256.0;
-  kv_budget kv{};  ///< KV memory (default unlimited); bytes per token from `model`
-  [[nodiscard]] double flops(double n, double p) const noexcept {
-    return flops_per_token * n + flops_per_pair * (n * p + n * (n + 1.0) / 2.0);
-  }
-};
 
 /// Metrics of one (policy, budget) replay.
 struct tree_metrics {
@@ -434,6 +444,10 @@ class tree_replayer {
     ctx_.usable = &usable_;
     ctx_.state_bytes = state_bytes_;
     ctx_.budget = budget;
+    ctx_.kv = cost.kv.mode;
+    ctx_.cost = &cost_;
+    ctx_.begin = next_;
+    if (cost.kv.mode == kv_mode::joint) ctx_.grow = [this](std::size_t n) { return grow(n); };
     ctx_.flops = [cost](double n, double p) { return cost.flops(n, p); };
     if (cost.kv.mode == kv_mode::joint) pool_.set_capacity(joint_capacity());
     policy.reset(ctx_);
@@ -450,81 +464,107 @@ class tree_replayer {
   ///         without a state (or without KV), announces a position outside (k, pb], or adds a
   ///         state outside the open window; capacity_error when it leaves the pool over budget.
   bool step() {
-    using hybridcache::detail::throw_invalid;
     if (next_ >= t_.size()) return false;
+    begin_request();
+    prefill();
+    const std::size_t n = t_.requests()[s_.index].path.size();
+    for (std::size_t j = s_.prompt_blocks + 1; j <= n; ++j) decode_block(j);
+    end_request();
+    return true;
+  }
+
+  /// The phases of `step`, for replayers driven in lockstep (sim/tree/portfolio.hpp): match time
+  /// of the next request (`resume`, `plan_prefill`). @returns k.
+  /// @throws invalid_argument when the trace is done, or as `step`.
+  std::size_t begin_request() {
+    using hybridcache::detail::throw_invalid;
+    if (next_ >= t_.size()) throw_invalid("request", next_, "is past the trace's end");
     const std::size_t i = next_++;
     const auto& r = t_.requests()[i];
     const std::size_t B = t_.block();
-    const std::size_t n = r.path.size();
-    tree_step s;
-    s.index = i;
-    s.request = &r;
-    s.root = r.root;
-    s.prompt_tokens = r.prompt_tokens;
-    s.prompt_blocks = r.prompt_blocks(B);
-    s.known = s.prompt_blocks;
-    s.match = tree_.match(s.path());
-    s.usable = std::min(s.match, r.usable_blocks(B));
-    double ns = 0.0;
-    const auto timed = [&ns](auto&& f) {
-      const auto t0 = std::chrono::steady_clock::now();
-      f();
-      ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-    };
+    s_ = tree_step{};
+    s_.index = i;
+    s_.request = &r;
+    s_.root = r.root;
+    s_.prompt_tokens = r.prompt_tokens;
+    s_.prompt_blocks = r.prompt_blocks(B);
+    s_.known = s_.prompt_blocks;
+    s_.match = tree_.match(s_.path());
+    s_.usable = std::min(s_.match, r.usable_blocks(B));
+    req_ns_ = 0.0;
     std::size_t k = 0;
-    timed([&] { k = policy_.resume(s); });
-    if (k > s.usable) throw_invalid("resume", k, "exceeds the usable match");
+    timed([&] { k = policy_.resume(s_); });
+    if (k > s_.usable) throw_invalid("resume", k, "exceeds the usable match");
     if (k > 0 && !pool_.holds(r.path[k - 1])) throw_invalid("resume", k, "node holds no state");
     if (k > 0 && !tree_.present(r.path[k - 1])) throw_invalid("resume", k, "node's KV was evicted");
-    s.resumed = k;
+    s_.resumed = k;
     announced_.clear();
-    timed([&] { policy_.plan_prefill(s, announced_); });
+    timed([&] { policy_.plan_prefill(s_, announced_); });
     std::sort(announced_.begin(), announced_.end());
     announced_.erase(std::unique(announced_.begin(), announced_.end()), announced_.end());
     window_.clear();
     for (auto j : announced_) {
-      if (j <= k || j > s.prompt_blocks)
+      if (j <= k || j > s_.prompt_blocks)
         throw_invalid("announced position", j,
                       "outside (resume, prompt blocks] = (" + std::to_string(k) + ", " +
-                          std::to_string(s.prompt_blocks) + "]");
+                          std::to_string(s_.prompt_blocks) + "]");
       if (j * B < r.prompt_tokens) m_.chunk_boundaries += 1.0;
       window_.push_back(r.path[j - 1]);
     }
-    allocate(r.path);
+    return k;
+  }
+  /// Allocates the request's KV (trimming to the KV budget) and runs `after_prefill`.
+  void prefill() {
+    allocate(s_.request->path);
     pool_.open(window_);
-    timed([&] { policy_.after_prefill(s); });
-    for (std::size_t j = s.prompt_blocks + 1; j <= n; ++j) {
-      s.known = j;
-      pool_.open(std::span<const std::uint32_t>(r.path).subspan(j - 1, 1));
-      timed([&] { policy_.on_decode_block(s, j); });
-    }
-    s.known = n;
+    timed([&] { policy_.after_prefill(s_); });
+  }
+  /// Decode block j in (pb, n] of the running request: `on_decode_block`.
+  void decode_block(std::size_t j) {
+    s_.known = j;
+    pool_.open(std::span<const std::uint32_t>(s_.request->path).subspan(j - 1, 1));
+    timed([&] { policy_.on_decode_block(s_, j); });
+  }
+  /// Request end: `finish`, the budget check and the request's metrics.
+  void end_request() {
+    const auto& r = *s_.request;
+    const std::size_t B = t_.block();
+    const std::size_t n = r.path.size();
+    const std::size_t k = s_.resumed;
+    s_.known = n;
     if (n > 0)
       pool_.open(std::span<const std::uint32_t>(r.path).subspan(n - 1, 1));
     else
       pool_.close();
-    timed([&] { policy_.finish(s); });
+    timed([&] { policy_.finish(s_); });
     pool_.close();
     if (pool_.size() > pool_.capacity())
       throw capacity_error("hybridcache: policy " + policy_.name() + " exceeded its budget");
     last_resume_ = k;
-    ns_ += ns;
+    ns_ += req_ns_;
     blocks_ += static_cast<double>(n);
     const double Bd = static_cast<double>(B);
     const double P = static_cast<double>(r.prompt_tokens);
     const double kb = static_cast<double>(k) * Bd;
     m_.prompt_tokens += P;
-    m_.usable_tokens += static_cast<double>(s.usable) * Bd;
+    m_.usable_tokens += static_cast<double>(s_.usable) * Bd;
     m_.resumed_tokens += kb;
-    m_.recomputed_tokens += static_cast<double>(s.usable - k) * Bd;
+    m_.recomputed_tokens += static_cast<double>(s_.usable - k) * Bd;
     m_.prefill_tokens += P - kb;
     m_.prefill_flops += cost_.flops(P - kb, kb);
     ttft_ += cost_.time.cost(r.prompt_tokens - k * B, k * B);
     states_ += static_cast<double>(pool_.size());
     kv_blocks_ += static_cast<double>(tree_.blocks());
     ++m_.requests;
-    return true;
   }
+  /// The running request's step (valid from `begin_request` to the next one).
+  [[nodiscard]] const tree_step& current() const noexcept { return s_; }
+  /// The running request's announced positions (sorted).
+  [[nodiscard]] std::span<const std::size_t> announced() const noexcept { return announced_; }
+  /// The policy replayed.
+  [[nodiscard]] const tree_policy& policy() const noexcept { return policy_; }
+  /// The next request to replay.
+  [[nodiscard]] std::size_t next() const noexcept { return next_; }
   /// Replays up to request `end` (exclusive).
   void run(std::size_t end = std::numeric_limits<std::size_t>::max()) {
     while (next_ < std::min(end, t_.size())) step();
@@ -574,15 +614,37 @@ class tree_replayer {
     }
     return false;
   }
+  template <class F>
+  void timed(F&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    req_ns_ +=
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  }
   void drop_state(std::uint32_t v) {
     pool_.remove(v);
     m_.states_dropped += 1.0;
     policy_.on_dropped(v);
   }
+  /// `tree_context::grow` (joint KV budget): evicts LRU KV leaves off the running path until n
+  /// more states fit. @returns the free room in states.
+  std::size_t grow(std::size_t n) {
+    while (joint_capacity() < pool_.size() + n) {
+      const auto v = tree_.evict_lru_leaf(t_, guard_);
+      if (v == tree_trace::no_parent) break;
+      m_.kv_evicted_blocks += 1.0;
+      if (pool_.holds(v)) drop_state(v);
+      policy_.on_evicted(v);
+    }
+    const std::size_t cap = joint_capacity();
+    pool_.set_capacity(std::max(cap, pool_.capacity()));
+    return pool_.capacity() - std::min(pool_.capacity(), pool_.size());
+  }
   /// Step 3 of the protocol: the request's blocks are allocated (inserted, most recently used)
   /// and the tree trimmed to the KV budget (see the file comment).
   void allocate(std::span<const std::uint32_t> path) {
     const auto guard = tree_.insert(t_, path);
+    guard_ = guard;
     if (cost_.kv.mode == kv_mode::unlimited) return;
     while (over_budget()) {
       const auto v = tree_.evict_lru_leaf(t_, guard);
@@ -616,6 +678,9 @@ class tree_replayer {
   std::vector<std::size_t> announced_;
   std::vector<std::uint32_t> window_;
   std::size_t next_ = 0, last_resume_ = 0;
+  tree_step s_{};
+  std::uint64_t guard_ = 0;  ///< the running request's first LRU stamp (its blocks are kept)
+  double req_ns_ = 0.0;
   double ns_ = 0.0, blocks_ = 0.0, states_ = 0.0, ttft_ = 0.0, kv_blocks_ = 0.0;
 };
 

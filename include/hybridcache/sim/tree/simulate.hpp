@@ -22,6 +22,7 @@
 #include "hybridcache/error.hpp"
 #include "hybridcache/sim/tree/library.hpp"
 #include "hybridcache/sim/tree/policies.hpp"
+#include "hybridcache/sim/tree/portfolio.hpp"
 #include "hybridcache/sim/tree/replay.hpp"
 #include "hybridcache/sim/tree/trace.hpp"
 
@@ -39,7 +40,19 @@ inline constexpr std::string_view tree_policy_names[] = {
     "vllm_align_dense", "sglang_extra_buffer_lazy", "trtllm", "llamacpp_cache_ram",
     "marconi_insample"};
 
+/// The faithful engine rows (docs/tree_simulation.md, "Engine rows: what each follows"): the
+/// yardstick of the library's row, and the candidates it runs in shadow (`portfolio_policy`).
+/// `marconi_insample` (hindsight) and the offline references are not among them.
+inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
+    "vllm_align",         "vllm_align_dense",         "vllm_all",
+    "sglang_no_buffer",   "sglang_extra_buffer",      "sglang_extra_buffer_lazy",
+    "sglang_extra_buffer_cap", "marconi",             "llamacpp",
+    "llamacpp_cache_ram", "trtllm"};
+
 /// Ablations of the library's policy, run only when named (`--tree-policies`):
+/// `hybridcache_exact` = the exact ΔE[r] policy alone (`library_policy`, no shadows: the
+/// `hybridcache` row before issue #24), `hybridcache_shadows` = the engines' rows in shadow
+/// without the exact policy among the candidates; the rest vary the exact policy's options:
 /// `hybridcache_base` = before the fresh-end prior and work-bounded re-plans (`fresh_prior`
 /// off, `replan_work = 0`, and the four options below off); `hybridcache_prev` = the previous
 /// default (global fresh-end prior, work-bounded re-plans; the four options below off); and the
@@ -55,7 +68,9 @@ inline constexpr std::string_view tree_policy_names[] = {
 /// `hybridcache_nofill`: the default without filling free memory (`fill_free` off; the default
 /// before it; `hybridcache_base` and `hybridcache_prev` have it off too).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 14> tree_policy_variants{
+inline constexpr std::array<std::string_view, 16> tree_policy_variants{
+    "hybridcache_exact",
+    "hybridcache_shadows",
     "hybridcache_base",
     "hybridcache_prev",
     "hybridcache_noprior",
@@ -125,7 +140,16 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   if (name == "oracle") return std::make_unique<oracle_policy>();
   if (name == "oracle_exact") return std::make_unique<oracle_exact_policy>();
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-  if (name == "hybridcache") return std::make_unique<library_policy>();
+  if (name == "hybridcache" || name == "hybridcache_shadows") {
+    // The library's row: the exact ΔE[r] policy and every faithful engine row, run in shadow;
+    // the pool follows the lazy leader with a hand-over (sim/tree/portfolio.hpp).
+    std::vector<std::unique_ptr<tree_policy>> c;
+    if (name == "hybridcache") c.push_back(std::make_unique<library_policy>());
+    for (auto f : faithful_tree_policy_names) c.push_back(make_tree_policy(f, o));
+    return std::make_unique<portfolio_policy>(std::move(c), std::string(name));
+  }
+  if (name == "hybridcache_exact") return std::make_unique<library_policy>(
+      tree::policy_options{}, "hybridcache_exact");
   if (name.rfind("hybridcache_", 0) == 0) {
     tree::policy_options b;
     const auto previous = [&b] {  // the four options of the junction/repeat/memory change off

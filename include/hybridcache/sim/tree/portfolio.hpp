@@ -1,0 +1,255 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// `portfolio_policy`: candidate state policies run in shadow, on metadata alone, beside the one
+/// state pool the engine really has; the real pool follows the lazy leader of
+/// `tree::leader_safeguard` (tree/safeguard.hpp) with a hand-over (docs/design/tree_safeguard.md).
+///
+/// Each candidate c runs in a *shadow replayer* (`tree_replayer`, replay.hpp) of its own: its own
+/// state pool (which nodes it would hold; no tensors) and its own copy of the engine's KV
+/// bookkeeping (which blocks would be cached under the same KV rule), driven in lockstep with the
+/// real request through the causal protocol, phase by phase: match time (`resume`,
+/// `plan_prefill`), the prefill, each decode block, the end. A shadow therefore sees exactly what
+/// the candidate would have seen had it run the engine alone: its per-request recompute is the
+/// candidate's own row, request for request, under every KV mode (under a joint KV budget the
+/// states a candidate holds change which KV is cached, so the KV must be shadowed too).
+///
+/// Per request, at match time:
+/// 1. every shadow resumes → k_c; its loss is ℓ_c = (U − k_c)·B with U the largest usable match
+///    of the shadows and the real pool (a common offset: ℓ orders the candidates by the tokens
+///    they would prefill, which under `unlimited` and `separate` KV is their recompute plus a
+///    constant);
+/// 2. the safeguard scores the losses and names the leader λ for this request;
+/// 3. the real pool resumes at the deepest state it holds on the usable match (any held state is
+///    exact; it may be deeper than the leader's own);
+/// 4. *hand-over*: the real request announces the leader's snapshot positions beyond the real
+///    resume point, plus every position on the prompt where the leader holds a state and the real
+///    pool does not (re-created at no extra prefill: those tokens are computed anyway). After each
+///    phase (prefill, decode block, end) the real pool adds every open node the leader now holds.
+///    To make room it drops a state the leader does not hold, least recently used first; a state
+///    the leader holds and the pool already holds stays. A switch therefore costs no prefill, only
+///    the states the new leader holds that the pool lacks until a request re-creates them. Under
+///    a joint KV budget the real pool keeps no more states than the leader (extras would press
+///    the shared pool); otherwise extras stay until the room is needed.
+///
+/// The shadows see nothing the engine would not (the causal view of the running request);
+/// offline references must not be candidates.
+///
+/// Cost: every candidate's own replay work per request (its policy calls and its KV
+/// bookkeeping), plus O(announced + decode blocks) for the real pool and O(M) per displacing
+/// admission. Memory: one shadow per candidate (here the simulator's dense per-node arrays; an
+/// engine keeps a held set of ≤ capacity node ids and a KV block count per shadow).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hybridcache/config.hpp"
+#include "hybridcache/error.hpp"
+#include "hybridcache/sim/tree/replay.hpp"
+#include "hybridcache/tree/safeguard.hpp"
+
+HYBRIDCACHE_NAMESPACE_BEGIN
+
+/// What the portfolio did in one replay (see `portfolio_policy::stats`).
+struct portfolio_stats {
+  std::vector<std::string> candidates;  ///< names, in candidate order
+  std::vector<double> scores;           ///< L_c: each shadow's recompute (tokens)
+  std::vector<std::size_t> led;         ///< requests each candidate led
+  std::size_t switches = 0;             ///< S
+  double leader_loss = 0.0;             ///< Σ ℓ_λ(t): the followed leaders' shadow recompute
+  double actual_loss = 0.0;             ///< the real pool's recompute (tokens)
+  double regret_bound = 0.0;            ///< Theorem 1's S·(δ* + ℓ_max) + δ*
+  double handover_loss = 0.0;  ///< Σ max(0, real loss − loss of the leader it followed)
+};
+
+/// Candidate shadows + follow-the-lazy-leader + hand-over (see the file comment).
+class portfolio_policy final : public tree_policy {
+ public:
+  /// `candidates` (≥ 1, online policies only), the first the initial leader; `name` the row.
+  /// @throws invalid_argument for no candidates or a null one.
+  explicit portfolio_policy(std::vector<std::unique_ptr<tree_policy>> candidates,
+                            std::string name = "hybridcache")
+      : name_(std::move(name)),
+        candidates_(std::move(candidates)),
+        guard_(std::max<std::size_t>(candidates_.size(), 1)) {
+    if (candidates_.empty())
+      hybridcache::detail::throw_invalid("candidates", 0, "must name at least one policy");
+    for (const auto& c : candidates_)
+      if (!c)
+        hybridcache::detail::throw_invalid("candidates", "null", "must not hold a null policy");
+  }
+  [[nodiscard]] std::string name() const override { return name_; }
+
+  /// @throws invalid_argument when the context has no cost model or usable matches (the
+  ///         replayer sets both).
+  void reset(const tree_context& ctx) override {
+    if (!ctx.cost || !ctx.usable)
+      hybridcache::detail::throw_invalid("ctx", "incomplete",
+                                         "needs the replay's cost model and usable matches");
+    ctx_ = ctx;
+    shadows_.clear();
+    for (auto& c : candidates_)
+      shadows_.push_back(std::make_unique<tree_replayer>(*ctx.trace, *c, ctx.budget, *ctx.usable,
+                                                         *ctx.cost, ctx.begin));
+    guard_ = tree::leader_safeguard(candidates_.size());
+    losses_.assign(candidates_.size(), 0.0);
+    resumed_.assign(candidates_.size(), 0);
+    stamp_.assign(ctx.trace->node_count(), 0);
+    lru_.clear();
+    clock_ = 0;
+    leader_ = 0;
+    actual_loss_ = handover_loss_ = 0.0;
+  }
+
+  std::size_t resume(const tree_step& s) override {
+    std::size_t top = s.usable;
+    for (std::size_t c = 0; c < shadows_.size(); ++c) {
+      auto& sh = *shadows_[c];
+      if (sh.next() != s.index)
+        hybridcache::detail::throw_invalid("request", s.index, "is not the shadows' next");
+      resumed_[c] = sh.begin_request();
+      top = std::max(top, sh.current().usable);
+    }
+    const double B = static_cast<double>(ctx_.trace->block());
+    for (std::size_t c = 0; c < shadows_.size(); ++c)
+      losses_[c] = static_cast<double>(top - resumed_[c]) * B;
+    const std::size_t before = leader_;
+    leader_ = guard_.observe(losses_, static_cast<double>(top) * B);
+    const auto path = s.path();
+    const std::size_t k = deepest_held(*ctx_.pool, path, s.usable);
+    const double loss = static_cast<double>(top - k) * B;
+    actual_loss_ += static_cast<double>(s.usable - k) * B;
+    // The hand-over's price: the pool's loss beyond the leader it followed into this request.
+    const double extra = std::max(0.0, loss - losses_[before]);
+    handover_loss_ += extra;
+    guard_.note_handover(extra);
+    if (k > 0) touch(path[k - 1]);
+    return k;
+  }
+
+  void plan_prefill(const tree_step& s, std::vector<std::size_t>& positions) override {
+    const auto path = s.path();
+    const auto& lead = *shadows_[leader_];
+    planned_.clear();
+    for (auto j : lead.announced())
+      if (j > s.resumed) planned_.push_back(j);
+    for (std::size_t j = s.resumed + 1; j <= s.prompt_blocks; ++j) {  // hand-over: re-create
+      if (lead.pool().holds(path[j - 1]) && !ctx_.pool->holds(path[j - 1])) planned_.push_back(j);
+    }
+    std::sort(planned_.begin(), planned_.end());
+    planned_.erase(std::unique(planned_.begin(), planned_.end()), planned_.end());
+    positions.insert(positions.end(), planned_.begin(), planned_.end());
+  }
+
+  void after_prefill(const tree_step& s) override {
+    for (auto& sh : shadows_) sh->prefill();
+    const auto path = s.path();
+    for (auto j : planned_) follow(path[j - 1]);
+    trim_actual();
+  }
+
+  void on_decode_block(const tree_step& s, std::size_t j) override {
+    for (auto& sh : shadows_) sh->decode_block(j);
+    follow(s.path()[j - 1]);
+    trim_actual();
+  }
+
+  void finish(const tree_step& s) override {
+    for (auto& sh : shadows_) sh->end_request();
+    const auto path = s.path();
+    if (!path.empty()) follow(path.back());
+    trim_actual();
+  }
+
+  void on_dropped(std::uint32_t v) override { untrack(v); }
+
+  /// The safeguard's and the hand-over's account of the replay so far.
+  [[nodiscard]] portfolio_stats stats() const {
+    portfolio_stats st;
+    for (const auto& c : candidates_) st.candidates.push_back(c->name());
+    st.scores.assign(guard_.scores().begin(), guard_.scores().end());
+    st.led.assign(guard_.led().begin(), guard_.led().end());
+    st.switches = guard_.switches();
+    st.leader_loss = guard_.leader_loss();
+    st.actual_loss = actual_loss_;
+    st.regret_bound = guard_.regret_bound();
+    st.handover_loss = handover_loss_;
+    return st;
+  }
+  /// The candidate leading now.
+  [[nodiscard]] std::size_t leader() const noexcept { return leader_; }
+  /// Candidate c's shadow (its replay so far: `metrics()` is its own row).
+  [[nodiscard]] const tree_replayer& shadow(std::size_t c) const { return *shadows_.at(c); }
+  /// The number of candidates.
+  [[nodiscard]] std::size_t candidates() const noexcept { return candidates_.size(); }
+
+ private:
+  void touch(std::uint32_t v) {
+    if (stamp_[v] != 0) lru_.erase({stamp_[v], v});
+    stamp_[v] = ++clock_;
+    lru_.emplace(stamp_[v], v);
+  }
+  void untrack(std::uint32_t v) {
+    if (stamp_[v] == 0) return;
+    lru_.erase({stamp_[v], v});
+    stamp_[v] = 0;
+  }
+  void drop_actual(std::uint32_t v) {
+    ctx_.pool->remove(v);
+    untrack(v);
+  }
+  /// The least recently used real state the leader does not hold (no_parent when none).
+  [[nodiscard]] std::uint32_t extra() const {
+    const auto& lead = shadows_[leader_]->pool();
+    for (const auto& [st, v] : lru_)
+      if (!lead.holds(v)) return v;
+    return tree_trace::no_parent;
+  }
+  /// Hand-over: the real pool takes the state at `v` (open now) when the leader holds it.
+  void follow(std::uint32_t v) {
+    auto& pool = *ctx_.pool;
+    if (!shadows_[leader_]->pool().holds(v) || pool.holds(v) || !pool.is_open(v)) return;
+    // Joint KV budget: hold as many states as the leader, taking room from cached KV first.
+    if (pool.full() && ctx_.grow && pool.size() < shadows_[leader_]->pool().size()) ctx_.grow(1);
+    if (pool.full()) {
+      const auto victim = extra();
+      if (victim == tree_trace::no_parent) return;
+      drop_actual(victim);
+    }
+    pool.add(v);
+    touch(v);
+  }
+  /// Joint KV budget: no more real states than the leader holds (extras press the shared pool).
+  void trim_actual() {
+    if (ctx_.kv != kv_mode::joint) return;
+    const std::size_t keep = shadows_[leader_]->pool().size();
+    while (ctx_.pool->size() > keep) {
+      const auto victim = extra();
+      if (victim == tree_trace::no_parent) return;
+      drop_actual(victim);
+    }
+  }
+
+  std::string name_;
+  std::vector<std::unique_ptr<tree_policy>> candidates_;
+  std::vector<std::unique_ptr<tree_replayer>> shadows_;
+  tree::leader_safeguard guard_;
+  tree_context ctx_{};
+  std::vector<double> losses_;
+  std::vector<std::size_t> resumed_, planned_;
+  std::vector<std::uint64_t> stamp_;
+  std::set<std::pair<std::uint64_t, std::uint32_t>> lru_;
+  std::uint64_t clock_ = 0;
+  std::size_t leader_ = 0;
+  double actual_loss_ = 0.0, handover_loss_ = 0.0;
+};
+
+HYBRIDCACHE_NAMESPACE_END

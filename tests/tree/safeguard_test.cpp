@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+// tree::leader_safeguard (include/hybridcache/tree/safeguard.hpp) against an independent
+// re-statement of its rule that recomputes every score from the stored loss history (no running
+// sums), a hand-worked sequence, and Theorem 1 of docs/design/tree_safeguard.md on random losses.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <hybridcache/error.hpp>
+#include <hybridcache/tree/safeguard.hpp>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace hc = hybridcache;
+
+namespace {
+
+/// The rule from its definition: at request t, L_c(t) = Σ_{s ≤ t} ℓ_c(s) and δ(t) = mean usable,
+/// both recomputed from the history; the best is the smallest L (ties: the current leader, then
+/// the lowest index); switch when the current leader trails it by more than δ.
+struct reference {
+  std::vector<std::vector<double>> history;
+  std::vector<double> usable;
+  std::size_t leader = 0, switches = 0;
+  double followed = 0.0;
+  std::size_t observe(const std::vector<double>& l, double u) {
+    history.push_back(l);
+    usable.push_back(u);
+    const std::size_t C = l.size();
+    std::vector<double> L(C, 0.0);
+    for (const auto& h : history)
+      for (std::size_t c = 0; c < C; ++c) L[c] += h[c];
+    double delta = 0.0;
+    for (double x : usable) delta += x;
+    delta /= static_cast<double>(usable.size());
+    double lo = L[leader];
+    std::size_t best = leader;
+    for (std::size_t c = 0; c < C; ++c) {
+      if (L[c] < lo) {
+        lo = L[c];
+        best = c;
+      }
+    }
+    if (best != leader && L[leader] - L[best] > delta) {
+      leader = best;
+      ++switches;
+    }
+    followed += l[leader];
+    return leader;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("leader_safeguard: a hand-worked sequence switches only past one request's worth") {
+  hc::tree::leader_safeguard g(3);
+  // δ = mean usable = 10 throughout.
+  CHECK(g.observe(std::vector<double>{5, 0, 0}, 10) == 0);  // L = 5,0,0: lead 5 <= 10, stay
+  CHECK(g.observe(std::vector<double>{5, 0, 1}, 10) == 0);  // L = 10,0,1: lead 10, not > 10
+  CHECK(g.observe(std::vector<double>{1, 0, 0}, 10) == 1);  // L = 11,0,1: lead 11 > 10 -> c = 1
+  CHECK(g.switches() == 1);
+  CHECK(g.leader_loss() == doctest::Approx(5 + 5 + 0));
+  CHECK(g.observe(std::vector<double>{0, 9, 0}, 10) == 1);  // L = 11,9,1: 1's lead 8, stay
+  CHECK(g.observe(std::vector<double>{0, 3, 0}, 10) == 2);  // L = 11,12,1: 11 > 10 -> c = 2
+  CHECK(g.switches() == 2);
+  CHECK(g.best_score() == doctest::Approx(1.0));
+  CHECK(g.led()[0] == 2);
+  CHECK(g.led()[1] == 2);
+  CHECK(g.led()[2] == 1);
+  CHECK(g.margin() == doctest::Approx(10.0));
+}
+
+TEST_CASE("leader_safeguard: equals the rule recomputed from the history, and Theorem 1 holds") {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::size_t C = 1 + rng() % 6, T = 1 + rng() % 300;
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    // Candidates of different quality with phases, so leaders change.
+    std::vector<double> bias(C);
+    for (auto& b : bias) b = u(rng);
+    hc::tree::leader_safeguard g(C);
+    reference ref;
+    double max_loss = 0.0, max_delta = 0.0, usable_sum = 0.0;
+    std::vector<double> L(C, 0.0);
+    for (std::size_t t = 0; t < T; ++t) {
+      if (rng() % 50 == 0)
+        for (auto& b : bias) b = u(rng);
+      const double usable = std::floor(100.0 * u(rng));
+      std::vector<double> l(C);
+      for (std::size_t c = 0; c < C; ++c) {
+        l[c] = std::floor(usable * std::min(1.0, bias[c] + 0.3 * u(rng)));
+        L[c] += l[c];
+        max_loss = std::max(max_loss, l[c]);
+      }
+      usable_sum += usable;
+      max_delta = std::max(max_delta, usable_sum / static_cast<double>(t + 1));
+      REQUIRE(g.observe(l, usable) == ref.observe(l, usable));
+    }
+    CHECK(g.switches() == ref.switches);
+    CHECK(g.leader_loss() == doctest::Approx(ref.followed));
+    double best = std::numeric_limits<double>::infinity();
+    for (double x : L) best = std::min(best, x);
+    CHECK(g.best_score() == doctest::Approx(best));
+    // Theorem 1: followed <= min_c L_c + S (δ* + ℓ_max) + δ*, with δ*, ℓ_max computed here.
+    const double bound =
+        best + static_cast<double>(ref.switches) * (max_delta + max_loss) + max_delta;
+    CHECK(ref.followed <= bound + 1e-9);
+    CHECK(g.regret_bound() == doctest::Approx(bound - best));
+  }
+}
+
+TEST_CASE("leader_safeguard: the margin rises to the measured price of a switch") {
+  hc::tree::leader_safeguard g(2);
+  CHECK(g.observe(std::vector<double>{12, 0}, 10) == 1);  // lead 12 > δ = 10: switch
+  g.note_handover(30.0);                                   // that switch cost 30 tokens
+  CHECK(g.margin() == doctest::Approx(30.0));              // max(10, 30 / 1)
+  CHECK(g.observe(std::vector<double>{0, 25}, 10) == 1);   // L = 12, 25: lead 13 <= 30, stay
+  CHECK(g.observe(std::vector<double>{0, 20}, 10) == 0);   // L = 12, 45: lead 33 > 30, switch
+  CHECK(g.switches() == 2);
+  CHECK(g.margin() == doctest::Approx(15.0));  // max(10, 30 / 2)
+  CHECK(g.handover() == doctest::Approx(30.0));
+  CHECK_THROWS_AS(g.note_handover(-1.0), hc::invalid_argument);
+  CHECK_THROWS_AS(g.note_handover(std::nan("")), hc::invalid_argument);
+}
+
+TEST_CASE("leader_safeguard: bad input is refused and changes nothing") {
+  CHECK_THROWS_AS(hc::tree::leader_safeguard(0), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::tree::leader_safeguard(2, 2), hc::invalid_argument);
+  hc::tree::leader_safeguard g(2);
+  CHECK_THROWS_AS(g.observe(std::vector<double>{1.0}, 1.0), hc::invalid_argument);
+  CHECK_THROWS_AS(g.observe(std::vector<double>{1.0, -1.0}, 1.0), hc::invalid_argument);
+  CHECK_THROWS_AS(g.observe(std::vector<double>{1.0, std::nan("")}, 1.0), hc::invalid_argument);
+  CHECK_THROWS_AS(
+      g.observe(std::vector<double>{1.0, std::numeric_limits<double>::infinity()}, 1.0),
+      hc::invalid_argument);
+  CHECK_THROWS_AS(g.observe(std::vector<double>{1.0, 1.0}, -1.0), hc::invalid_argument);
+  CHECK(g.requests() == 0);
+  CHECK(g.scores()[0] == 0.0);
+  CHECK(g.scores()[1] == 0.0);
+  CHECK(g.margin() == 0.0);
+}
