@@ -60,6 +60,10 @@
 /// same recurrent states) by reference, keeping the exact best ≤ M of its own and the offered
 /// ones (`select_covered`). No new prefill; fixed baselines never hand over.
 ///
+/// The rules of both — the reuse over the retained entries, the coverage, the leader with its
+/// margin, the hand-over's selection — are the library's (`placement/shadow.hpp`, for engines
+/// too); the simulator keeps the shadows' placements per entry and calls them.
+///
 /// **Bytes.** Every strategy but `no_cache` keeps the entry's full attention KV
 /// (L · kv_bytes_per_token); recurrent checkpoints cost `checkpoint_bytes` each (model.hpp).
 ///
@@ -94,6 +98,7 @@
 #include "hybridcache/placement.hpp"
 #include "hybridcache/placement/block_planner.hpp"
 #include "hybridcache/placement/refresh_policy.hpp"
+#include "hybridcache/placement/shadow.hpp"
 #include "hybridcache/placement/strategies.hpp"
 #include "hybridcache/sim/model.hpp"
 #include "hybridcache/sim/trace.hpp"
@@ -290,7 +295,13 @@ class sparse_prefix_simulator {
         configs_.push_back({configs_[c].kind, configs_[c].budget, true, true, npos, npos, c});
       }
     }
-    lead_.assign(configs_.size(), {});
+    recompute_.assign(configs_.size(), 0.0);
+    leaders_.resize(configs_.size());
+    for (std::size_t c = 0; c < configs_.size(); ++c) {
+      if (configs_[c].shadow_a != npos)
+        leaders_[c].emplace(
+            shadow_leader_options{.margin = opts_.joint_margin, .gamma = opts_.joint_gamma});
+    }
     acc_.assign(configs_.size(), {});
     guards_.resize(configs_.size());
     placed_by_.assign(configs_.size(), {});
@@ -302,6 +313,7 @@ class sparse_prefix_simulator {
       }
     }
     slots_.resize(opts_.cache_entries);
+    handover_ = handover_selector(opts_.granularity);
     hist_max_ = max_depth;
     if (opts_.oracle)
       oracle_.head.assign(opts_.oracle_weights);  // the law is known before the first request
@@ -330,16 +342,9 @@ class sparse_prefix_simulator {
     const std::size_t depth = match.depth;
     // Charge every configuration: reuse = deepest checkpoint <= LCP over entries.
     for (std::size_t c = 0; c < configs_.size(); ++c) {
-      std::size_t reuse = 0;
-      if (depth >= opts_.granularity) {
-        for (const auto& o : overlaps_) {
-          if (o.depth <= reuse) continue;
-          const auto& cp = slot_of(o.entry_id).checkpoints[c];
-          auto it = std::upper_bound(cp.begin(), cp.end(), static_cast<std::uint32_t>(o.depth));
-          if (it != cp.begin()) reuse = std::max<std::size_t>(reuse, *(it - 1));
-        }
-      }
-      lead_[c].last = static_cast<double>(depth - reuse);
+      const std::size_t reuse =
+          depth >= opts_.granularity ? shared_reuse(overlaps_, checkpoints_of(c)) : 0;
+      recompute_[c] = static_cast<double>(depth - reuse);
       acc_[c].depth += static_cast<double>(depth);
       acc_[c].recompute += static_cast<double>(depth - reuse);
     }
@@ -364,7 +369,11 @@ class sparse_prefix_simulator {
         guards_[c]->score(depth, matched_length, dp_scratch_);
       }
     }
-    for (auto& l : lead_) l.score = opts_.joint_gamma * l.score + l.last;
+    // Each shadow system was charged on its own replay: the leader's scores L_A, L_B.
+    for (std::size_t c = 0; c < configs_.size(); ++c) {
+      if (leaders_[c])
+        leaders_[c]->charge(recompute_[configs_[c].shadow_a], recompute_[configs_[c].shadow_b]);
+    }
     policy_.observe(depth, matched_length);
     if (policy_.snapshots() != snapshot_seen_) {
       snapshot_seen_ = policy_.snapshots();
@@ -374,14 +383,8 @@ class sparse_prefix_simulator {
         if (g) g->choose();
       }
       // Follow the leader between the shadow systems, with a switching margin.
-      for (auto& cf : configs_) {
-        if (cf.shadow_a == npos) continue;
-        const double a = lead_[cf.shadow_a].score, b = lead_[cf.shadow_b].score;
-        const double m = 1.0 - opts_.joint_margin;
-        if (!cf.joint && b < m * a)
-          cf.joint = true;
-        else if (cf.joint && a < m * b)
-          cf.joint = false;
+      for (auto& l : leaders_) {
+        if (l) l->decide();
       }
     }
     if (evicted != 0) hand_over(evicted, id_before + 1);
@@ -443,13 +446,9 @@ class sparse_prefix_simulator {
     placement_strategy kind;
     std::size_t budget;
     bool hidden = false;  // a shadow system of a DP configuration (joint placement)
-    bool joint = false;   // shadow: places jointly; visible: currently follows the joint shadow
+    bool joint = false;   // shadow: system B (places jointly); false: system A (per entry)
     std::size_t shadow_a = npos, shadow_b = npos;  // visible DP: its per-entry / joint shadows
     std::size_t owner = npos;                      // shadow: its visible configuration
-  };
-  struct lead {
-    double score = 0.0;  // γ_s-discounted recompute of this system's own replay
-    double last = 0.0;   // its recompute of the current request
   };
   struct accum {
     double depth = 0.0, recompute = 0.0, checkpoints = 0.0, kv_tokens = 0.0;
@@ -509,9 +508,10 @@ class sparse_prefix_simulator {
     return false;
   }
 
-  // Hand-over on eviction (options): entry `evicted` leaves (its slot still holds its
-  // checkpoints; `evicted_overlaps_` lists LCP(e, evicted) of every other retained entry e);
-  // `incoming` is the request about to take its slot, not placed yet, so it covers nothing.
+  // Hand-over on eviction (options; placement/shadow.hpp): entry `evicted` leaves (its slot still
+  // holds its checkpoints; `evicted_overlaps_` lists LCP(e, evicted) of every other retained entry
+  // e); `incoming` is the request about to take its slot, not placed yet, so it covers nothing.
+  // The sharers are offered f's states in the cache's order, each configuration in turn.
   void hand_over(std::uint64_t evicted, std::uint64_t incoming) {
     const std::size_t b = opts_.granularity;
     const slot& f = slot_of(evicted);
@@ -523,72 +523,45 @@ class sparse_prefix_simulator {
       for (std::size_t c = 0; c < configs_.size(); ++c) {
         const config& cf = configs_[c];
         if (!is_dp(cf.kind) || cf.budget == 0) continue;
-        const auto& mine = e.checkpoints[c];
-        const auto& theirs = f.checkpoints[c];
-        const auto end =
-            std::upper_bound(theirs.begin(), theirs.end(), static_cast<std::uint32_t>(o.depth));
-        std::size_t offered = 0;
-        for (auto it = theirs.begin(); it != end; ++it) {
-          if (*it >= b && !std::binary_search(mine.begin(), mine.end(), *it)) ++offered;
-        }
-        if (offered == 0) continue;
-        const auto& law = law_for(o.entry_length);
-        const std::size_t blocks = o.entry_length / b;
-        const bool over = mine.size() + offered > cf.budget;
-        if (over) {
-          if (!law) continue;  // no law yet to choose by: e keeps its own
-          // The coverage the other retained entries give e (the evicted one and the incoming
-          // one excluded), as a mark per block index.
+        // e's law, and the coverage the other retained entries give e (the evicted one and the
+        // incoming one excluded): asked for only when the budget binds.
+        const auto law_of = [&]() -> const entry_block_law* {
+          const auto& law = law_for(o.entry_length);
+          return law ? &*law : nullptr;
+        };
+        const auto covered_of = [&](std::vector<std::size_t>& out) {
           if (!have_overlaps) {
             cache_.entry_overlaps(o.entry_id, entry_overlaps_);
             have_overlaps = true;
           }
-          covered_mark_.assign(blocks + 1, 0);
-          for (const auto& g : entry_overlaps_) {
-            if (g.depth < b || g.entry_id == incoming || g.entry_id == evicted) continue;
-            const auto& cp = slot_of(g.entry_id).checkpoints[c];
-            const auto stop =
-                std::upper_bound(cp.begin(), cp.end(), static_cast<std::uint32_t>(g.depth));
-            for (auto it = cp.begin(); it != stop; ++it) {
-              if (*it >= b && *it / b <= blocks) covered_mark_[*it / b] = 1;
-            }
-          }
-        }
-        // Candidates: e's own and the offered states (an offered state another retained entry
-        // already covers changes nothing for e, so it is dropped when the budget binds), as
-        // increasing block indices.
-        handover_blocks_.clear();
-        auto it_m = mine.begin();
-        for (auto it = theirs.begin(); it != end; ++it) {
-          if (*it < b) continue;
-          while (it_m != mine.end() && *it_m < *it) handover_blocks_.push_back(*it_m++ / b);
-          if (it_m != mine.end() && *it_m == *it) continue;
-          if (over && covered_mark_[*it / b] != 0) continue;
-          handover_blocks_.push_back(*it / b);
-        }
-        while (it_m != mine.end()) handover_blocks_.push_back(*it_m++ / b);
-        if (handover_blocks_.size() == mine.size()) continue;  // nothing useful offered
-        std::vector<std::size_t> chosen;
-        if (handover_blocks_.size() <= cf.budget) {
-          chosen = handover_blocks_;
-        } else {
-          covered_.clear();
-          for (std::size_t k = 1; k <= blocks; ++k) {
-            if (covered_mark_[k] != 0) covered_.push_back(k);
-          }
-          chosen = select_covered(*law, handover_blocks_, cf.budget, covered_);
-        }
+          covered_blocks(entry_overlaps_, checkpoints_of(c, incoming, evicted), b,
+                         o.entry_length / b, out);
+        };
         std::vector<std::uint32_t> next;
-        next.reserve(chosen.size());
-        for (std::size_t x : chosen) {
-          const auto p = static_cast<std::uint32_t>(x * b);
-          if (!std::binary_search(mine.begin(), mine.end(), p)) ++acc_[c].handed_over;
-          next.push_back(p);
-        }
+        const auto r = handover_.offer<std::uint32_t>(e.checkpoints[c], f.checkpoints[c], o.depth,
+                                                      cf.budget, law_of, covered_of, next);
+        if (!r.replaced) continue;
+        acc_[c].handed_over += r.taken;
         acc_[c].max_checkpoints = std::max(acc_[c].max_checkpoints, next.size());
         e.checkpoints[c] = std::move(next);
       }
     }
+  }
+
+  // Config c's checkpoints of the entry a share names (placement/shadow.hpp's accessor); the
+  // entries `skip_a`, `skip_b` (ids; 0 = none) count as holding none.
+  struct entry_checkpoints {
+    const sparse_prefix_simulator* sim;
+    std::size_t c;
+    std::uint64_t skip_a = 0, skip_b = 0;
+    std::span<const std::uint32_t> operator()(const last_k_overlap& o) const noexcept {
+      if (o.entry_id == skip_a || o.entry_id == skip_b) return {};
+      return sim->slot_of(o.entry_id).checkpoints[c];
+    }
+  };
+  [[nodiscard]] entry_checkpoints checkpoints_of(std::size_t c, std::uint64_t skip_a = 0,
+                                                 std::uint64_t skip_b = 0) const noexcept {
+    return {this, c, skip_a, skip_b};
   }
 
   // Whether the DP configurations run the per-entry and joint shadow systems.
@@ -645,17 +618,10 @@ class sparse_prefix_simulator {
   // this insertion evicts does not count). Without coverage, or without a law yet, `dp_plan`.
   placed joint_plan(std::size_t c, std::size_t owner, std::uint64_t id, std::size_t len) {
     const std::size_t b = opts_.granularity;
-    covered_.clear();
-    for (const auto& o : overlaps_) {
-      if (o.depth < b || o.entry_id + opts_.cache_entries <= id) continue;
-      const auto& cp = slot_of(o.entry_id).checkpoints[c];
-      const auto end = std::upper_bound(cp.begin(), cp.end(), static_cast<std::uint32_t>(o.depth));
-      for (auto it = cp.begin(); it != end; ++it) covered_.push_back(*it / b);
-    }
+    // The entry this insertion evicts (id − K, if any) covers nothing.
+    const std::uint64_t evicted = id > opts_.cache_entries ? id - opts_.cache_entries : 0;
+    covered_blocks(overlaps_, checkpoints_of(c, evicted), b, len / b, covered_);
     if (covered_.empty()) return dp_plan(owner, len);
-    std::sort(covered_.begin(), covered_.end());
-    covered_.erase(std::unique(covered_.begin(), covered_.end()), covered_.end());
-    if (covered_.front() == 0) covered_.erase(covered_.begin());
     const auto& law = len >= b ? law_for(len) : no_law_;
     if (!law) return dp_plan(owner, len);
     std::size_t m = configs_[c].budget;
@@ -676,14 +642,14 @@ class sparse_prefix_simulator {
         // Per-entry DP and the fixed candidates do not depend on the cache: the per-entry
         // shadow's placement. The joint DP is placed against the coverage of *this* cache.
         const auto choice = guards_[c] ? guards_[c]->choice() : placement_strategy::dp;
-        if (cf.joint && choice == placement_strategy::dp)
+        if (leaders_[c]->leader() == shadow_system::joint && choice == placement_strategy::dp)
           e.checkpoints[c] = joint_plan(c, c, id, len).positions;
         else
           e.checkpoints[c] = e.checkpoints[cf.shadow_a];
         for (std::size_t k = 0; k < placement_safeguard::candidates.size(); ++k) {
           if (placement_safeguard::candidates[k] == choice) ++placed_by_[c][k];
         }
-        if (cf.joint) ++acc_[c].joint_placed;
+        if (leaders_[c]->leader() == shadow_system::joint) ++acc_[c].joint_placed;
       } else if (is_dp(cf.kind)) {
         const std::size_t owner = cf.hidden ? cf.owner : c;
         const auto choice = guards_[owner] ? guards_[owner]->choice() : placement_strategy::dp;
@@ -740,14 +706,14 @@ class sparse_prefix_simulator {
       guards_;  // per config (DP configs with the safeguard)
   std::vector<std::array<std::size_t, 6>> placed_by_;
   std::vector<std::size_t> dp_scratch_;
-  std::vector<lead> lead_;            // per config: its replay's recent recompute
-  std::vector<std::size_t> covered_;  // joint_plan's covered block indices
+  std::vector<double> recompute_;  // per config: its replay's recompute of the current request
+  std::vector<std::optional<shadow_leader>> leaders_;  // visible DP configs with shadows
+  std::vector<std::size_t> covered_;                   // joint_plan's covered block indices
   std::optional<entry_block_law> no_law_;
   std::vector<last_k_overlap> overlaps_;
   std::vector<last_k_overlap> evicted_overlaps_;  // hand-over: LCPs with the evicted entry
   std::vector<last_k_overlap> entry_overlaps_;    // hand-over: LCPs of an inheriting entry
-  std::vector<std::size_t> handover_blocks_;      // hand-over: candidate block indices
-  std::vector<std::uint8_t> covered_mark_;        // hand-over: covered block indices, marked
+  handover_selector handover_{1};                 // hand-over: the selection (scratch only)
   segment::namespace_key shared_ns_ = segment::namespace_key::shared();
   std::optional<std::string> last_ns_;
   segment::namespace_key last_key_;
