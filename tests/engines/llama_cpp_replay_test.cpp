@@ -36,16 +36,16 @@ std::string model_path(const char* name) {
 
 // `hybridcache replay`'s default trace scaled to 51 requests (14 sessions of up to 5 turns under
 // two 64-token system prompts, 16-token blocks).
-hc::tree_trace small_trace() {
+hc::tree_trace small_trace(std::size_t sessions = 14, std::size_t output_min = 16) {
   hc::multi_turn_options o;
-  o.sessions = 14;
+  o.sessions = sessions;
   o.block = 16;
   o.system_prompts = 2;
   o.system_tokens = 64;
   o.max_turns = 5;
   o.user_min = 16;
   o.user_max = 48;
-  o.output_min = 16;
+  o.output_min = output_min;
   o.output_max = 48;
   o.seed = 1;
   return hc::synthetic_multi_turn(o);
@@ -146,6 +146,20 @@ TEST_CASE("granite-hybrid (Mamba2 + attention): the library's row, outputs exact
   std::size_t lib = 0;
   check_policy(model, t, "hybridcache", true, lib);
   CHECK(lib < t.prompt_tokens());
+}
+
+TEST_CASE("requests that end inside their prompt's last block: the end state is scheduled") {
+  // Answers of 1-48 tokens: some requests complete no block past the prompt (n = pb) while P is
+  // off the grid, so the state at n·B that `finish` may store lies inside the prefill.
+  const hc::llama_cpp_model model(model_path("qwen35-tiny.gguf"));
+  const auto t = small_trace(8, 1);
+  std::size_t inside = 0;
+  for (const auto& q : t.requests())
+    inside += q.path.size() == q.prompt_blocks(t.block()) && q.prompt_tokens % t.block() != 0;
+  REQUIRE(inside > 0);
+  std::size_t evaluated = 0;
+  for (const char* name : {"hybridcache", "sglang_extra_buffer", "vllm_all"})
+    check_policy(model, t, name, true, evaluated);
 }
 
 TEST_CASE("llama_cpp_tree_replay: bad options and bad requests are typed errors") {
