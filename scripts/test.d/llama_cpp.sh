@@ -5,8 +5,10 @@
 # skipped when the same version is installed; the server adds ~5 min on 2 shared cores once),
 # writes tiny random-weight GGUF models with the PyPI packages gguf + numpy in a venv
 # (build/gguf-venv; tools/gguf/make_models.py), then builds the adapter's tests
-# (engines/llama_cpp.hpp) in build/llama (Debug, -Werror) and runs them (ctest -L llama_cpp), the
-# llama-server anchor's short run (tools/llama_server/anchor.py, on 127.0.0.1) included.
+# (engines/llama_cpp.hpp) and of every simulator policy on the same engine
+# (engines/llama_cpp_replay.hpp) in build/llama (Debug, -Werror) and runs them (ctest -L llama_cpp),
+# the llama-server anchor's short run (tools/llama_server/anchor.py, on 127.0.0.1) included. The
+# CLI's replay tests (cli/replay_*) need the tools and run in the main build.
 # Without PyPI it is skipped, loudly, like scripts/test.d/python.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,6 +40,6 @@ cmake -S . -B build/llama -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS=-O1 -g" \
   -DHYBRIDCACHE_TEST_HEADERS=OFF -DHYBRIDCACHE_TEST_CONSUMPTION=OFF \
   -DHYBRIDCACHE_BUILD_EXAMPLES=OFF -DHYBRIDCACHE_BUILD_TOOLS=OFF \
   "-DHYBRIDCACHE_GGUF_PYTHON=$venv/bin/python" "-DCMAKE_PREFIX_PATH=$prefix" >/dev/null
-cmake --build build/llama --target test_engines -j"$(nproc)"
+cmake --build build/llama --target test_engines test_engines_replay -j"$(nproc)"
 ctest --test-dir build/llama -L llama_cpp --output-on-failure
 echo "llama_cpp.sh: done in $(( $(date +%s) - start ))s"

@@ -16,3 +16,19 @@ if(TARGET hybridcache::llama_cpp AND TARGET test_engines AND HYBRIDCACHE_GGUF_PY
            COMMAND hybridcache_cli replay --model "${CMAKE_CURRENT_BINARY_DIR}/absent.gguf")
   set_tests_properties(cli/replay_missing_model PROPERTIES WILL_FAIL TRUE LABELS "cli;llama_cpp")
 endif()
+
+# --dump-prompts, and the simulator's fidelity through both CLIs: replay's evaluated tokens equal
+# `simulate --scenario tree`'s prefill_tokens for the same trace, block and budget
+# (replay_cli_test.py; ~10 s on one core).
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(TARGET hybridcache::llama_cpp AND TARGET test_engines AND HYBRIDCACHE_GGUF_PYTHON
+   AND Python3_Interpreter_FOUND)
+  foreach(_hc_mode dump fidelity)
+    add_test(NAME cli/replay_${_hc_mode}
+             COMMAND "${Python3_EXECUTABLE}" "${CMAKE_CURRENT_LIST_DIR}/replay_cli_test.py"
+                     ${_hc_mode} $<TARGET_FILE:hybridcache_cli> "${CMAKE_BINARY_DIR}/models"
+                     "${CMAKE_CURRENT_BINARY_DIR}/replay_${_hc_mode}")
+    set_tests_properties(cli/replay_${_hc_mode} PROPERTIES FIXTURES_REQUIRED hc_gguf_models
+                         LABELS "cli;llama_cpp" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endforeach()
+endif()

@@ -166,6 +166,144 @@ struct llama_cpp_options {
   int threads = 1;  ///< CPU threads for llama_decode (the results do not depend on it)
 };
 
+/// One llama.cpp context with one sequence (seq id 0): chunked `llama_decode` and snapshot blobs
+/// of the whole sequence. The primitives `llama_cpp_engine` and the tree-protocol driver
+/// (engines/llama_cpp_replay.hpp) share: neither touches `llama_context` otherwise.
+class llama_cpp_context {
+ public:
+  /// Creates the context: n_ctx = context_tokens, n_batch = n_ubatch = chunk_tokens.
+  /// @throws invalid_argument for chunk_tokens 0 or above context_tokens, context_tokens above
+  ///         2^24, threads < 1; error if llama.cpp cannot create the context.
+  llama_cpp_context(const llama_cpp_model& model, llama_cpp_options opts)
+      : model_(&model), opts_(opts) {
+    if (opts.chunk_tokens == 0 || opts.chunk_tokens > opts.context_tokens ||
+        opts.context_tokens > (std::size_t{1} << 24))
+      detail::throw_invalid("opts.chunk_tokens", opts.chunk_tokens,
+                            "must be in [1, context_tokens], context_tokens <= 2^24");
+    if (opts.threads < 1) detail::throw_invalid("opts.threads", opts.threads, "must be >= 1");
+    auto cp = llama_context_default_params();
+    cp.n_ctx = static_cast<std::uint32_t>(opts.context_tokens);
+    cp.n_batch = static_cast<std::uint32_t>(opts.chunk_tokens);
+    cp.n_ubatch = static_cast<std::uint32_t>(opts.chunk_tokens);
+    cp.n_seq_max = 1;
+    cp.n_threads = opts.threads;
+    cp.n_threads_batch = opts.threads;
+    cp.no_perf = true;
+    ctx_.reset(llama_init_from_model(model.get(), cp));
+    if (!ctx_) throw error("hybridcache: llama.cpp could not create a context for " + model.path());
+  }
+
+  /// Empties the sequence (KV and recurrent state): the next decode starts at position 0.
+  void clear() { llama_memory_clear(llama_get_memory(ctx_.get()), true); }
+
+  /// Decodes tokens[from, to) at positions [from, to) as one batch, one ubatch; with `logits`,
+  /// the last token's logits are computed (`logits()`).
+  /// @throws invalid_argument for an empty range, one longer than chunk_tokens, past
+  ///         `tokens.size()` or context_tokens, or a token id outside the vocabulary; error if
+  ///         llama_decode fails.
+  void decode(std::span<const token_id> tokens, std::size_t from, std::size_t to, bool logits) {
+    if (from >= to || to - from > opts_.chunk_tokens || to > tokens.size() ||
+        to > opts_.context_tokens)
+      detail::throw_invalid("to", to,
+                            "must cut a chunk (from = " + std::to_string(from) +
+                                ", to] of at most chunk_tokens within the tokens and the context");
+    const auto n = static_cast<std::int32_t>(to - from);
+    llama_batch b = llama_batch_init(n, 0, 1);
+    for (std::int32_t i = 0; i < n; ++i) {
+      const token_id t = tokens[from + static_cast<std::size_t>(i)];
+      if (t >= model_->vocab_size()) {
+        llama_batch_free(b);
+        detail::throw_invalid(
+            detail::indexed("tokens", from + static_cast<std::size_t>(i)), t,
+            "outside the vocabulary [0, " + std::to_string(model_->vocab_size()) + ")");
+      }
+      b.token[i] = static_cast<llama_token>(t);
+      b.pos[i] = static_cast<llama_pos>(from) + i;
+      b.n_seq_id[i] = 1;
+      b.seq_id[i][0] = 0;
+      b.logits[i] = logits && i == n - 1;
+    }
+    b.n_tokens = n;
+    const std::int32_t rc = llama_decode(ctx_.get(), b);
+    llama_batch_free(b);
+    if (rc != 0)
+      throw error("hybridcache: llama_decode failed with status " + std::to_string(rc) +
+                  " on tokens [" + std::to_string(from) + ", " + std::to_string(to) + ")");
+    evaluated_ += to - from;
+  }
+
+  /// Logits of the last token of the last decode made with `logits` (vocab_size values).
+  /// @throws error if llama.cpp has none.
+  [[nodiscard]] std::vector<float> logits() const {
+    const float* l = llama_get_logits_ith(ctx_.get(), -1);
+    if (l == nullptr) throw error("hybridcache: llama.cpp returned no logits");
+    return {l, l + model_->vocab_size()};
+  }
+
+  /// The sequence (after decoding `position` tokens) as a blob: a 40-byte header (magic, model
+  /// fingerprint, position, payload size, XXH3 checksum) + `llama_state_seq_get_data`.
+  [[nodiscard]] std::vector<std::uint8_t> save(std::size_t position) {
+    const std::size_t payload = llama_state_seq_get_size(ctx_.get(), 0);
+    std::vector<std::uint8_t> blob(header_bytes + payload);
+    const std::size_t got =
+        llama_state_seq_get_data(ctx_.get(), blob.data() + header_bytes, payload, 0);
+    if (got != payload) throw error("hybridcache: llama_state_seq_get_data copied a short state");
+    const detail::llama_cpp_blob_header h{
+        detail::llama_cpp_blob_magic, model_->fingerprint(), position, payload,
+        detail::llama_cpp_hash(std::span(blob).subspan(header_bytes))};
+    std::memcpy(blob.data(), &h, header_bytes);
+    return blob;
+  }
+
+  /// Clears the sequence and loads `blob` (from `save` on the same model) at `position`.
+  /// @throws invalid_argument ("blob") if it is truncated or padded, corrupted, written by
+  ///         another model or covers another position, or llama.cpp refuses it.
+  void load(std::span<const std::uint8_t> blob, std::size_t position) {
+    detail::llama_cpp_blob_header h{};
+    if (blob.size() < header_bytes)
+      detail::throw_invalid("blob.size()", blob.size(), "shorter than a snapshot header");
+    std::memcpy(&h, blob.data(), header_bytes);
+    if (h.magic != detail::llama_cpp_blob_magic)
+      detail::throw_invalid("blob",
+                            detail::excerpt({reinterpret_cast<const char*>(blob.data()), 8}),
+                            "is not a hybridcache llama.cpp snapshot (bad magic)");
+    if (h.model != model_->fingerprint())
+      detail::throw_invalid("blob", h.model,
+                            "was written by another model (fingerprint differs from " +
+                                std::to_string(model_->fingerprint()) + ")");
+    if (h.payload != blob.size() - header_bytes)
+      detail::throw_invalid("blob.size()", blob.size(),
+                            "does not match the snapshot's recorded size " +
+                                std::to_string(h.payload + header_bytes));
+    if (h.position != position)
+      detail::throw_invalid("blob", h.position,
+                            "covers another position than " + std::to_string(position));
+    const auto payload = blob.subspan(header_bytes);
+    if (detail::llama_cpp_hash(payload) != h.checksum)
+      detail::throw_invalid("blob", h.checksum, "is corrupted (payload checksum differs)");
+    clear();
+    const std::size_t read =
+        llama_state_seq_set_data(ctx_.get(), payload.data(), payload.size(), 0);
+    if (read != payload.size())
+      detail::throw_invalid("blob", read, "llama.cpp refused the snapshot");
+  }
+
+  /// Tokens passed to llama_decode since construction.
+  [[nodiscard]] std::size_t evaluated() const noexcept { return evaluated_; }
+  [[nodiscard]] const llama_cpp_model& model() const noexcept { return *model_; }
+  [[nodiscard]] const llama_cpp_options& options() const noexcept { return opts_; }
+
+ private:
+  struct ctx_deleter {
+    void operator()(llama_context* c) const noexcept { llama_free(c); }
+  };
+  static constexpr std::size_t header_bytes = sizeof(detail::llama_cpp_blob_header);
+  const llama_cpp_model* model_;
+  llama_cpp_options opts_;
+  std::unique_ptr<llama_context, ctx_deleter> ctx_;
+  std::size_t evaluated_ = 0;
+};
+
 /// What one request did.
 struct llama_cpp_result {
   std::vector<float> logits;            ///< of the last prompt token (vocab_size values)
@@ -189,17 +327,7 @@ class llama_cpp_engine {
   /// @throws invalid_argument for chunk_tokens 0, not a multiple of the policy's block size, or
   ///         above context_tokens; threads < 1; error if llama.cpp cannot create the context.
   llama_cpp_engine(const llama_cpp_model& model, state_policy& policy, llama_cpp_options opts = {})
-      : model_(&model), policy_(&policy), opts_(opts) {
-    if (opts.chunk_tokens == 0 || opts.chunk_tokens > opts.context_tokens ||
-        opts.context_tokens > (std::size_t{1} << 24))
-      detail::throw_invalid("opts.chunk_tokens", opts.chunk_tokens,
-                            "must be in [1, context_tokens], context_tokens <= 2^24");
-    if (opts.chunk_tokens % policy.options().block_size != 0)
-      detail::throw_invalid("opts.chunk_tokens", opts.chunk_tokens,
-                            "must be a multiple of the policy's block size");
-    if (opts.threads < 1) detail::throw_invalid("opts.threads", opts.threads, "must be >= 1");
-    ctx_ = make_context(model, opts.chunk_tokens, opts.context_tokens, opts.threads);
-  }
+      : model_(&model), policy_(&policy), opts_(opts), ctx_(checked(model, policy, opts)) {}
 
   /// Prefills `prompt` under namespace `ns` through the cache (see the file comment).
   /// @throws invalid_argument for an empty prompt, a prompt longer than context_tokens or a
@@ -224,7 +352,7 @@ class llama_cpp_engine {
     std::vector<std::size_t> lineage;
     try {
       t = clock::now();
-      llama_memory_clear(llama_get_memory(ctx_.get()), true);
+      ctx_.clear();
       if (m.resume_tokens > 0) {
         const stored* s = find(m.resume_node);
         if (s == nullptr)
@@ -232,7 +360,7 @@ class llama_cpp_engine {
                                 std::to_string(m.resume_node) + " at " +
                                 std::to_string(m.resume_tokens) +
                                 " tokens, but the engine holds no snapshot there (evicted?)");
-        load_blob(s->blob, m.resume_tokens);
+        ctx_.load(s->blob, m.resume_tokens);
         lineage = s->lineage;
       }
       r.restore_seconds = seconds_since(t);
@@ -268,15 +396,13 @@ class llama_cpp_engine {
     t = clock::now();
     at = m.resume_tokens;
     for (std::size_t e : cuts) {
-      decode(prompt, at, e, e == P);
+      ctx_.decode(prompt, at, e, e == P);
       lineage.push_back(e);
       at = e;
       if (std::binary_search(plan.begin(), plan.end(), e))
-        snaps.push_back({e, save_blob(e), lineage});
+        snaps.push_back({e, ctx_.save(e), lineage});
     }
-    const float* logits = llama_get_logits_ith(ctx_.get(), -1);
-    if (logits == nullptr) throw error("hybridcache: llama.cpp returned no logits");
-    r.logits.assign(logits, logits + model_->vocab_size());
+    r.logits = ctx_.logits();
     r.prefill_seconds = seconds_since(t);
     r.evaluated_tokens = P - m.resume_tokens;
     r.chunk_ends = lineage;
@@ -322,28 +448,25 @@ class llama_cpp_engine {
       at = ends[i];
     }
     if (at != P) detail::throw_invalid("chunk_ends", at, "the last chunk end must be P");
-    llama_memory_clear(llama_get_memory(ctx_.get()), true);
+    ctx_.clear();
     at = 0;
     for (std::size_t e : ends) {
-      decode(prompt, at, e, e == P);
+      ctx_.decode(prompt, at, e, e == P);
       at = e;
     }
-    const float* logits = llama_get_logits_ith(ctx_.get(), -1);
-    if (logits == nullptr) throw error("hybridcache: llama.cpp returned no logits");
-    return {logits, logits + model_->vocab_size()};
+    return ctx_.logits();
   }
 
   /// The current sequence (after a prefill of `position` tokens) as a blob `load_state` accepts.
   [[nodiscard]] std::vector<std::uint8_t> save_state(std::size_t position) {
-    return save_blob(position);
+    return ctx_.save(position);
   }
 
   /// Replaces the current sequence by `blob` (from `save_state` of an engine on the same model).
   /// @throws invalid_argument ("blob") if it is truncated or padded, corrupted, written by
   ///         another model or covers another position than `position`, or llama.cpp refuses it.
   void load_state(std::span<const std::uint8_t> blob, std::size_t position) {
-    llama_memory_clear(llama_get_memory(ctx_.get()), true);
-    load_blob(blob, position);
+    ctx_.load(blob, position);
   }
 
   /// Snapshots held now, and their bytes (headers included: what the policy was told).
@@ -360,34 +483,21 @@ class llama_cpp_engine {
 
  private:
   using clock = std::chrono::steady_clock;
-  struct ctx_deleter {
-    void operator()(llama_context* c) const noexcept { llama_free(c); }
-  };
   struct stored {
     node_id node;
     std::vector<std::uint8_t> blob;
     std::vector<std::size_t> lineage;  // chunk ends that built it
   };
-  static constexpr std::size_t header_bytes = sizeof(detail::llama_cpp_blob_header);
-
   static double seconds_since(clock::time_point t) {
     return std::chrono::duration<double>(clock::now() - t).count();
   }
 
-  static std::unique_ptr<llama_context, ctx_deleter> make_context(const llama_cpp_model& model,
-                                                                  std::size_t chunk,
-                                                                  std::size_t n_ctx, int threads) {
-    auto cp = llama_context_default_params();
-    cp.n_ctx = static_cast<std::uint32_t>(n_ctx);
-    cp.n_batch = static_cast<std::uint32_t>(chunk);
-    cp.n_ubatch = static_cast<std::uint32_t>(chunk);
-    cp.n_seq_max = 1;
-    cp.n_threads = threads;
-    cp.n_threads_batch = threads;
-    cp.no_perf = true;
-    std::unique_ptr<llama_context, ctx_deleter> c(llama_init_from_model(model.get(), cp));
-    if (!c) throw error("hybridcache: llama.cpp could not create a context for " + model.path());
-    return c;
+  static llama_cpp_context checked(const llama_cpp_model& model, const state_policy& policy,
+                                   llama_cpp_options opts) {
+    if (opts.chunk_tokens == 0 || opts.chunk_tokens % policy.options().block_size != 0)
+      detail::throw_invalid("opts.chunk_tokens", opts.chunk_tokens,
+                            "must be a positive multiple of the policy's block size");
+    return llama_cpp_context(model, opts);
   }
 
   void check_prompt(std::span<const token_id> prompt) const {
@@ -400,67 +510,6 @@ class llama_cpp_engine {
       if (prompt[i] >= n)
         detail::throw_invalid(detail::indexed("prompt", i), prompt[i],
                               "outside the vocabulary [0, " + std::to_string(n) + ")");
-  }
-
-  // Decodes prompt[from, to) as one batch (one ubatch: to − from <= chunk_tokens).
-  void decode(std::span<const token_id> prompt, std::size_t from, std::size_t to, bool logits) {
-    const auto n = static_cast<std::int32_t>(to - from);
-    llama_batch b = llama_batch_init(n, 0, 1);
-    for (std::int32_t i = 0; i < n; ++i) {
-      b.token[i] = static_cast<llama_token>(prompt[from + static_cast<std::size_t>(i)]);
-      b.pos[i] = static_cast<llama_pos>(from) + i;
-      b.n_seq_id[i] = 1;
-      b.seq_id[i][0] = 0;
-      b.logits[i] = logits && i == n - 1;
-    }
-    b.n_tokens = n;
-    const std::int32_t rc = llama_decode(ctx_.get(), b);
-    llama_batch_free(b);
-    if (rc != 0)
-      throw error("hybridcache: llama_decode failed with status " + std::to_string(rc) +
-                  " on tokens [" + std::to_string(from) + ", " + std::to_string(to) + ")");
-  }
-
-  std::vector<std::uint8_t> save_blob(std::size_t position) {
-    const std::size_t payload = llama_state_seq_get_size(ctx_.get(), 0);
-    std::vector<std::uint8_t> blob(header_bytes + payload);
-    const std::size_t got =
-        llama_state_seq_get_data(ctx_.get(), blob.data() + header_bytes, payload, 0);
-    if (got != payload) throw error("hybridcache: llama_state_seq_get_data copied a short state");
-    const detail::llama_cpp_blob_header h{
-        detail::llama_cpp_blob_magic, model_->fingerprint(), position, payload,
-        detail::llama_cpp_hash(std::span(blob).subspan(header_bytes))};
-    std::memcpy(blob.data(), &h, header_bytes);
-    return blob;
-  }
-
-  void load_blob(std::span<const std::uint8_t> blob, std::size_t position) {
-    detail::llama_cpp_blob_header h{};
-    if (blob.size() < header_bytes)
-      detail::throw_invalid("blob.size()", blob.size(), "shorter than a snapshot header");
-    std::memcpy(&h, blob.data(), header_bytes);
-    if (h.magic != detail::llama_cpp_blob_magic)
-      detail::throw_invalid("blob",
-                            detail::excerpt({reinterpret_cast<const char*>(blob.data()), 8}),
-                            "is not a hybridcache llama.cpp snapshot (bad magic)");
-    if (h.model != model_->fingerprint())
-      detail::throw_invalid("blob", h.model,
-                            "was written by another model (fingerprint differs from " +
-                                std::to_string(model_->fingerprint()) + ")");
-    if (h.payload != blob.size() - header_bytes)
-      detail::throw_invalid("blob.size()", blob.size(),
-                            "does not match the snapshot's recorded size " +
-                                std::to_string(h.payload + header_bytes));
-    if (h.position != position)
-      detail::throw_invalid("blob", h.position,
-                            "covers another position than " + std::to_string(position));
-    const auto payload = blob.subspan(header_bytes);
-    if (detail::llama_cpp_hash(payload) != h.checksum)
-      detail::throw_invalid("blob", h.checksum, "is corrupted (payload checksum differs)");
-    const std::size_t read =
-        llama_state_seq_set_data(ctx_.get(), payload.data(), payload.size(), 0);
-    if (read != payload.size())
-      detail::throw_invalid("blob", read, "llama.cpp refused the snapshot");
   }
 
   [[nodiscard]] const stored* find(node_id v) const noexcept {
@@ -482,7 +531,7 @@ class llama_cpp_engine {
   const llama_cpp_model* model_;
   state_policy* policy_;
   llama_cpp_options opts_;
-  std::unique_ptr<llama_context, ctx_deleter> ctx_;
+  llama_cpp_context ctx_;
   std::vector<stored> store_;
   std::size_t bytes_ = 0;
 };

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""`hybridcache replay` end to end (ctest cli/replay_dump, cli/replay_fidelity; exit 77 =
+skipped without the generated model).
+
+usage: replay_cli_test.py dump|fidelity HYBRIDCACHE MODEL_DIR WORK_DIR
+
+dump      `replay --dump-prompts`: one JSON line per request of the trace, in order, with the
+          request's token ids; checked against replay's own per-request CSV and JSON (same
+          prompt lengths and totals), the model's vocabulary (ids < vocab - 2, the fold), the
+          trace's sharing (each library resume point is at most the longest common prefix with
+          an earlier dumped prompt, by brute force, and some request resumes), and determinism
+          (a second run under another policy writes the same bytes).
+fidelity  the tokens llama_decode evaluated under the library's row and two engine rows equal
+          what `simulate --scenario tree` predicts for the same trace, block and budget (read
+          from simulate's tree.csv, prefill_tokens): the simulator's prediction, from its own CLI.
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+SKIP = 77
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout + p.stderr)
+        raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}")
+    return p.stdout
+
+
+def dump(exe, model, work):
+    out = os.path.join(work, "prompts.jsonl")
+    rows = os.path.join(work, "rows.csv")
+    summary = os.path.join(work, "summary.json")
+    base = [exe, "replay", "--model", model, "--sessions", "6", "--policy", "library",
+            "--quiet"]
+    run(base + ["--dump-prompts", out, "--csv", rows, "--json", summary])
+    with open(out, encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f]
+    with open(rows, newline="", encoding="utf-8") as f:
+        table = list(csv.DictReader(f))
+    with open(summary, encoding="utf-8") as f:
+        s = json.load(f)
+    assert len(lines) == s["requests"] == len(table) > 10, (len(lines), s["requests"], len(table))
+    vocab = 1024  # qwen35-tiny (tools/gguf/make_models.py)
+    for i, (j, r) in enumerate(zip(lines, table)):
+        assert j["request"] == i, j["request"]
+        assert isinstance(j["root"], int)
+        toks = j["tokens"]
+        assert len(toks) == int(r["prompt_tokens"]) > 0, (i, len(toks), r["prompt_tokens"])
+        assert all(isinstance(t, int) and 0 <= t < vocab - 2 for t in toks), i
+    assert sum(len(j["tokens"]) for j in lines) == s["prompt_tokens"]
+    # Sharing: the library's resume point is a common prefix with an earlier prompt (brute force).
+    for i, (j, r) in enumerate(zip(lines, table)):
+        k = int(r["resume_tokens"])
+        if k == 0:
+            continue
+        best = max((lcp(j["tokens"], e["tokens"]) for e in lines[:i]), default=0)
+        assert k <= best, (i, k, best)
+    assert any(int(r["resume_tokens"]) > 0 for r in table), "no request shared a prefix"
+    # Determinism, and the dump does not depend on the policy run beside it.
+    again = os.path.join(work, "prompts2.jsonl")
+    run([exe, "replay", "--model", model, "--sessions", "6", "--policy", "none", "--quiet",
+         "--dump-prompts", again])
+    with open(out, "rb") as a, open(again, "rb") as b:
+        assert a.read() == b.read(), "the dump differs between two runs"
+    print(f"dump: {len(lines)} requests, {s['prompt_tokens']} tokens checked")
+
+
+def lcp(a, b):
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def fidelity(exe, model, work):
+    policies = "hybridcache,vllm_align,sglang_extra_buffer"
+    common = ["--tree-sessions", "2", "--tree-block", "64", "--seed", "3"]
+    run([exe, "simulate", "--scenario", "tree", "--tree", "multi-turn", "--tree-budgets", "8",
+         "--tree-policies", policies, "--out", work, "--no-plot", "--quiet"] + common)
+    predicted = {}
+    with open(os.path.join(work, "tree.csv"), newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r["kv_mode"] == "unlimited" and r["budget_states"] == "8":
+                predicted[r["policy"]] = float(r["prefill_tokens"])
+    summary = os.path.join(work, "fidelity.json")
+    run([exe, "replay", "--model", model, "--trace-preset", "simulate", "--sessions", "2",
+         "--block", "64", "--seed", "3", "--chunk", "256", "--budget-states", "8",
+         "--policy", policies, "--verify", "1", "--quiet", "--json", summary])
+    with open(summary, encoding="utf-8") as f:
+        rows = {r["policy"]: r for r in json.load(f)["rows"]}
+    for p in policies.split(","):
+        got = rows[p]["evaluated_tokens"]
+        assert p in predicted, (p, sorted(predicted))
+        assert got == predicted[p], f"{p}: replay evaluated {got}, simulate predicts {predicted[p]}"
+        assert got < rows[p]["prompt_tokens"], p
+        assert rows[p]["verified_requests"] == json.load(open(summary))["requests"]
+        print(f"fidelity: {p}: {got} tokens evaluated = simulate's prediction")
+
+
+def main():
+    mode, exe, models, work = sys.argv[1:5]
+    model = os.path.join(models, "qwen35-tiny.gguf")
+    if not os.path.exists(model):
+        print(f"skipped: {model} is absent (tools/gguf/make_models.py writes it)")
+        return SKIP
+    os.makedirs(work, exist_ok=True)
+    {"dump": dump, "fidelity": fidelity}[mode](exe, model, work)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
