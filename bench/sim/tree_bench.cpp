@@ -12,12 +12,16 @@
 // work-bounded re-plans (re-plan every 10 observations), BM_tree_policy/hybridcache_prev the
 // previous default (before the junction prior, repeat discount, pool-scaled window and admission
 // by value); the other hybridcache_* rows drop one option each (sim/tree/simulate.hpp).
+// Since issue #24 BM_tree_policy/hybridcache is the library's row with every faithful engine row
+// in shadow (sim/tree/portfolio.hpp); /hybridcache_exact is the exact policy alone.
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
 #include <hybridcache/sim/tree.hpp>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sim = hybridcache::sim;
 
@@ -82,6 +86,24 @@ void BM_tree_library_no_replan(benchmark::State& st) {
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
 }
 BENCHMARK(BM_tree_library_no_replan)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// The library's row (issue #24) without the Marconi candidate: the cost of the shadows when the
+// one expensive engine row (its alpha-tuning replays and min-max scans) is left out. Compare with
+// BM_tree_policy/hybridcache (all eleven engine rows in shadow) and /hybridcache_exact (none).
+void BM_tree_portfolio_no_marconi(benchmark::State& st) {
+  const auto usable = sim::usable_matches(trace());
+  const sim::tree_options o;
+  for (auto _ : st) {
+    std::vector<std::unique_ptr<hybridcache::tree_policy>> c;
+    c.push_back(std::make_unique<hybridcache::library_policy>());
+    for (auto f : hybridcache::faithful_tree_policy_names)
+      if (f != "marconi") c.push_back(hybridcache::make_tree_policy(f, o));
+    hybridcache::portfolio_policy p(std::move(c));
+    benchmark::DoNotOptimize(sim::replay_tree(trace(), p, 64, usable));
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
+}
+BENCHMARK(BM_tree_portfolio_no_marconi)->Unit(benchmark::kMillisecond);
 #endif
 
 const int registered = [] {

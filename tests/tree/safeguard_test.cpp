@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// tree::leader_safeguard (include/hybridcache/tree/safeguard.hpp) against an independent
+// leader_safeguard (include/hybridcache/tree/safeguard.hpp) against an independent
 // re-statement of its rule that recomputes every score from the stored loss history (no running
 // sums), a hand-worked sequence, and Theorem 1 of docs/design/tree_safeguard.md on random losses.
 #include <doctest/doctest.h>
@@ -54,7 +54,7 @@ struct reference {
 }  // namespace
 
 TEST_CASE("leader_safeguard: a hand-worked sequence switches only past one request's worth") {
-  hc::tree::leader_safeguard g(3);
+  hc::leader_safeguard g(3);
   // δ = mean usable = 10 throughout.
   CHECK(g.observe(std::vector<double>{5, 0, 0}, 10) == 0);  // L = 5,0,0: lead 5 <= 10, stay
   CHECK(g.observe(std::vector<double>{5, 0, 1}, 10) == 0);  // L = 10,0,1: lead 10, not > 10
@@ -79,7 +79,7 @@ TEST_CASE("leader_safeguard: equals the rule recomputed from the history, and Th
     // Candidates of different quality with phases, so leaders change.
     std::vector<double> bias(C);
     for (auto& b : bias) b = u(rng);
-    hc::tree::leader_safeguard g(C);
+    hc::leader_safeguard g(C);
     reference ref;
     double max_loss = 0.0, max_delta = 0.0, usable_sum = 0.0;
     std::vector<double> L(C, 0.0);
@@ -111,7 +111,7 @@ TEST_CASE("leader_safeguard: equals the rule recomputed from the history, and Th
 }
 
 TEST_CASE("leader_safeguard: the margin rises to the measured price of a switch") {
-  hc::tree::leader_safeguard g(2);
+  hc::leader_safeguard g(2);
   CHECK(g.observe(std::vector<double>{12, 0}, 10) == 1);  // lead 12 > δ = 10: switch
   g.note_handover(30.0);                                   // that switch cost 30 tokens
   CHECK(g.margin() == doctest::Approx(30.0));              // max(10, 30 / 1)
@@ -125,9 +125,9 @@ TEST_CASE("leader_safeguard: the margin rises to the measured price of a switch"
 }
 
 TEST_CASE("leader_safeguard: bad input is refused and changes nothing") {
-  CHECK_THROWS_AS(hc::tree::leader_safeguard(0), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::leader_safeguard(2, 2), hc::invalid_argument);
-  hc::tree::leader_safeguard g(2);
+  CHECK_THROWS_AS(hc::leader_safeguard(0), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::leader_safeguard(2, 2), hc::invalid_argument);
+  hc::leader_safeguard g(2);
   CHECK_THROWS_AS(g.observe(std::vector<double>{1.0}, 1.0), hc::invalid_argument);
   CHECK_THROWS_AS(g.observe(std::vector<double>{1.0, -1.0}, 1.0), hc::invalid_argument);
   CHECK_THROWS_AS(g.observe(std::vector<double>{1.0, std::nan("")}, 1.0), hc::invalid_argument);

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// `tree::leader_safeguard`: follow the *lazy leader* among candidate state policies run in
+/// `leader_safeguard`: follow the *lazy leader* among candidate state policies run in
 /// shadow (docs/design/tree_safeguard.md derives the rule and its regret bound).
 ///
 /// Each candidate c (the library's exact ΔE[r] policy and the engines' policies) runs on metadata
@@ -44,7 +44,6 @@
 #include "hybridcache/error.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-namespace tree {
 
 /// Follow-the-lazy-leader over candidates' recompute losses (see the file comment).
 class leader_safeguard {
@@ -139,5 +138,4 @@ class leader_safeguard {
   double usable_ = 0.0, handover_ = 0.0, leader_loss_ = 0.0, max_margin_ = 0.0, max_loss_ = 0.0;
 };
 
-}  // namespace tree
 HYBRIDCACHE_NAMESPACE_END

@@ -4,7 +4,7 @@
 /// @file
 /// `portfolio_policy`: candidate state policies run in shadow, on metadata alone, beside the one
 /// state pool the engine really has; the real pool follows the lazy leader of
-/// `tree::leader_safeguard` (tree/safeguard.hpp) with a hand-over (docs/design/tree_safeguard.md).
+/// `leader_safeguard` (tree/safeguard.hpp) with a hand-over (docs/design/tree_safeguard.md).
 ///
 /// Each candidate c runs in a *shadow replayer* (`tree_replayer`, replay.hpp) of its own: its own
 /// state pool (which nodes it would hold; no tensors) and its own copy of the engine's KV
@@ -99,7 +99,7 @@ class portfolio_policy final : public tree_policy {
     for (auto& c : candidates_)
       shadows_.push_back(std::make_unique<tree_replayer>(*ctx.trace, *c, ctx.budget, *ctx.usable,
                                                          *ctx.cost, ctx.begin));
-    guard_ = tree::leader_safeguard(candidates_.size());
+    guard_ = leader_safeguard(candidates_.size());
     losses_.assign(candidates_.size(), 0.0);
     resumed_.assign(candidates_.size(), 0);
     stamp_.assign(ctx.trace->node_count(), 0);
@@ -241,7 +241,7 @@ class portfolio_policy final : public tree_policy {
   std::string name_;
   std::vector<std::unique_ptr<tree_policy>> candidates_;
   std::vector<std::unique_ptr<tree_replayer>> shadows_;
-  tree::leader_safeguard guard_;
+  leader_safeguard guard_;
   tree_context ctx_{};
   std::vector<double> losses_;
   std::vector<std::size_t> resumed_, planned_;
