@@ -225,6 +225,9 @@ void print_table(std::FILE* out, const sim::tree_result& r) {
       fmt::print(out, "  M = {}: best engine policy {} recomputes {:.3f} Mt", budget, best->policy,
                  best->recomputed_tokens / 1e6);
       if (lib) fmt::print(out, ", hybridcache {:.3f} Mt", lib->recomputed_tokens / 1e6);
+      if (lib && !lib->leader.empty())
+        fmt::print(out, " (following {}, {:g} switches, hand-over {:.3f} Mt)", lib->leader,
+                   lib->switches, lib->handover_tokens / 1e6);
       if (oracle)
         fmt::print(out, ", offline reference ({}) {:.3f} Mt", oracle->policy,
                    oracle->recomputed_tokens / 1e6);
@@ -335,18 +338,20 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<sim::tree_res
       "prefill_tokens,hit_rate,prefill_flops,ttft_ms_mean,states_mean,states_peak,decision_ns_per_"
       "request,decision_ns_per_block,"
       "parameter,block_tokens,chunk_boundaries_per_request,kv_mode,kv_budget_bytes,kv_evicted_"
-      "blocks,states_dropped,kv_blocks_mean\n";
+      "blocks,states_dropped,kv_blocks_mean,leader,switches,handover_tokens\n";
   for (const auto& r : res) {
     for (const auto& m : r.rows) {
       csv += fmt::format(
           "{},{},{},{:.10g},{},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:."
-          "10g},{},{:.6g},{:.6g},{},{},{:.6g},{},{:.10g},{:.10g},{:.10g},{:.6g}\n",
+          "10g},{},{:.6g},{:.6g},{},{},{:.6g},{},{:.10g},{:.10g},{:.10g},{:.6g},{},{},{}\n",
           r.trace, m.policy, m.budget, m.state_memory, m.requests, m.prompt_tokens, m.usable_tokens,
           m.resumed_tokens, m.recomputed_tokens, m.prefill_tokens, m.hit_rate, m.prefill_flops,
           m.ttft_ms, m.states_mean, m.states_peak, m.decision_ns, m.decision_ns_per_block,
           std::isnan(m.parameter) ? std::string() : fmt::format("{:g}", m.parameter), r.block,
           m.chunk_boundaries_per_request(), sim::to_string(m.kv), m.kv_budget_bytes,
-          m.kv_evicted_blocks, m.states_dropped, m.kv_blocks_mean);
+          m.kv_evicted_blocks, m.states_dropped, m.kv_blocks_mean, m.leader,
+          std::isnan(m.switches) ? std::string() : fmt::format("{:g}", m.switches),
+          std::isnan(m.handover_tokens) ? std::string() : fmt::format("{:g}", m.handover_tokens));
     }
   }
   hybridcache_cli::sim_out::write_atomic(dir / "tree.csv", csv);

@@ -368,6 +368,11 @@ struct tree_metrics {
   double kv_evicted_blocks = 0.0;   ///< blocks whose KV was evicted
   double states_dropped = 0.0;      ///< states dropped with their KV (or for the joint pool)
   double kv_blocks_mean = 0.0;      ///< mean present blocks after each request
+  /// The library's row (`portfolio_policy`) only: the candidate leading at the end, the leader
+  /// switches S and the hand-over loss in tokens (sim/tree/portfolio.hpp); empty / NaN otherwise.
+  std::string leader;
+  double switches = std::numeric_limits<double>::quiet_NaN();
+  double handover_tokens = std::numeric_limits<double>::quiet_NaN();
   /// Extra chunk boundaries per request.
   [[nodiscard]] double chunk_boundaries_per_request() const noexcept {
     return requests ? chunk_boundaries / static_cast<double>(requests) : 0.0;

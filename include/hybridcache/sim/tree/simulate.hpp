@@ -254,6 +254,12 @@ inline tree_result simulate_tree(const tree_trace& t, const tree_options& o,
       auto p = make_tree_policy(name, o, alpha);
       auto m = replay_tree(t, *p, budget, usable, o.cost);
       if (const auto* mp = dynamic_cast<const marconi_policy*>(p.get())) m.parameter = mp->alpha();
+      if (const auto* pf = dynamic_cast<const portfolio_policy*>(p.get())) {
+        const auto st = pf->stats();
+        m.leader = st.candidates[pf->leader()];
+        m.switches = static_cast<double>(st.switches);
+        m.handover_tokens = st.handover_loss;
+      }
       res.rows.push_back(std::move(m));
       if (progress) progress(++done, total);
     }
