@@ -6,9 +6,11 @@
 # writes tiny random-weight GGUF models with the PyPI packages gguf + numpy in a venv
 # (build/gguf-venv; tools/gguf/make_models.py), then builds the adapter's tests
 # (engines/llama_cpp.hpp) and of every simulator policy on the same engine
-# (engines/llama_cpp_replay.hpp) in build/llama (Debug, -Werror) and runs them (ctest -L llama_cpp),
-# the llama-server anchor's short run (tools/llama_server/anchor.py, on 127.0.0.1) included. The
-# CLI's replay tests (cli/replay_*) need the tools and run in the main build.
+# (engines/llama_cpp_replay.hpp) and the CLI in build/llama (Debug, -Werror) and runs them
+# (ctest -L llama_cpp): the llama-server anchor's short run (tools/llama_server/anchor.py, on
+# 127.0.0.1) and the CLI's replay tests (cli/replay_*: `replay` against `simulate`, the fidelity
+# check, --dump-prompts) included. The main build runs before llama.cpp is installed, so these run
+# here only.
 # Without PyPI it is skipped, loudly, like scripts/test.d/python.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,8 +40,8 @@ fi
 cmake -S . -B build/llama -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS=-O1 -g" \
   -DHYBRIDCACHE_WARNINGS_AS_ERRORS=ON -DHYBRIDCACHE_TEST_ONLY=engines \
   -DHYBRIDCACHE_TEST_HEADERS=OFF -DHYBRIDCACHE_TEST_CONSUMPTION=OFF \
-  -DHYBRIDCACHE_BUILD_EXAMPLES=OFF -DHYBRIDCACHE_BUILD_TOOLS=OFF \
+  -DHYBRIDCACHE_BUILD_EXAMPLES=OFF -DHYBRIDCACHE_BUILD_TOOLS=ON \
   "-DHYBRIDCACHE_GGUF_PYTHON=$venv/bin/python" "-DCMAKE_PREFIX_PATH=$prefix" >/dev/null
-cmake --build build/llama --target test_engines test_engines_replay -j"$(nproc)"
+cmake --build build/llama --target test_engines test_engines_replay hybridcache_cli -j"$(nproc)"
 ctest --test-dir build/llama -L llama_cpp --output-on-failure
 echo "llama_cpp.sh: done in $(( $(date +%s) - start ))s"

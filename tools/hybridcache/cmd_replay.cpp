@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "hybridcache/command.hpp"
+#include "hybridcache/sim_plot.hpp"
 
 namespace {
 
@@ -62,6 +63,9 @@ prefilled, resuming from the snapshot the policy chose.
                           without cache cut at the same chunk ends (0: none; default 0);
                           a mismatch is an error
   --csv FILE --json FILE  per-request rows (all policies) / the summary rows
+  --plot DIR              replay.dat, replay_{png,svg}.gp and, with gnuplot, replay.{png,svg}:
+                          tokens evaluated per policy beside the simulator's prediction, and
+                          the TTFT p50 / p99
   --dump-prompts FILE     every request's token ids, one JSON object per line
                           ({"request", "root", "tokens"}): the input of the llama-server anchor
                           (tools/llama_server/anchor.py)
@@ -183,6 +187,7 @@ int run(std::span<const std::string_view> argv) {
   const std::size_t verify_every = a.get_size("verify").value_or(0);
   const auto csv_path = a.get("csv");
   const auto json_path = a.get("json");
+  const auto plot_dir = a.get("plot");
   const auto dump_path = a.get("dump-prompts");
   const progress prog{!a.get("quiet") && isatty(2)};
   a.reject_unknown();
@@ -366,6 +371,46 @@ int run(std::span<const std::string_view> argv) {
     std::ofstream out(*json_path);
     if (!out) throw hc::error("hybridcache replay: cannot write " + *json_path);
     out << j.dump(2) << "\n";
+  }
+  if (plot_dir) {
+    // One bar per policy: tokens evaluated by llama_decode (the simulator's prediction as a
+    // point on it), and its TTFT p50 / p99 on a second axis.
+    namespace so = hybridcache_cli::sim_out;
+    const so::fs::path dir(*plot_dir);
+    so::fs::create_directories(dir);
+    std::string dat = "# index policy evaluated predicted ttft_p50_ms ttft_p99_ms\n";
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      dat += fmt::format("{} \"{}\" {} {} {:.4g} {:.4g}\n", i, rows[i].policy, rows[i].evaluated,
+                         rows[i].predicted < 0 ? std::string("NaN")
+                                               : fmt::format("{:.0f}", rows[i].predicted),
+                         quantile(rows[i].ttft, 0.5), quantile(rows[i].ttft, 0.99));
+    so::write_atomic(dir / "replay.dat", dat);
+    const auto abs = so::fs::absolute(dir);
+    std::vector<std::pair<so::fs::path, so::fs::path>> jobs;
+    for (bool png : {true, false}) {
+      std::string gp = so::gp_terminal(png, 900, 480);
+      gp += fmt::format("set output {}\n", so::gp_quote(abs / (png ? "replay.png" : "replay.svg")));
+      gp += fmt::format(
+          "set title \"llama.cpp replay: {} requests, {} prompt tokens, {} states / {} MiB\"\n"
+          "set style fill solid 0.6\nset boxwidth 0.6\nset grid y\nset key outside right\n"
+          "set xtics rotate by -40\nset ylabel \"prompt tokens evaluated\"\nset yrange [0:*]\n"
+          "set y2label \"TTFT (ms)\"\nset y2tics\nset y2range [0:*]\n",
+          reqs.size(), prompt_sum, budget, capacity >> 20);
+      const auto d = so::gp_quote(abs / "replay.dat");
+      gp += fmt::format(
+          "plot {} using 1:3:xtic(2) with boxes title 'evaluated', \\\n"
+          "     {} using 1:4 with points pt 7 ps 1.2 title 'simulator predicts', \\\n"
+          "     {} using 1:5 axes x1y2 with linespoints title 'TTFT p50', \\\n"
+          "     {} using 1:6 axes x1y2 with linespoints title 'TTFT p99'\n",
+          d, d, d, d);
+      const auto script = dir / (png ? "replay_png.gp" : "replay_svg.gp");
+      so::write_atomic(script, gp);
+      jobs.emplace_back(dir / (png ? "replay.png" : "replay.svg"), script);
+    }
+    std::string note;
+    const auto plots = so::run_gnuplot(jobs, "replay.dat and the .gp scripts", note);
+    if (!note.empty()) fmt::print("  {}\n", note);
+    for (const auto& f : plots) fmt::print("  plot: {}\n", f.string());
   }
   return 0;
 }

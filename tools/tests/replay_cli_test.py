@@ -18,6 +18,7 @@ fidelity  the tokens llama_decode evaluated under the library's row and two engi
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -91,9 +92,10 @@ def fidelity(exe, model, work):
             if r["kv_mode"] == "unlimited" and r["budget_states"] == "8":
                 predicted[r["policy"]] = float(r["prefill_tokens"])
     summary = os.path.join(work, "fidelity.json")
+    plots = os.path.join(work, "plots")
     run([exe, "replay", "--model", model, "--trace-preset", "simulate", "--sessions", "2",
          "--block", "64", "--seed", "3", "--chunk", "256", "--budget-states", "8",
-         "--policy", policies, "--verify", "1", "--quiet", "--json", summary])
+         "--policy", policies, "--verify", "1", "--quiet", "--json", summary, "--plot", plots])
     with open(summary, encoding="utf-8") as f:
         rows = {r["policy"]: r for r in json.load(f)["rows"]}
     for p in policies.split(","):
@@ -103,6 +105,20 @@ def fidelity(exe, model, work):
         assert got < rows[p]["prompt_tokens"], p
         assert rows[p]["verified_requests"] == json.load(open(summary))["requests"]
         print(f"fidelity: {p}: {got} tokens evaluated = simulate's prediction")
+    # --plot: one data row per policy (evaluated, predicted), the two gnuplot scripts, and the
+    # plots themselves when gnuplot is installed.
+    with open(os.path.join(plots, "replay.dat"), encoding="utf-8") as f:
+        data = [line.split() for line in f if not line.startswith("#")]
+    assert [d[1].strip('"') for d in data] == policies.split(","), data
+    for d in data:
+        name = d[1].strip('"')
+        assert int(d[2]) == rows[name]["evaluated_tokens"], (d, rows[name])
+        assert float(d[3]) == predicted[name], (d, predicted[name])
+    for gp in ("replay_png.gp", "replay_svg.gp"):
+        assert os.path.exists(os.path.join(plots, gp)), gp
+    if shutil.which(os.environ.get("HYBRIDCACHE_GNUPLOT", "gnuplot")):
+        for img in ("replay.png", "replay.svg"):
+            assert os.path.getsize(os.path.join(plots, img)) > 0, img
 
 
 def main():
