@@ -113,9 +113,10 @@ struct policy_options {
   /// Observations between automatic re-plans; 0 = manual. Fixed a priori as a cost bound, not a
   /// quality setting: with `replan_work` it only decides how often the exact plan is refreshed.
   std::size_t replan_every = 10;
-  /// A new plan must lower E[r] by this fraction, in [0, 1). Fixed a priori at 2·(1 − γ): one
-  /// observation moves a share 1 − γ = 1 % of the EW mass, so a plan must be better by what two
-  /// observations can move before it replaces the current one, and plans never flip on noise.
+  /// A new plan must lower E[r] by this fraction, in [0, 1). Fixed a priori at 2·(1 − γ) for the
+  /// default γ: one observation moves a share 1 − γ = 1 % of the EW mass, so a plan must be
+  /// better by what two observations can move before it replaces the current one, and plans
+  /// never flip on noise.
   double hysteresis = 0.02;
   /// Admit the point where a request leaves the tree. Derived: it is the one node of a new
   /// branch that every later request sharing the prefix passes through.
