@@ -53,7 +53,7 @@ int main() {
     for (std::size_t p : snapshots) {
       const auto r = pol.admit(path[p / 16 - 1], 1 << 20);
       // r.victims: states the engine frees now (never pinned, least ΔE[r] per byte first).
-      // Not admitted: worth less than every held state (admission by value), or no room.
+      // Not admitted: no room even after freeing every unpinned state.
       if (!r.admitted) std::printf("snapshot at %zu not admitted\n", p);
     }
     pol.unpin(m.resume_node);  // the resumed state was loaded

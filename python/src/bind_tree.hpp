@@ -111,21 +111,17 @@ inline void bind_tree(nb::module_& m) {
           [](tr::policy_options* o, std::size_t block_size, std::size_t state_bytes,
              std::size_t capacity_bytes, double gamma, std::size_t replan_every, double hysteresis,
              bool snapshot_junction, bool snapshot_tail, bool fresh_prior, double replan_work,
-             bool junction_prior, double junction_strength, double memory_per_state,
-             double memory_floor, bool repeat_discount, bool admit_by_value, bool age_value,
-             bool prefill_prior, bool fill_free) {
-            new (o) tr::policy_options{
-                block_size,     state_bytes,       capacity_bytes,   gamma,        replan_every,
-                hysteresis,     snapshot_junction, snapshot_tail,    fresh_prior,  replan_work,
-                junction_prior, junction_strength, memory_per_state, memory_floor, repeat_discount,
-                admit_by_value, age_value,         prefill_prior,    fill_free};
+             bool repeat_discount, bool age_value, bool prefill_prior, bool fill_free) {
+            new (o) tr::policy_options{block_size,    state_bytes, capacity_bytes,    gamma,
+                                       replan_every,  hysteresis,  snapshot_junction, snapshot_tail,
+                                       fresh_prior,   replan_work, repeat_discount,   age_value,
+                                       prefill_prior, fill_free};
           },
           "block_size"_a = 16, "state_bytes"_a = 1, "capacity_bytes"_a = 1, "gamma"_a = 0.99,
           "replan_every"_a = 10, "hysteresis"_a = 0.02, "snapshot_junction"_a = true,
           "snapshot_tail"_a = true, "fresh_prior"_a = true, "replan_work"_a = 1.0,
-          "junction_prior"_a = true, "junction_strength"_a = 2.0, "memory_per_state"_a = 1.0,
-          "memory_floor"_a = 256.0, "repeat_discount"_a = true, "admit_by_value"_a = true,
-          "age_value"_a = false, "prefill_prior"_a = false, "fill_free"_a = true)
+          "repeat_discount"_a = true, "age_value"_a = true, "prefill_prior"_a = true,
+          "fill_free"_a = true)
       .def_rw("block_size", &tr::policy_options::block_size)
       .def_rw("state_bytes", &tr::policy_options::state_bytes)
       .def_rw("capacity_bytes", &tr::policy_options::capacity_bytes)
@@ -136,16 +132,12 @@ inline void bind_tree(nb::module_& m) {
       .def_rw("snapshot_tail", &tr::policy_options::snapshot_tail)
       .def_rw("fresh_prior", &tr::policy_options::fresh_prior)
       .def_rw("replan_work", &tr::policy_options::replan_work)
-      .def_rw("junction_prior", &tr::policy_options::junction_prior)
-      .def_rw("junction_strength", &tr::policy_options::junction_strength)
-      .def_rw("memory_per_state", &tr::policy_options::memory_per_state)
-      .def_rw("memory_floor", &tr::policy_options::memory_floor)
       .def_rw("repeat_discount", &tr::policy_options::repeat_discount)
-      .def_rw("admit_by_value", &tr::policy_options::admit_by_value)
       .def_rw("age_value", &tr::policy_options::age_value,
-              "Scale a state's value by the learned P(hit | age) (EVA; docs/tree.md).")
+              "Scale a state's value by the learned P(hit | age) (EVA, default on; docs/tree.md).")
       .def_rw("prefill_prior", &tr::policy_options::prefill_prior,
-              "Prior for noted prefill ends, learned apart from turn ends (docs/tree.md).")
+              "Prior for noted prefill ends, learned apart from turn ends (default on; "
+              "docs/tree.md).")
       .def_rw("fill_free", &tr::policy_options::fill_free,
               "prefill_plan also offers positions into the pool's free room (docs/tree.md).");
 
@@ -240,9 +232,7 @@ inline void bind_tree(nb::module_& m) {
       .def_prop_ro("state_count", &tr::state_policy::state_count)
       .def_prop_ro("node_count", &tr::state_policy::node_count)
       .def_prop_ro("namespace_count", &tr::state_policy::namespace_count)
-      .def_prop_ro("observations", &tr::state_policy::observations)
-      .def_prop_ro("effective_gamma", &tr::state_policy::effective_gamma,
-                   "The decay in use: max(gamma, 1 - 1/(memory_per_state*M + memory_floor)).");
+      .def_prop_ro("observations", &tr::state_policy::observations);
 }
 
 }  // namespace hybridcache_python

@@ -87,11 +87,11 @@ def test_policy_resume_replay_and_pool():
     plan = pol.prefill_plan(m, 24, [12, 14, 16, 20, 24])
     assert list(plan) == [16, 24]  # junction (the prompt goes on past the match) + tail
     assert pol.admit(int(path[3]), 10).victims == []
-    # Full. No match ends at path[2]: a state there is worth less than path[3]'s, so admission by
-    # value (the default) refuses it and frees nothing.
+    # Full. A new state always displaces the cheapest unpinned held one (admission by value, which
+    # refused a state at path[2], was removed in 0.2): path[1] is pinned, so path[3] goes.
     r = pol.admit(int(path[2]), 10)
-    assert not r.admitted and r.victims == []
-    assert pol.evict(10) == [int(path[3])]  # path[1] is pinned
+    assert r.admitted and r.victims == [int(path[3])]
+    assert pol.evict(10) == [int(path[2])]  # path[1] is pinned
     assert pol.admit(int(path[2]), 10).admitted  # room again
     pol.unpin(m.resume_node)
     assert pol.used_bytes == 20 <= pol.capacity_bytes
@@ -120,20 +120,16 @@ def test_policy_stale_ids_raise_after_slot_reuse():
     assert not pol.contains(held) and pol.contains(int(b[0]))
     assert pol.used_bytes == 0
     assert pol.admit(int(b[0]), 1).admitted
-    o = tree.policy_options(capacity_bytes=20, state_bytes=10, gamma=0.5, junction_prior=False,
-                            junction_strength=3.0, memory_per_state=2.0, memory_floor=10.0,
-                            repeat_discount=False, admit_by_value=False)
-    assert (o.junction_prior, o.junction_strength, o.memory_per_state, o.memory_floor,
-            o.repeat_discount, o.admit_by_value) == (False, 3.0, 2.0, 10.0, False, False)
-    # M = 20 / 10 = 2 states: window 2·2 + 10 = 14 observations.
-    assert tree.state_policy(o).effective_gamma == pytest.approx(1 - 1 / 14)
-    d = tree.policy_options(capacity_bytes=20, state_bytes=10)
-    assert tree.state_policy(d).effective_gamma == pytest.approx(1 - 1 / (2 + 256))
-    d.memory_per_state = 0.0
-    d.memory_floor = 0.0
-    assert tree.state_policy(d).effective_gamma == 0.99
-    with pytest.raises(hc.InvalidArgument, match="opts.junction_strength"):
-        tree.state_policy(tree.policy_options(junction_strength=0.0))
+    o = tree.policy_options(capacity_bytes=20, state_bytes=10, gamma=0.5, repeat_discount=False,
+                            age_value=False, fill_free=False)
+    assert (o.gamma, o.repeat_discount, o.age_value, o.fill_free) == (0.5, False, False, False)
+    # The options removed in 0.2 (docs/tree_simulation.md, "Fewer knobs (issue #24)") are gone.
+    for gone in ("junction_prior", "junction_strength", "memory_per_state", "memory_floor",
+                 "admit_by_value"):
+        assert not hasattr(o, gone)
+        with pytest.raises(TypeError):
+            tree.policy_options(**{gone: 0})
+    assert not hasattr(tree.state_policy(o), "effective_gamma")
 
 
 def test_policy_errors():
@@ -163,8 +159,7 @@ def test_age_value_option_and_hit_chance():
     # dropped 2 observations later (an end at age 2, bucket 2). A new state is 0 old:
     # P = (H + Pbar) / (N + 1) with H = 1, N = 2, Pbar = (1 + 1/2) / (2 + 1) = 0.5 -> 0.5.
     o = tree.policy_options(block_size=1, state_bytes=1, capacity_bytes=2, gamma=1.0,
-                            replan_every=0, fresh_prior=False, memory_per_state=0.0,
-                            memory_floor=0.0, age_value=True)
+                            replan_every=0, fresh_prior=False, age_value=True)
     assert o.age_value
     pol = tree.state_policy(o)
     ns = segment.namespace_key()
@@ -176,17 +171,16 @@ def test_age_value_option_and_hit_chance():
     pol.drop(int(a[1]))
     assert pol.admit(int(a[0]), 1).admitted
     assert pol.hit_chance(int(a[0])) == pytest.approx((1 + 0.5) / (2 + 1))
-    assert tree.policy_options().age_value is False
+    assert tree.policy_options().age_value is True  # the default since 0.2
 
 
 def test_prefill_prior_option():
-    # gamma = 1/2, B = 1, no junction prior, legacy laws: insert 1 2 3 gives the turn end a2 the
-    # prior 1/3; noting a0 as a prefill end gives it p_P = (0 + 1)/(1 + 2) = 1/3, so a0 and a2
-    # hold half the weight each; a match at a0 then counts a hit on the prefill books only:
-    # p_P = (1 + 1)/(1 + 2) = 2/3 before the next prefill end is noted.
+    # gamma = 1/2, B = 1, legacy laws (no repeat discount, no age value): insert 1 2 3 gives the
+    # turn end a2 the prior 1/3; noting a0 as a prefill end gives it p_P = (0 + 1)/(1 + 2) = 1/3,
+    # so a0 and a2 hold half the weight each; a match at a0 then counts a hit on the prefill books
+    # only: p_P = (1 + 1)/(1 + 2) = 2/3 before the next prefill end is noted.
     o = tree.policy_options(block_size=1, state_bytes=1, capacity_bytes=2, gamma=0.5,
-                            replan_every=0, junction_prior=False, memory_per_state=0.0,
-                            memory_floor=0.0, repeat_discount=False, admit_by_value=False,
+                            replan_every=0, repeat_discount=False, age_value=False,
                             prefill_prior=True)
     assert o.prefill_prior
     pol = tree.state_policy(o)
@@ -197,7 +191,7 @@ def test_prefill_prior_option():
     assert pol.prefill_share() == pytest.approx(1 / 3)
     pol.unpin(pol.match(ns, [1]).resume_node)
     assert pol.prefill_share() == pytest.approx(2 / 3)
-    assert tree.policy_options().prefill_prior is False
+    assert tree.policy_options().prefill_prior is True  # the default since 0.2
 
 
 def test_fill_free_option():

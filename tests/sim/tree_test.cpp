@@ -401,43 +401,38 @@ TEST_CASE("the library's policy plans the prompt's tail at match time: a re-ask 
   // B = 4. R1 = 1..16 (prompt 12 = 3 blocks, output 4). Causal: at match time the prefill plan
   // over the prompt's grid (4, 8, 12] has the prompt's tail j = 3 (the deepest new position),
   // admitted after the prefill (a pool of 2 has room); at the end the request's tail j = 4 is
-  // admitted too. With `prefill_end` the same position is offered once more (no change). R2
-  // re-asks R1's prompt with another answer (1..12 ++ 50..57, prompt 20): usable
-  // min(3, ⌊19/4⌋) = 3, so it resumes at 3 either way (before the causal protocol, without the
-  // offer it resumed at 0: the plan then ran over the whole path and its tail was j = 4).
+  // admitted too. R2 re-asks R1's prompt with another answer (1..12 ++ 50..57, prompt 20):
+  // usable min(3, ⌊19/4⌋) = 3, so it resumes at 3 (before the causal protocol it resumed at 0:
+  // the plan then ran over the whole path and its tail was j = 4; the separate offer of the
+  // prefill's end that fixed it then, `library_policy`'s `prefill_end`, was removed in 0.2).
   sim::tree_trace_builder b("reask", 4);
   b.add_tokens(iota_tokens(1, 16), 12);
   b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 8)), 20);
-  for (bool offer : {true, false}) {
-    CAPTURE(offer);
-    hybridcache::tree::policy_options o;
-    o.fill_free = false;  // free room would hold j = 3 anyway (see the fill_free test below)
-    sim::library_policy p(o, "hybridcache", offer);
-    const auto r = run(b.trace(), p, 2);
-    CHECK(r.resumes[1] == 3u);
-    CHECK(r.held[0] == std::vector<bool>{false, false, true, true});
-    CHECK(r.metrics.states_peak <= 2);
-  }
+  hybridcache::tree::policy_options o;
+  o.fill_free = false;  // free room would hold j = 3 anyway (see the fill_free test below)
+  sim::library_policy p(o, "hybridcache");
+  const auto r = run(b.trace(), p, 2);
+  CHECK(r.resumes[1] == 3u);
+  CHECK(r.held[0] == std::vector<bool>{false, false, true, true});
+  CHECK(r.metrics.states_peak <= 2);
 }
 
-TEST_CASE("the prefill-end prior lets a full pool take the prompt's end over a fresh tail") {
-  // The trace above with a pool of 1: R1's tail a4 is admitted first (fresh-end prior 1/3 of
-  // an observation). The prompt's end a3 is then offered to a full pool: without a prior its
-  // weight is 0, so ΔE[r](a3) = 0 and it is refused; with `prefill_prior` it gets
-  // π_P = (0 + 1)/(1 + 2) = 1/3, so ΔE[r](a3) = 12 · 1/3 > ΔE[r](a4) = 4 · 1/3 and a4 goes.
-  // R2 re-asks the prompt: it resumes at 3 only with the prior.
+TEST_CASE("the library's policy always admits: a full pool takes the request's tail") {
+  // The trace above with a pool of 1: R1's prompt tail a3 is admitted after the prefill (the
+  // pool is empty) and noted as a prefill end (its prior π_P = 1/3). At R1's end its tail a4
+  // (fresh-end prior 1/3) is offered to the full pool; a3 is the only held state and unpinned
+  // (R1 resumed at the root), so a4 displaces it, although Δ(a3) = 12 · 2/3 (a3 anchors both
+  // priors) exceeds what a4 would hold: a new state is never refused (admission by value was
+  // removed in 0.2). R2 re-asks the prompt: no state on its usable path (a4 lies beyond it), so
+  // it resumes at 0.
   sim::tree_trace_builder b("reask1", 4);
   b.add_tokens(iota_tokens(1, 16), 12);
   b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 8)), 20);
-  for (bool prior : {true, false}) {
-    CAPTURE(prior);
-    hybridcache::tree::policy_options o;
-    o.prefill_prior = prior;
-    sim::library_policy p(o, "hybridcache_prefill_prior", true);
-    const auto r = run(b.trace(), p, 1);
-    CHECK(r.resumes[1] == (prior ? 3u : 0u));
-    CHECK(r.metrics.states_peak <= 1);
-  }
+  sim::library_policy p;
+  const auto r = run(b.trace(), p, 1);
+  CHECK(r.held[0] == std::vector<bool>{false, false, false, true});
+  CHECK(r.resumes[1] == 0u);
+  CHECK(r.metrics.states_peak <= 1);
 }
 
 TEST_CASE("the library's policy filling free memory: a later branch resumes at a filled state") {
@@ -767,7 +762,7 @@ TEST_CASE("tree::state_policy: extend_keys + note_sequence_end insert exactly as
   // B adds the prompt, then the output one block at a time (extend_keys), then notes the end
   // (note_sequence_end). Both match first and admit the prompt's end and the sequence's end.
   // Their node ids, states, expected recompute and the tail's hit chance must agree throughout
-  // (the fresh-end prior and its junction statistics included).
+  // (the fresh-end prior included).
   using hybridcache::segment::digest;
   namespace ht = hybridcache::tree;
   ht::policy_options o;
@@ -805,11 +800,10 @@ TEST_CASE("tree::state_policy: extend_keys + note_sequence_end insert exactly as
     const auto mb = b.match_keys(ns, std::span(keys).first(pl - 1));
     REQUIRE(ma.resume_node == mb.resume_node);
     const auto na = a.insert_keys(ns, keys);
-    ht::node_id junction = ht::no_node;
-    auto nb = b.extend_keys(ns, ht::no_node, std::span(keys).first(pl), junction);
+    auto nb = b.extend_keys(ns, ht::no_node, std::span(keys).first(pl));
     for (std::size_t j = pl; j < keys.size(); ++j)
-      nb.push_back(b.extend_keys(ns, nb.back(), std::span(keys).subspan(j, 1), junction).front());
-    b.note_sequence_end(nb.back(), junction);
+      nb.push_back(b.extend_keys(ns, nb.back(), std::span(keys).subspan(j, 1)).front());
+    b.note_sequence_end(nb.back());
     REQUIRE(na == nb);
     for (auto v : {na[pl - 1], na.back()}) {
       const auto ra = a.admit(v, 1), rb = b.admit(v, 1);

@@ -6,11 +6,7 @@
 // its own eager rule: an inserted end no match has ended at gets weight p = (h + 1)/(n + 2), h
 // and n the EW (γ per insert) counts of such ends matched later / inserted, divided by
 // (1 − γ)·D when that exceeds 1 (D the EW mean age, in observations, at the first match, read off
-// the prior's decay); a match replaces it. With the junction prior (policy_options::
-// junction_prior) the share in p is the junction's, (h_J + k·share)/(n_J + k) capped at 1, J the
-// deepest node of the insert's path that existed before it (the end's parent when nothing was
-// new), h_J / n_J counted like h / n but only for ends under J (n_J ×γ per end under J), and a
-// first match credits h_J of the nearest proper ancestor that has been a junction.
+// the prior's decay); a match replaces it.
 // Repeat discount (policy_options::repeat_discount): a non-root node's first real match adds
 // q = (h2 + 1)/(n1 + 2) instead of 1 (n1 ×γ per first match, h2 the second matches since); its
 // second match first multiplies its (decayed) weight by 1/q (q before h2 counts it), then adds 1.
@@ -59,11 +55,10 @@ struct tree_policy_model {
     int pins = 0;
     bool fresh = false;         // holds a prior: no match ended here since it was set
     bool prefill = false;       // with fresh: the prior is the prefill-end prior p_P
-    bool junction = false;      // has been the junction of an insert (has an entry in `junctions`)
     int hits = 0;               // real matches ended here, counted up to 2
     std::uint64_t touched = 0;  // observation count at the state's admission / last resume
   };
-  bool age_value = false;
+  bool age_value = true;
   std::uint64_t obs = 0;  // observations so far
   std::map<int, long double> age_hits, age_ends;
   static int age_class(std::uint64_t a) {
@@ -111,31 +106,14 @@ struct tree_policy_model {
     const long double all = (ht + 0.5L) / (nt + 1);
     return (h + all) / (n + 1);
   }
-  struct junction_counts {
-    long double ends = 0, hits = 0;
-  };
   std::map<std::uint64_t, node> nodes;
-  std::map<std::uint64_t, junction_counts> junctions;
   long double gamma = 1;
   bool prior = true;
-  bool junction_prior = true;
   bool repeat = true;
-  long double strength = 2;
   long double once_n = 0, once_hit = 0;
   [[nodiscard]] long double repeat_share() const { return (once_hit + 1) / (once_n + 2); }
   long double ends = 0, ends_hit = 0, delay_sum = 0, delay_n = 0;
   [[nodiscard]] long double share() const { return (ends_hit + 1) / (ends + 2); }
-  [[nodiscard]] long double junction_share(const junction_counts* j) const {
-    if (j == nullptr) return share();
-    const long double p = (j->hits + strength * share()) / (j->ends + strength);
-    return p < 1 ? p : 1;
-  }
-  junction_counts* junction_above(std::uint64_t v) {
-    if (!junction_prior) return nullptr;
-    for (std::uint64_t a = nodes.at(v).parent; a != none; a = nodes.at(a).parent)
-      if (nodes.at(a).junction) return &junctions.at(a);
-    return nullptr;
-  }
 
   void observe(std::uint64_t v) {
     ++obs;
@@ -150,8 +128,7 @@ struct tree_policy_model {
       e.prior = 0;
       pre_hit += 1;
     } else if (e.fresh) {  // its age from the prior's eager decay: prior = p_insert · γ^age
-      junction_counts* j = junction_above(v);
-      const long double ratio = e.prior / junction_share(j);
+      const long double ratio = e.prior / share();
       const long double age =
           (gamma < 1 && ratio > 0 && ratio < 1) ? std::log(ratio) / std::log(gamma) : 0;
       delay_sum = delay_sum * gamma + age;
@@ -159,7 +136,6 @@ struct tree_policy_model {
       e.fresh = false;
       e.prior = 0;
       ends_hit += 1;
-      if (j) j->hits += 1;
     }
     for (auto& [id, n] : nodes) {
       n.weight *= gamma;
@@ -185,26 +161,16 @@ struct tree_policy_model {
     }
     return p;
   }
-  /// An insert whose last full block is `v`; `junction`: the deepest node of its path that
-  /// existed before it (none when the whole path existed).
-  void inserted_end(std::uint64_t v, std::uint64_t junction) {
+  /// An insert whose last full block is `v`.
+  void inserted_end(std::uint64_t v) {
     auto& e = nodes.at(v);
     if (!prior || e.parent == none || e.fresh || e.weight > 0) return;
     ends = ends * gamma + 1;
     ends_hit *= gamma;
-    long double p = discounted(share(), delay_sum, delay_n);
-    if (junction_prior) {
-      if (junction == none) junction = e.parent;
-      junction_counts& j = junctions[junction];
-      nodes.at(junction).junction = true;
-      p = p / share() * junction_share(&j);
-      j.ends = j.ends * gamma + 1;
-      j.hits *= gamma;
-    }
-    e.prior = p;
+    e.prior = discounted(share(), delay_sum, delay_n);
     e.fresh = true;
   }
-  bool prefill_prior = false;
+  bool prefill_prior = true;
   long double pre_ends = 0, pre_hit = 0, pre_delay_sum = 0, pre_delay_n = 0;
   [[nodiscard]] long double prefill_share() const { return (pre_hit + 1) / (pre_ends + 2); }
   /// The engine's prefill ended at `v` (note_prefill_end).
@@ -267,7 +233,6 @@ struct tree_policy_model {
     const auto& e = nodes.at(v);
     if (e.parent != none) nodes.at(e.parent).weight += e.weight;
     nodes.erase(v);
-    junctions.erase(v);
   }
   /// w(v): real weight plus prior.
   [[nodiscard]] long double mass(const node& n) const { return n.weight + n.prior; }

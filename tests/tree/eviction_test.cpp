@@ -82,8 +82,8 @@ TEST_CASE("tree_state_pool: victims go in least exact ΔE[r] per byte, by brute 
       return hc::tree_state_pool::delta_per_byte(w.ix, s, B);
     };
     std::size_t ends = 0;
-    const auto victims = pool.evict(w.ix, need, hc::tree_index::no_slot, hc::tree_index::no_slot, 0,
-                                    value, [&](std::uint32_t) { ++ends; });
+    const auto victims =
+        pool.evict(w.ix, need, hc::tree_index::no_slot, 0, value, [&](std::uint32_t) { ++ends; });
     CHECK(ends == victims.size());
     std::size_t freed = 0;
     for (const hc::node_id id : victims) {
@@ -127,8 +127,11 @@ TEST_CASE("tree_state_pool: victims go in least exact ΔE[r] per byte, by brute 
   }
 }
 
-TEST_CASE("tree_state_pool: admission by value refuses a state worth less than the held ones") {
+TEST_CASE("tree_state_pool: a new state displaces the cheapest held one, by hand") {
   // root ─ a (1 block, w 10) ─ b (2 blocks, w 10) ─ c (3 blocks, w 0.1); capacity 2 states.
+  // Held a, b: Δ(a) = 1 · 10 (its region is a alone; b anchors b and c), Δ(b) = 1 · 10.1. A
+  // state at c is worth less than both (Δ(c) = 0.1) but is admitted all the same, displacing the
+  // cheapest held one, a (admission by value, which refused it, was removed in 0.2).
   hc::tree_index ix;
   const slot root = ix.root_of(hc::segment::xxh3_hash{}, hc::segment::namespace_key{});
   bool created = false;
@@ -142,18 +145,28 @@ TEST_CASE("tree_state_pool: admission by value refuses a state worth less than t
   auto value = [&](const hc::tree_state& s) {
     return hc::tree_state_pool::delta_per_byte(ix, s, 1);
   };
-  auto none = [](std::uint32_t) {};
-  CHECK(pool.admit(ix, a, ix.handle_of(a), 1, 2, true, 0, value, none).admitted);
-  CHECK(pool.admit(ix, b, ix.handle_of(b), 1, 2, true, 0, value, none).admitted);
-  // Δ(a) = 1 · 10, Δ(b) = 1 · 10.1 before c; with c: Δ(c) = 1 · 0.1, the least: refused.
-  const hc::admit_result r = pool.admit(ix, c, ix.handle_of(c), 1, 2, true, 0, value, none);
-  CHECK_FALSE(r.admitted);
-  CHECK(r.victims.empty());
+  std::vector<std::uint32_t> ends;
+  auto on_end = [&](std::uint32_t age) { ends.push_back(age); };
+  CHECK(pool.admit(ix, a, 1, 2, 0, value, on_end).admitted);
+  CHECK(pool.admit(ix, b, 1, 2, 0, value, on_end).admitted);
+  const hc::admit_result r = pool.admit(ix, c, 1, 2, 5, value, on_end);
+  CHECK(r.admitted);
+  REQUIRE(r.victims.size() == 1);
+  CHECK(r.victims[0] == ix.handle_of(a));
+  CHECK(ends == std::vector<std::uint32_t>{5});  // a left at age 5 − 0
   CHECK(pool.count() == 2);
-  CHECK(ix[c].state == hc::tree_state_pool::no_state);
-  // Without admission by value c displaces the cheapest held one, a (Δ = 10 < 10.1).
-  const hc::admit_result r2 = pool.admit(ix, c, ix.handle_of(c), 1, 2, false, 0, value, none);
-  CHECK(r2.admitted);
-  REQUIRE(r2.victims.size() == 1);
-  CHECK(r2.victims[0] == ix.handle_of(a));
+  CHECK(ix[a].state == hc::tree_state_pool::no_state);
+  CHECK(ix[c].state != hc::tree_state_pool::no_state);
+  // b now anchors only itself (c holds its own state): Δ(b) = 1 · 10, Δ(c) = 1 · 0.1.
+  CHECK(pool.state_at(ix, b).region == doctest::Approx(10.0));
+  CHECK(pool.state_at(ix, c).region == doctest::Approx(0.1));
+  // A state larger than the pool, or one that even every unpinned state cannot make room for,
+  // changes nothing.
+  CHECK_FALSE(pool.admit(ix, a, 3, 2, 5, value, on_end).admitted);
+  pool.pin(ix, b);
+  pool.pin(ix, c);
+  const hc::admit_result r2 = pool.admit(ix, a, 1, 2, 5, value, on_end);
+  CHECK_FALSE(r2.admitted);
+  CHECK(r2.victims.empty());
+  CHECK(pool.count() == 2);
 }

@@ -34,15 +34,14 @@ hc::segment::namespace_key ns_of(int i) {
 
 std::vector<token_id> seq(std::initializer_list<token_id> t) { return t; }
 
-/// `o` with the repeat discount, the pool-scaled memory, admission by value and the filling of
-/// free memory off: the tests of other laws keep their hand arithmetic short (each of those
+/// `o` with the repeat discount, the age-conditioned value, the prefill-end prior and the filling
+/// of free memory off: the tests of other laws keep their hand arithmetic short (each of those
 /// options has its own test).
 hc::tree::policy_options legacy(hc::tree::policy_options o) {
   o.fill_free = false;
   o.repeat_discount = false;
-  o.memory_per_state = 0.0;
-  o.memory_floor = 0.0;
-  o.admit_by_value = false;
+  o.age_value = false;
+  o.prefill_prior = false;
   return o;
 }
 
@@ -337,28 +336,24 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     CAPTURE(run);
     const std::size_t B = 1 + run % 3;
     const double gamma = run % 2 ? 0.9 : 1.0;
-    // Runs 0–3 with the defaults (the window of M = ⌊20/3⌋ = 6 states: γ_eff = max(γ, 1 −
-    // 1/(1·6 + 256))), runs 0–1 also with the age-conditioned value, runs 4–5 with the junction
-    // prior, the repeat discount, the pool-scaled memory and admission by value off; odd runs
-    // also note a random node of each insert as a prefill end (prefill_prior).
+    // Runs 0–2 with the defaults (fresh-end prior, repeat discount, age-conditioned value,
+    // prefill-end prior: a random node of each insert is noted as a prefill end), run 3 the
+    // defaults without the age value, runs 4–5 with the repeat discount, the age value and the
+    // prefill-end prior off too (legacy); runs 2 and 5 fill free memory.
     const bool plain = run >= 4;
     hc::tree::policy_options o{
         .block_size = B, .state_bytes = 3, .capacity_bytes = 20, .gamma = gamma, .replan_every = 7};
-    o.age_value = run < 2;
-    if (plain) {
-      o = legacy(o);
-      o.junction_prior = false;
-    }
-    o.prefill_prior = run % 2 == 1;
+    if (plain) o = legacy(o);
+    o.age_value = run < 3;
+    o.prefill_prior = !plain;
     o.fill_free = run == 2 || run == 5;  // a match is followed by its prefill (plan, admit)
     hc::tree::state_policy pol(o);
     ht::tree_policy_model model;
-    model.gamma = plain ? gamma : std::max(gamma, 1.0 - 1.0 / (6.0 + 256.0));
-    model.junction_prior = model.repeat = !plain;
-    model.age_value = run < 2;
+    model.gamma = gamma;
+    model.repeat = !plain;
+    model.age_value = o.age_value;
     model.prefill_prior = o.prefill_prior;
     int aged = 0;            // victims chosen while two states had different P(hit | age)
-    int refused = 0;         // admissions refused by value (the branch must be exercised)
     std::size_t filled = 0;  // positions fill_free added to plans (the branch is exercised)
     // Reference of what is cached: (namespace, block prefix) per node.
     std::map<node_id, std::pair<int, std::vector<token_id>>> prefix_of;
@@ -431,7 +426,6 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
       const auto do_insert = [&](const std::vector<token_id>& t) {
         const auto path = pol.insert(ns_of(ns), t);
         REQUIRE(path.size() == t.size() / B);
-        node_id junction = ht::tree_policy_model::none;  // deepest node that existed before
         for (std::size_t i = 0; i < path.size(); ++i) {
           std::vector<token_id> pre(t.begin(),
                                     t.begin() + static_cast<std::ptrdiff_t>((i + 1) * B));
@@ -439,7 +433,6 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
           if (i > 0) CHECK(par == path[i - 1]);
           if (i == 0) ensure_root(par);
           if (!model.nodes.count(path[i])) {
-            if (junction == ht::tree_policy_model::none) junction = par;
             for (node_id e : erased) reused += (e & 0xffffffffu) == (path[i] & 0xffffffffu);
             model.nodes[path[i]] = {par, (i + 1) * B};
             prefix_of[path[i]] = {ns, pre};
@@ -448,7 +441,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
           // No node is shared across namespaces or prefixes.
           CHECK(prefix_of[path[i]] == std::make_pair(ns, pre));
         }
-        if (!path.empty()) model.inserted_end(path.back(), junction);
+        if (!path.empty()) model.inserted_end(path.back());
         if (o.prefill_prior && !path.empty()) {  // the prompt ended at a random block of it
           const node_id pe = path[rng() % path.size()];
           pol.note_prefill_end(pe);
@@ -527,29 +520,10 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
             if (n.bytes && !n.pins && id != v) unpinned += n.bytes;
           const std::size_t need = used + bytes - 20;
           const bool room = unpinned >= need && bytes <= 20;
-          if (plain || !room) {
-            CHECK(r.admitted == room);
-            aged += count_aged(model, r.victims);
-            check_victims(model, r.victims, v);
-            if (r.admitted) model.admitted(v, bytes);
-          } else {  // admission by value: v competes; rejected iff it is the least per byte
-            model.admitted(v, bytes);
-            aged += count_aged(model, r.victims);
-            check_victims(model, r.victims, hc::tree::no_node, false);
-            if (!r.admitted) {  // compared at the call's P(hit | age): before the victims' ends
-              ++refused;
-              const long double mine = (model.cost(v) - model.cost()) /
-                                       static_cast<long double>(bytes) * model.hit_chance(v);
-              CHECK(
-                  static_cast<double>(mine) ==
-                  doctest::Approx(static_cast<double>(model.min_delta_per_byte(hc::tree::no_node)))
-                      .epsilon(1e-9)
-                      .scale(1e-12));
-              model.nodes.at(v).bytes = 0;
-            }
-            count_victim_ends(model, r.victims);
-            CHECK(model.used() <= 20);
-          }
+          CHECK(r.admitted == room);  // a new state always displaces the cheapest held ones
+          aged += count_aged(model, r.victims);
+          check_victims(model, r.victims, v);
+          if (r.admitted) model.admitted(v, bytes);
         }
       } else if (op == 7) {  // evict
         const std::size_t bytes = rng() % 10;
@@ -653,8 +627,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
                 doctest::Approx(static_cast<double>(model.share(id))).epsilon(1e-9).scale(1e-12));
       }
     }
-    if (!plain) CHECK(refused > 0);
-    if (run < 2) CHECK(aged > 0);
+    if (o.age_value) CHECK(aged > 0);
     if (o.prefill_prior) CHECK(model.pre_hit > 0);  // a prefill-end prior was replaced by a match
     if (o.fill_free) CHECK(filled > 0);
     CHECK(roots_erased > 0);  // the branches of #21 are exercised
@@ -678,8 +651,7 @@ TEST_CASE("fresh-end prior: p = (h + 1)/(n + 2) at a new end until a match repla
                                        .capacity_bytes = 2,
                                        .gamma = 0.5,
                                        .replan_every = 0,
-                                       .fresh_prior = prior,
-                                       .junction_prior = false}));
+                                       .fresh_prior = prior}));
     const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
     CHECK(pol.match_share(a[2]) == doctest::Approx(prior ? 1.0 : 0.0));
     pol.unpin(pol.match(ns_of(0), seq({1, 2, 3})).resume_node);
@@ -715,12 +687,8 @@ TEST_CASE("fresh-end prior: a late first match spreads the next prior over its a
   // its prior has decayed to 1/3 · 1/8, so its age is log(1/8)/log(1/2) = 3 observations and
   // D = 3; (1 − γ)·D = 1.5 > 1, so the next prior is p / 1.5. insert 2: n = 1.5, h = 0.5,
   // p = 3/7, prior 2/7. Weights: root 1/2 + 1/4 + 1/8 = 0.875, a0 = 1, b0 = 2/7.
-  hc::tree::state_policy pol(legacy({.block_size = 1,
-                                     .state_bytes = 1,
-                                     .capacity_bytes = 1,
-                                     .gamma = 0.5,
-                                     .replan_every = 0,
-                                     .junction_prior = false}));
+  hc::tree::state_policy pol(legacy(
+      {.block_size = 1, .state_bytes = 1, .capacity_bytes = 1, .gamma = 0.5, .replan_every = 0}));
   const auto a = pol.insert(ns_of(0), seq({1}));
   for (int i = 0; i < 3; ++i) pol.unpin(pol.match(ns_of(0), seq({})).resume_node);
   pol.unpin(pol.match(ns_of(0), seq({1})).resume_node);
@@ -731,7 +699,7 @@ TEST_CASE("fresh-end prior: a late first match spreads the next prior over its a
 }
 
 TEST_CASE("prefill-end prior: p_P = (h_P + 1)/(n_P + 2) on its own books, apart from turn ends") {
-  // γ = 1/2, B = 1, junction prior off. By hand (weights in units of the latest observation):
+  // γ = 1/2, B = 1. By hand (weights in units of the latest observation):
   //  insert 1 2 3          turn end a2: n = 1, h = 0, π = 1/3
   //  prefill end a0        n_P = 1, h_P = 0, π_P = 1/3
   //  match 1               a0's π_P replaced: h_P = 1, age log(1)/log γ = 0 (D_P = 0);
@@ -743,13 +711,10 @@ TEST_CASE("prefill-end prior: p_P = (h_P + 1)/(n_P + 2) on its own books, apart 
   //  weights a0 = 1, a2 = 1/6, b4 = 2/7, b3 = 3/7: total 79/42 (off: b3 = 0, total 61/42).
   for (bool on : {true, false}) {
     CAPTURE(on);
-    hc::tree::state_policy pol(legacy({.block_size = 1,
-                                       .state_bytes = 1,
-                                       .capacity_bytes = 2,
-                                       .gamma = 0.5,
-                                       .replan_every = 0,
-                                       .junction_prior = false,
-                                       .prefill_prior = on}));
+    auto o = legacy(
+        {.block_size = 1, .state_bytes = 1, .capacity_bytes = 2, .gamma = 0.5, .replan_every = 0});
+    o.prefill_prior = on;
+    hc::tree::state_policy pol(o);
     const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
     pol.note_prefill_end(a[0]);
     CHECK(pol.match_share(a[0]) == doctest::Approx(on ? 0.5 : 0.0));  // 1/3 of 2/3
@@ -783,56 +748,6 @@ TEST_CASE("prefill-end prior: p_P = (h_P + 1)/(n_P + 2) on its own books, apart 
   }
 }
 
-TEST_CASE("junction prior: p_J = (h_J + k p)/(n_J + k) learned per junction, dropped on erase") {
-  // γ = 1/2, B = 1, k = 2. p = (h + 1)/(n + 2) global as above; J = the deepest node of the
-  // insert's path that existed before it; p_J from J's counts before this end is counted.
-  //  insert 1 2   new h0, t2 under J = root: n = 1, p = 1/3, root (0, 0) → p_J = 1/3 = prior(t2)
-  //  insert 1 3   new t3 under J = h0: n = 1.5, p = 2/7, h0 (0, 0) → prior(t3) = 2/7; h0 n = 1
-  //  match  1 3   t3 fresh, credited to h0 (nearest junction above): h = 1, h0 h = 1.
-  //               weights ×1/2: t2 = 1/6, t3 = 1
-  //  insert 1 4   J = h0: n = 1.75, h = 0.5, p = 1.5/3.75 = 0.4; h0 (n 1, h 1):
-  //               p_J = (1 + 2·0.4)/(1 + 2) = 0.6 = prior(t4); h0 → (1.5, 0.5)
-  //  insert 5 6   J = root: n = 1.875, h = 0.25, p = 1.25/3.875 = 10/31; root (1, 0):
-  //               p_J = (2·10/31)/3 = 20/93 = prior(u1)
-  // Without the junction prior: prior(t4) = 0.4, prior(u1) = 10/31.
-  for (bool junction : {true, false}) {
-    CAPTURE(junction);
-    hc::tree::state_policy pol(legacy({.block_size = 1,
-                                       .state_bytes = 1,
-                                       .capacity_bytes = 2,
-                                       .gamma = 0.5,
-                                       .replan_every = 0,
-                                       .junction_prior = junction}));
-    const auto t2 = pol.insert(ns_of(0), seq({1, 2}));
-    const auto t3 = pol.insert(ns_of(0), seq({1, 3}));
-    CHECK(t3[0] == t2[0]);
-    pol.unpin(pol.match(ns_of(0), seq({1, 3})).resume_node);
-    const auto t4 = pol.insert(ns_of(0), seq({1, 4}));
-    const auto u = pol.insert(ns_of(0), seq({5, 6}));
-    const double p4 = junction ? 0.6 : 0.4, pu = junction ? 20.0 / 93 : 10.0 / 31;
-    const double total = 1.0 / 6 + 1.0 + p4 + pu;
-    CHECK(pol.match_share(t2[1]) == doctest::Approx(1.0 / 6 / total));
-    CHECK(pol.match_share(t3[1]) == doctest::Approx(1.0 / total));
-    CHECK(pol.match_share(t4[1]) == doctest::Approx(p4 / total));
-    CHECK(pol.match_share(u[1]) == doctest::Approx(pu / total));
-    if (!junction) continue;
-    // Erasing the junction h0 (after its subtree) forgets its counts even though its id is
-    // reused: t3's real weight moves to h0 then to the root; t2, t4's priors are dropped.
-    //  insert 1 7  new h0' (id reused), t7 under J = root: n = 1.9375, h = 0.125, p = 2/7;
-    //              root (1.5, 0): p_J = (2·2/7)/3.5 = 8/49
-    //  insert 1 8  J = h0', fresh counts: n = 1.96875, h = 0.0625, p = 1.0625/3.96875 = 34/127
-    //              = p_J (stale counts (1.5, 0.5) of h0 would give (0.5 + 2p)/3.5 instead).
-    for (auto v : {t2[1], t3[1], t4[1], t2[0]}) pol.erase(v);
-    const auto t7 = pol.insert(ns_of(0), seq({1, 7}));
-    const auto t8 = pol.insert(ns_of(0), seq({1, 8}));
-    CHECK(t8[0] == t7[0]);
-    const double total2 = 1.0 + 20.0 / 93 + 8.0 / 49 + 34.0 / 127;
-    CHECK(pol.match_share(t7[0]) == 0.0);
-    CHECK(pol.match_share(t7[1]) == doctest::Approx(8.0 / 49 / total2));
-    CHECK(pol.match_share(t8[1]) == doctest::Approx(34.0 / 127 / total2));
-  }
-}
-
 TEST_CASE("repeat discount: a first match counts q = (h2 + 1)/(n1 + 2) until a second one") {
   // γ = 1/2, B = 1, no prior. Weights in units of the latest observation (decayed ×γ per match):
   //  match 1  a first: n1 = 1, h2 = 0, q = 1/3            a = 1/3
@@ -846,8 +761,7 @@ TEST_CASE("repeat discount: a first match counts q = (h2 + 1)/(n1 + 2) until a s
                      .capacity_bytes = 1,
                      .gamma = 0.5,
                      .replan_every = 0,
-                     .fresh_prior = false,
-                     .junction_prior = false});
+                     .fresh_prior = false});
     o.repeat_discount = on;
     hc::tree::state_policy pol(o);
     const auto a = pol.insert(ns_of(0), seq({1}));
@@ -860,44 +774,32 @@ TEST_CASE("repeat discount: a first match counts q = (h2 + 1)/(n1 + 2) until a s
   }
 }
 
-TEST_CASE("memory scaled to the pool: gamma_eff = max(gamma, 1 - 1/(c M + W0))") {
-  using opts = hc::tree::policy_options;
-  CHECK(hc::tree::state_policy(opts{.state_bytes = 3, .capacity_bytes = 20}).effective_gamma() ==
-        doctest::Approx(1.0 - 1.0 / 262));  // M = 6, c = 1, W0 = 256
-  CHECK(hc::tree::state_policy(opts{.state_bytes = 3, .capacity_bytes = 20, .gamma = 0.999})
-            .effective_gamma() == 0.999);
-  CHECK(hc::tree::state_policy(
-            opts{.capacity_bytes = 100, .memory_per_state = 2.0, .memory_floor = 0.0})
-            .effective_gamma() == doctest::Approx(1.0 - 1.0 / 200));
-  CHECK(hc::tree::state_policy(
-            opts{.capacity_bytes = 100, .gamma = 0.9, .memory_per_state = 0.0, .memory_floor = 0.0})
-            .effective_gamma() == 0.9);
-}
-
-TEST_CASE("admission by value: a new state that is worth less than every held one is refused") {
+TEST_CASE("admission: a new state always displaces the cheapest held ones (#24: no refusal)") {
   // Capacity one state. a3 (depth 3) holds the two matches: Δ(a3) = 3·w > 0. A state at c
-  // (depth 1, never matched) would remove nothing from E[r]: Δ(c) = 0, so it is refused and a3
-  // stays; without admission by value it displaces a3.
-  for (bool by_value : {true, false}) {
-    CAPTURE(by_value);
-    auto o = legacy({.block_size = 1,
-                     .state_bytes = 1,
-                     .capacity_bytes = 1,
-                     .replan_every = 0,
-                     .fresh_prior = false});
-    o.admit_by_value = by_value;
-    hc::tree::state_policy pol(o);
-    const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
-    for (int i = 0; i < 2; ++i) pol.unpin(pol.match(ns_of(0), seq({1, 2, 3})).resume_node);
-    CHECK(pol.admit(a[2], 1).admitted);
-    const auto c = pol.insert(ns_of(0), seq({5}));
-    const auto r = pol.admit(c[0], 1);
-    CHECK(r.admitted == !by_value);
-    CHECK(r.victims == (by_value ? std::vector<node_id>{} : std::vector<node_id>{a[2]}));
-    CHECK(pol.has_state(a[2]) == by_value);
-    CHECK(pol.has_state(c[0]) == !by_value);
-    CHECK(pol.used_bytes() == 1);
-  }
+  // (depth 1, never matched) would remove nothing from E[r] (Δ(c) = 0), yet it is admitted and
+  // displaces a3, the only held state: admission by value, which refused it, was removed
+  // (docs/tree_simulation.md, "Fewer knobs (issue #24)").
+  hc::tree::state_policy pol(legacy({.block_size = 1,
+                                     .state_bytes = 1,
+                                     .capacity_bytes = 1,
+                                     .replan_every = 0,
+                                     .fresh_prior = false}));
+  const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
+  for (int i = 0; i < 2; ++i) pol.unpin(pol.match(ns_of(0), seq({1, 2, 3})).resume_node);
+  CHECK(pol.admit(a[2], 1).admitted);
+  const auto c = pol.insert(ns_of(0), seq({5}));
+  const auto r = pol.admit(c[0], 1);
+  CHECK(r.admitted);
+  CHECK(r.victims == std::vector<node_id>{a[2]});
+  CHECK_FALSE(pol.has_state(a[2]));
+  CHECK(pol.has_state(c[0]));
+  CHECK(pol.used_bytes() == 1);
+  // A pinned held state cannot make room: nothing changes.
+  pol.pin(c[0]);
+  const auto r2 = pol.admit(a[2], 1);
+  CHECK_FALSE(r2.admitted);
+  CHECK(r2.victims.empty());
+  CHECK(pol.has_state(c[0]));
 }
 
 TEST_CASE("age-conditioned value: P(hit | age) from log2-bucketed hits and ends, by hand") {
@@ -1007,12 +909,6 @@ TEST_CASE("typed errors for bad options and bad calls") {
   CHECK_THROWS_AS(hc::tree::state_policy(opts{.hysteresis = -0.1}), hc::invalid_argument);
   CHECK_THROWS_AS(hc::tree::state_policy(opts{.replan_work = -1.0}), hc::invalid_argument);
   CHECK_THROWS_AS(hc::tree::state_policy(opts{.replan_work = std::nan("")}), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.junction_strength = 0.0}), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.junction_strength = std::nan("")}),
-                  hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.junction_strength = 1e10}), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.memory_per_state = -1.0}), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.memory_floor = std::nan("")}), hc::invalid_argument);
   hc::tree::state_policy pol({.block_size = 2, .capacity_bytes = 10});
   const auto p = pol.insert(ns_of(0), seq({1, 2, 3, 4}));
   CHECK_THROWS_AS(pol.admit(999, 1), hc::invalid_argument);
@@ -1035,11 +931,8 @@ TEST_CASE("typed errors for bad options and bad calls") {
 }
 
 TEST_CASE("the worked example of docs/tree.md") {
-  hc::tree::state_policy pol(legacy({.block_size = 16,
-                                     .state_bytes = 1,
-                                     .capacity_bytes = 2,
-                                     .replan_every = 0,
-                                     .junction_prior = false}));
+  hc::tree::state_policy pol(
+      legacy({.block_size = 16, .state_bytes = 1, .capacity_bytes = 2, .replan_every = 0}));
   const auto ns = hc::segment::namespace_key{}.with_tenant("acme");
   std::vector<token_id> sys(64);
   for (std::size_t i = 0; i < 64; ++i) sys[i] = static_cast<token_id>(1000 + i);
@@ -1211,12 +1104,8 @@ TEST_CASE("erased mass survives the parent's first real match (#21 item 3)") {
   // match has ended at (it holds its prior π); its child c = [1 2] and x = [9] are matched once
   // each. Erasing c moves c's one observation to p; the first real match at p replaces π by
   // one observation and keeps what c left: p = 2, x = 1, share(p) = 2/3.
-  hc::tree::state_policy pol(legacy({.block_size = 1,
-                                     .state_bytes = 1,
-                                     .capacity_bytes = 4,
-                                     .gamma = 1.0,
-                                     .replan_every = 0,
-                                     .junction_prior = false}));
+  hc::tree::state_policy pol(legacy(
+      {.block_size = 1, .state_bytes = 1, .capacity_bytes = 4, .gamma = 1.0, .replan_every = 0}));
   const auto p = pol.insert(ns_of(0), seq({1}));
   const auto c = pol.insert(ns_of(0), seq({1, 2}));
   const auto x = pol.insert(ns_of(0), seq({9}));

@@ -34,7 +34,6 @@ struct star {
 hc::tree_statistics_options plain(double gamma) {
   return {.gamma = gamma,
           .fresh_prior = false,
-          .junction_prior = false,
           .repeat_discount = false,
           .age_value = false,
           .prefill_prior = false};
@@ -102,13 +101,13 @@ TEST_CASE("tree_statistics: the fresh-end prior is set, then replaced by the fir
   o.fresh_prior = true;
   hc::tree_statistics st(o);
   double region = 0.0;
-  const auto prior = st.note_end(t.ix, t.a, hc::tree_index::no_slot);  // p̂ = (0+1)/(1+2)
+  const auto prior = st.note_end(t.ix, t.a);  // p̂ = (0+1)/(1+2)
   REQUIRE(prior.has_value());
   CHECK(*prior == doctest::Approx(1.0 / 3));
   CHECK(t.ix[t.a].weight == doctest::Approx(1.0 / 3));
   CHECK(hc::tree_statistics::has_prior(t.ix, t.a));
-  CHECK_FALSE(st.note_end(t.ix, t.a, hc::tree_index::no_slot).has_value());  // once only
-  CHECK_FALSE(st.note_end(t.ix, t.root, hc::tree_index::no_slot).has_value());
+  CHECK_FALSE(st.note_end(t.ix, t.a).has_value());  // once only
+  CHECK_FALSE(st.note_end(t.ix, t.root).has_value());
   region = *prior;
   st.observe(t.ix, t.a, &region, [](double) {});  // the match replaces π: w = 1, p̂ = 2/3
   CHECK(t.ix[t.a].weight == doctest::Approx(1.0));
@@ -118,7 +117,7 @@ TEST_CASE("tree_statistics: the fresh-end prior is set, then replaced by the fir
   CHECK(st.fresh_share() == doctest::Approx(2.0 / 3));
 }
 
-TEST_CASE("tree_statistics: P(hit | age) and gamma_eff, hand-worked") {
+TEST_CASE("tree_statistics: P(hit | age) and the prior's spread, hand-worked") {
   auto o = plain(1.0);
   o.age_value = true;
   hc::tree_statistics st(o);
@@ -131,10 +130,6 @@ TEST_CASE("tree_statistics: P(hit | age) and gamma_eff, hand-worked") {
   CHECK(st.hit_given_age(4) == doctest::Approx(1.5 / 4));
   CHECK(st.hit_given_age(64) == doctest::Approx(0.5 / 2));
   CHECK(st.hit_given_age(1000) == doctest::Approx(0.5));
-  // γ_eff = max(γ, 1 − 1/(c·M + W₀)), M = ⌊64 / 1⌋.
-  CHECK(hc::tree_statistics::effective_gamma(0.9, 1.0, 256.0, 64, 1) ==
-        doctest::Approx(1.0 - 1.0 / 320));
-  CHECK(hc::tree_statistics::effective_gamma(0.9, 0.0, 0.0, 64, 1) == 0.9);
   CHECK(hc::tree_statistics::delay_discounted(0.99, 0.5, 300.0, 1.0) == doctest::Approx(0.5 / 3));
   CHECK(hc::tree_statistics::delay_discounted(0.99, 0.5, 50.0, 1.0) == 0.5);
 }

@@ -43,12 +43,10 @@ const char* const usage =
                       marconi marconi_insample llamacpp llamacpp_cache_ram trtllm
                       oracle oracle_exact
                       (+ hybridcache when the library's tree policy is built in; default all)
-                      (ablations, only when named: hybridcache_base hybridcache_prev
-                      hybridcache_noprior hybridcache_nojunction hybridcache_norepeat
-                      hybridcache_shortmemory hybridcache_admitall hybridcache_age
-                      hybridcache_age_shortmemory hybridcache_age_prefill
-                      hybridcache_prefill hybridcache_prefill_prior
-                      hybridcache_age_prefill_prior hybridcache_nofill)
+                      (ablations, only when named: hybridcache_exact hybridcache_shadows
+                      hybridcache_base hybridcache_prev hybridcache_noprior
+                      hybridcache_norepeat hybridcache_noage hybridcache_noprefill
+                      hybridcache_nofill)
   --tree-block B      tokens per tree node (default 64; mooncake is always 512)
   --tree-sessions N   synthetic multi-turn sessions (default 400); the families' sessions
                       (bursts for doc-qa-skewed; default: each family's own)

@@ -3,8 +3,7 @@
 
 /// @file
 /// `tree_state_pool`: the states held on a `tree_index`, their pins, and the eviction ranking
-/// that admission and victim choice follow (DESIGN §7; docs/tree.md "Structure", "Admission by
-/// value").
+/// that admission and victim choice follow (DESIGN §7; docs/tree.md "Structure").
 ///
 /// Cost model (DESIGN §7): a request whose match ends at v replays
 /// r(v) = depth(v) − depth(anchor(v)) tokens, anchor(v) the deepest node on v's path that holds
@@ -187,13 +186,12 @@ class tree_state_pool {
   /// Greedy exact victims until `need` bytes are freed or no unpinned state other than
   /// `exclude` is left: each step takes the state of least `value(s)` (ΔE[r] per byte, possibly
   /// scaled: `value` must not fall as other states go), recomputed when it comes up; ties as
-  /// the file comment says. Victims are taken off the books and returned. Every victim but
-  /// `fresh` (a state added in this call that never served) is reported as `on_end(age)`, age
-  /// = now − touched, after the loop, so that `value` sees the same statistics throughout.
-  /// O(K log K + Σ victim regions), K = states held.
+  /// the file comment says. Victims are taken off the books and returned. Every victim is
+  /// reported as `on_end(age)`, age = now − touched, after the loop, so that `value` sees the
+  /// same statistics throughout. O(K log K + Σ victim regions), K = states held.
   template <class Value, class OnEnd>
-  std::vector<node_id> evict(tree_index& ix, std::size_t need, slot_id exclude, slot_id fresh,
-                             std::uint32_t now, Value&& value, OnEnd&& on_end) {
+  std::vector<node_id> evict(tree_index& ix, std::size_t need, slot_id exclude, std::uint32_t now,
+                             Value&& value, OnEnd&& on_end) {
     std::vector<node_id> out;
     if (need == 0 || count_ == 0) return out;
     using entry = victim_entry;
@@ -220,7 +218,7 @@ class tree_state_pool {
       }
       const tree_state& s = states_[ix[e.v].state];
       freed += s.bytes;
-      if (e.v != fresh) ended_.push_back(now - s.touched);
+      ended_.push_back(now - s.touched);
       remove(ix, e.v);
       out.push_back(ix.handle_of(e.v));
     }
@@ -229,16 +227,16 @@ class tree_state_pool {
     return out;
   }
 
-  /// Admission of a state of `bytes` that the engine stored at `node` (id `id`, no state yet,
+  /// Admission of a state of `bytes` that the engine stored at `node` (no state yet,
   /// 1 ≤ bytes < 2^32) into a pool of `capacity` bytes, at observation `now`: if the pool would
-  /// overflow, victims in `evict`'s order (never pinned) are freed first; with `by_value` the new
-  /// state is a candidate too, and if it is the cheapest it is not admitted (the states freed
-  /// before it stay freed: they were cheaper still). If even all unpinned states would not make
-  /// room, nothing changes. `value` and `on_end` as for `evict`.
+  /// overflow, victims in `evict`'s order (never pinned, never `node`) are freed first, so a new
+  /// state always displaces the cheapest held ones (admission by value, which let the new state
+  /// compete and refused it when it was the cheapest, was removed in 0.2: it did not pay on the
+  /// tuning families, docs/tree_simulation.md "Fewer knobs"). If even all unpinned states would
+  /// not make room, nothing changes. `value` and `on_end` as for `evict`.
   template <class Value, class OnEnd>
-  admit_result admit(tree_index& ix, slot_id node, node_id id, std::size_t bytes,
-                     std::size_t capacity, bool by_value, std::uint32_t now, Value&& value,
-                     OnEnd&& on_end) {
+  admit_result admit(tree_index& ix, slot_id node, std::size_t bytes, std::size_t capacity,
+                     std::uint32_t now, Value&& value, OnEnd&& on_end) {
     admit_result r;
     if (ix[node].state != no_state) {
       r.admitted = true;
@@ -248,15 +246,7 @@ class tree_state_pool {
     if (used_bytes_ + bytes > capacity) {
       const std::size_t need = used_bytes_ + bytes - capacity;
       if (evictable_bytes(ix, node) < need) return r;
-      if (by_value) {  // the new state competes with the held ones
-        add(ix, node, static_cast<std::uint32_t>(bytes), now);
-        r.victims = evict(ix, need, no_slot, node, now, value, on_end);
-        const auto it = std::find(r.victims.begin(), r.victims.end(), id);
-        r.admitted = it == r.victims.end();
-        if (!r.admitted) r.victims.erase(it);
-        return r;
-      }
-      r.victims = evict(ix, need, node, no_slot, now, value, on_end);
+      r.victims = evict(ix, need, node, now, value, on_end);
     }
     add(ix, node, static_cast<std::uint32_t>(bytes), now);
     r.admitted = true;

@@ -52,10 +52,10 @@ struct tree_node {
   using slot_id = std::uint32_t;
   static constexpr slot_id no_slot = std::numeric_limits<slot_id>::max();
   static constexpr std::uint32_t no_state = std::numeric_limits<std::uint32_t>::max();
-  // Flag bits, by owner: live (index); planned (planner); fresh, junction, once, repeat,
-  // junction_hit, prefill (statistics).
-  static constexpr std::uint32_t live_flag = 1, planned_flag = 2, fresh_flag = 4, junction_flag = 8,
-                                 once_flag = 16, repeat_flag = 32, junction_hit_flag = 64,
+  // Flag bits, by owner: live (index); planned (planner); fresh, once, repeat, prefill
+  // (statistics). Bits 8 and 64 are free (the junction prior used them before 0.2).
+  static constexpr std::uint32_t live_flag = 1, planned_flag = 2, fresh_flag = 4, once_flag = 16,
+                                 repeat_flag = 32,
                                  prefill_flag = 128;  // with fresh_flag: the prior is π_P
 
   segment::digest key{};     ///< chained block key h_i (h_0 for a namespace root)

@@ -18,11 +18,17 @@
 ///   EW share of such ends that a later match ended at, D̂ their mean age then; the first real
 ///   match at e replaces it
 ///   (`policy_options::fresh_prior`; a conversation's next turn resumes at its last turn's end);
-///   p̂ conditioned on the end's junction J (p̂_J = (h_J + k·p̂)/(n_J + k), `junction_prior`);
+///   the end of a request's prompt gets the same kind of prior, learned on its own books
+///   (`prefill_prior`, `note_prefill_end`: a re-asked prompt resumes there);
 ///   a node's first real match counts q = (h₂ + 1)/(n₁ + 2) observations until a second one
-///   (`repeat_discount`); γ is raised to max(γ, 1 − 1/(c·M + W₀)) for a pool of M states
-///   (`memory_per_state`, `memory_floor`);
-/// - whether v holds a state (and its bytes), pins of in-flight requests, the re-planned set.
+///   (`repeat_discount`);
+/// - whether v holds a state (and its bytes, its age for P(hit | age), `age_value`), pins of
+///   in-flight requests, the re-planned set.
+///
+/// Every constant is derived, learned online or fixed a priori with its reason written down
+/// (policy_options below; docs/tree.md, "Constants"); the mechanisms that did not pay on the
+/// tuning families (memory scaled to the pool, admission by value, the junction prior) were
+/// removed in 0.2 (docs/tree_simulation.md, "Fewer knobs (issue #24)").
 ///
 /// Cost model (DESIGN §7): a request whose match ends at v replays
 /// r(v) = depth(v) − depth(anchor(v)) tokens, anchor(v) the deepest state on its path (the
@@ -35,8 +41,9 @@
 ///    the block grid) where the engine should snapshot: planned nodes on the replayed path, the
 ///    junction where the request leaves the cached tree, and the deepest new position (tail).
 /// 3. `insert(ns, tokens)` → node ids of the request's blocks; `admit(node, bytes)` for each
-///    snapshot the engine stored → the victims to free first (by exact ΔE[r] per byte, never
-///    pinned); `unpin(m.resume_node)` once the state was loaded.
+///    snapshot the engine stored → the victims to free first (by exact ΔE[r] per byte times
+///    P(hit | age), never pinned), with `note_prefill_end(v)` before offering the prompt's last
+///    full block v; `unpin(m.resume_node)` once the state was loaded.
 /// Under external pressure: `evict(bytes)`. When the engine drops KV of a leaf: `erase(node)`.
 /// Node ids carry their slot's generation: any call given the id of an erased node throws
 /// `stale_handle_error`, even once another namespace's node took the slot (docs/tree.md,
@@ -88,54 +95,55 @@
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
-/// Construction parameters of `state_policy`.
+/// Construction parameters of `state_policy`. Each constant is the engine's (block_size,
+/// state_bytes, capacity_bytes), learned online by the mechanism it switches on (fresh_prior,
+/// repeat_discount, age_value, prefill_prior), derived, or fixed a priori for the reason given
+/// with it; none was chosen on a table this project reports (docs/tree.md, "Constants"). The
+/// switches exist for the simulator's ablation rows (`hybridcache_noprior`, `_norepeat`,
+/// `_noage`, `_noprefill`, `_nofill`); the defaults are the policy.
 struct policy_options {
   std::size_t block_size = 16;     ///< B: tokens per node (the engine's state/KV block grid)
   std::size_t state_bytes = 1;     ///< bytes of one state, for planning (admit takes actual)
   std::size_t capacity_bytes = 1;  ///< the state pool's budget; never exceeded
-  double gamma = 0.99;             ///< EW decay per observation, in (0, 1]
-  std::size_t replan_every = 10;   ///< observations between automatic re-plans; 0 = manual
-  double hysteresis = 0.02;        ///< a new plan must lower E[r] by this fraction, in [0, 1)
-  bool snapshot_junction = true;   ///< admit the point where a request leaves the tree
-  bool snapshot_tail = true;       ///< admit the deepest new grid position of a prefill
+  /// EW decay per observation, in (0, 1]. Fixed a priori, as DESIGN §3's chain histogram: an
+  /// EW memory 1/(1 − γ) of 100 observations, long enough that a prefix used a few times in a
+  /// hundred requests keeps its weight, short enough that the weight of a session that moved on
+  /// is gone within a few hundred (the age value below then ranks what the window still holds).
+  double gamma = 0.99;
+  /// Observations between automatic re-plans; 0 = manual. Fixed a priori as a cost bound, not a
+  /// quality setting: with `replan_work` it only decides how often the exact plan is refreshed.
+  std::size_t replan_every = 10;
+  /// A new plan must lower E[r] by this fraction, in [0, 1). Fixed a priori at 2·(1 − γ) for the
+  /// default γ: one observation moves a share 1 − γ = 1 % of the EW mass, so a plan must be
+  /// better by what two observations can move before it replaces the current one, and plans
+  /// never flip on noise.
+  double hysteresis = 0.02;
+  /// Admit the point where a request leaves the tree. Derived: it is the one node of a new
+  /// branch that every later request sharing the prefix passes through.
+  bool snapshot_junction = true;
+  /// Admit the deepest new grid position of a prefill. Derived: the next turn of a conversation
+  /// resumes there (its prompt extends this sequence).
+  bool snapshot_tail = true;
   /// Fresh-end prior: `insert` gives the end node e of the inserted sequence, if no match has
   /// ended there yet, the pseudo-observation π = p̂ · min(1, 1/((1 − γ) D̂)) · (mass of one
   /// observation now), with p̂ = (h + 1)/(n + 2) the EW (γ per insert) share of such ends that a
-  /// later match ended at and D̂ the EW mean age at that match; the first real match at e replaces
-  /// π (docs/tree.md, "Fresh ends").
+  /// later match ended at and D̂ the EW mean age at that match (both learned online; the +1/+2
+  /// is a uniform prior, fixed a priori); the first real match at e replaces π (docs/tree.md,
+  /// "Fresh ends").
   bool fresh_prior = true;
   /// Automatic re-plans also wait until the blocks walked by `match`/`insert` since the last one
   /// reach `replan_work` × the live node count, so their amortised cost per block stays
   /// ≈ (re-plan cost per node) / replan_work; 0 = every `replan_every` observations only.
+  /// Fixed a priori: 1 makes a re-plan's cost O(1) per block walked.
   double replan_work = 1.0;
-  /// Junction-conditioned prior (needs `fresh_prior`): the share p̂ in π is replaced by the
-  /// share learned at the end's junction J (the deepest node of its path that existed before
-  /// the insert): p̂_J = (h_J + k·p̂)/(n_J + k), n_J and h_J the EW (γ per tail under J) counts
-  /// of fresh ends inserted below J and of those a later match ended at, k =
-  /// `junction_strength` (docs/tree.md, "Fresh ends"). A one-shot query tail under a rarely
-  /// repeated system prompt then gets its junction's low share, not the population's.
-  bool junction_prior = true;
-  double junction_strength = 2.0;  ///< k: pseudo-count of the global share p̂, in (0, 1e9]
-  /// Memory of the statistics scaled to the pool: the decay actually used is
-  /// γ_eff = max(γ, 1 − 1/(c·M + W₀)), M = capacity_bytes / state_bytes, c = `memory_per_state`
-  /// and W₀ = `memory_floor`, so the EW window 1/(1 − γ_eff) spans at least c observations per
-  /// state the pool can hold plus W₀ (to rank M states the statistics must have seen the M-th
-  /// most frequent match end; a short window forgets a rarely used shared prefix between two of
-  /// its uses). Both 0: γ as given.
-  double memory_per_state = 1.0;
-  double memory_floor = 256.0;  ///< W₀, observations, in [0, 1e12]
   /// Repeat discount: a node's first real match counts q = (h₂ + 1)/(n₁ + 2) observations, n₁
   /// the EW (γ per first match) count of nodes matched for the first time and h₂ of those
-  /// matched again since; the second match restores the first to a full observation (its weight
-  /// ×1/q, q then). A conversation's turn end is matched once, by the next turn, and never
-  /// again, so it stops holding weight once the conversation moved on; a system prompt's end,
-  /// matched again and again, keeps its full count (docs/tree.md, "Repeat discount").
+  /// matched again since (learned online); the second match restores the first to a full
+  /// observation (its weight ×1/q, q then). A conversation's turn end is matched once, by the
+  /// next turn, and never again, so it stops holding weight once the conversation moved on; a
+  /// system prompt's end, matched again and again, keeps its full count (docs/tree.md, "Repeat
+  /// discount").
   bool repeat_discount = true;
-  /// Admission by value: when the pool is full, `admit` adds the new state and frees by the
-  /// same exact ΔE[r]-per-byte order with the new state among the candidates; if it is the
-  /// cheapest it is not admitted (states freed before it in that order stay freed: they were
-  /// cheaper still). false: the new state always displaces the cheapest held ones.
-  bool admit_by_value = true;
   /// Age-conditioned value (EVA, Beckmann & Sanchez, "Maximizing Cache Performance Under
   /// Uncertainty", HPCA 2017): a held state's ΔE[r] per byte is scaled by the learned chance that
   /// its region is matched again given its age a (observations since its admission or its last
@@ -145,24 +153,28 @@ struct policy_options {
   /// all-age share, s the mass of one event now (docs/tree.md, "Age-conditioned value"). A state
   /// whose conversation ended keeps its region weight for the whole EW window, but its age keeps
   /// growing past the ages at which states are still resumed, so it loses its rank as an LRU
-  /// would drop it. false: ΔE[r] per byte alone.
-  bool age_value = false;
+  /// would drop it. On by default since 0.2; false: ΔE[r] per byte alone (the ablation row
+  /// `hybridcache_noage`).
+  bool age_value = true;
   /// Prefill-end prior: `note_prefill_end(v)` gives the end v of a request's prompt (the
   /// prefill's end, which a re-asked prompt resumes at), if no match has ended there yet, the
   /// pseudo-observation π_P = p̂_P · min(1, 1/((1 − γ) D̂_P)) · (mass of one observation now),
   /// learned apart from the turn ends of `fresh_prior`: p̂_P = (h_P + 1)/(n_P + 2) the EW (γ per
   /// noted prefill end) share of such ends that a later match ended at, D̂_P their EW mean age
-  /// then; the first real match at v replaces π_P (docs/tree.md, "Prefill ends"). false:
-  /// `note_prefill_end` does nothing.
-  bool prefill_prior = false;
+  /// then (learned online; the +1/+2 a uniform prior); the first real match at v replaces π_P
+  /// (docs/tree.md, "Prefill ends"). On by default since 0.2 (it pays on the tuning families
+  /// once the age value is on: docs/tree_simulation.md, "Fewer knobs (issue #24)"); false:
+  /// `note_prefill_end` does nothing (the ablation row `hybridcache_noprefill`).
+  bool prefill_prior = true;
   /// Fill free memory: while the pool has free room, admitting a state displaces nothing, so
   /// `prefill_plan` also returns up to F = ⌊(capacity_bytes − used_bytes) / state_bytes⌋ − (its
   /// other positions) further candidates (grid positions in (resume, prompt] whose node holds no
   /// state), spread evenly over them with the deepest kept: of n such candidates c_0 < … < c_{n−1}
   /// it picks c_{⌈(i+1)·n/k⌉−1}, i < k = min(F, n). They fit the free room, so admitting them
   /// evicts nothing; once held they are ranked for eviction by ΔE[r] per byte as any state (one
-  /// whose region no match has ended in is worth 0 and goes first). false: planned, junction and
-  /// tail positions only (docs/tree.md, "Free memory").
+  /// whose region no match has ended in is worth 0 and goes first). Derived: free room costs
+  /// nothing to fill. false: planned, junction and tail positions only (docs/tree.md, "Free
+  /// memory").
   bool fill_free = true;
 };
 
@@ -261,17 +273,15 @@ class basic_state_policy {
     std::vector<node_id> out;
     out.reserve(tokens.size() / B);
     segment::digest h = index_[root].key;
-    slot_id cur = root, anchor = root, junction = no_slot;
+    slot_id cur = root, anchor = root;
     for (std::size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
       h = segment::chain_key(hash_, h, tokens.subspan(i * B, B));
-      const slot_id prev = cur;
       bool created = false;
       cur = index_.child(cur, h, created);
-      if (junction == no_slot && created) junction = prev;
       out.push_back(index_.handle_of(cur));
       if (index_[cur].state != no_state) anchor = cur;
     }
-    note_end(cur, anchor, junction);
+    note_end(cur, anchor);
     planner_.add_work(out.size() + 1);
     return out;
   }
@@ -279,18 +289,16 @@ class basic_state_policy {
   /// `insert` from precomputed chained keys (see `match_keys`).
   std::vector<node_id> insert_keys(const segment::namespace_key& ns,
                                    std::span<const segment::digest> keys) {
-    slot_id cur = index_.root_of(hash_, ns), anchor = cur, junction = no_slot;
+    slot_id cur = index_.root_of(hash_, ns), anchor = cur;
     std::vector<node_id> out;
     out.reserve(keys.size());
     for (const auto& k : keys) {
-      const slot_id prev = cur;
       bool created = false;
       cur = index_.child(cur, k, created);
-      if (junction == no_slot && created) junction = prev;
       out.push_back(index_.handle_of(cur));
       if (index_[cur].state != no_state) anchor = cur;
     }
-    note_end(cur, anchor, junction);
+    note_end(cur, anchor);
     planner_.add_work(out.size() + 1);
     return out;
   }
@@ -299,56 +307,48 @@ class basic_state_policy {
 
   /// `insert_keys` of a sequence still being computed (the prompt after its prefill, then the
   /// output block by block): adds `keys` below `parent` (`no_node`: the root of `ns`) and
-  /// returns their nodes, but notes no end. `junction`, when still `no_node`, is set to the
-  /// parent of the first node created (what `insert_keys` calls the junction); pass the same
-  /// variable through every call of one sequence and then to `note_sequence_end`.
+  /// returns their nodes, but notes no end (`note_sequence_end` does, once the sequence ended).
   /// @throws invalid_argument for a `parent` that is not a live node.
   std::vector<node_id> extend_keys(const segment::namespace_key& ns, node_id parent,
-                                   std::span<const segment::digest> keys, node_id& junction) {
+                                   std::span<const segment::digest> keys) {
     slot_id cur = parent == no_node ? index_.root_of(hash_, ns) : index_.resolve(parent, "parent");
-    slot_id fork = junction == no_node ? no_slot : index_.resolve(junction, "junction");
     std::vector<node_id> out;
     out.reserve(keys.size());
     for (const auto& k : keys) {
-      const slot_id prev = cur;
       bool created = false;
       cur = index_.child(cur, k, created);
-      if (fork == no_slot && created) fork = prev;
       out.push_back(index_.handle_of(cur));
     }
-    if (fork != no_slot) junction = index_.handle_of(fork);
     planner_.add_work(out.size() + (parent == no_node ? 1 : 0));
     return out;
   }
-  /// The sequence added by `extend_keys` ended at `end` (its junction as they left it): notes
-  /// the end exactly as `insert_keys` of the whole sequence would (fresh-end prior).
+  /// The sequence added by `extend_keys` ended at `end`: notes the end exactly as
+  /// `insert_keys` of the whole sequence would (fresh-end prior).
   /// @throws invalid_argument (stale_handle_error) for a node that is not live.
-  void note_sequence_end(node_id end, node_id junction) {
+  void note_sequence_end(node_id end) {
     const slot_id e = index_.resolve(end, "end");
     if (index_[e].parent == no_slot) return;
-    const slot_id j = junction == no_node ? no_slot : index_.resolve(junction, "junction");
     const slot_id anchor =
         index_[e].state != no_state ? e : tree_state_pool::state_above(index_, e);
-    note_end(e, anchor, j);
+    note_end(e, anchor);
   }
   /// The pool's budget is now `bytes` (an engine whose states share one memory pool with KV, as
   /// vLLM's hybrid allocator: the room for states changes as KV grows and shrinks). Plans,
-  /// re-plans and admissions use it from now on (the EW window of `memory_per_state` keeps the
-  /// capacity given at construction); if the states held exceed it, victims in `evict`'s order
-  /// are taken off the books and returned for the engine to free.
+  /// re-plans and admissions use it from now on; if the states held exceed it, victims in
+  /// `evict`'s order are taken off the books and returned for the engine to free.
   /// @throws invalid_argument for bytes 0.
   std::vector<node_id> set_capacity_bytes(std::size_t bytes) {
     if (bytes == 0) hybridcache::detail::throw_invalid("bytes", bytes, "must be >= 1");
     opts_.capacity_bytes = bytes;
     if (pool_.used_bytes() <= bytes) return {};
-    return evict_greedy(pool_.used_bytes() - bytes, no_slot);
+    return evict_greedy(pool_.used_bytes() - bytes);
   }
 
   /// The engine stored a state of `bytes` at `node`. If the pool would overflow, the victims
   /// (`evict`'s order, never a pinned state) are taken off the books and returned for the engine
-  /// to free; with `admit_by_value` the new state is a candidate too, and if it is the cheapest
-  /// per byte it is not admitted (`admitted` false: the engine discards the snapshot). If even
-  /// all unpinned states would not make room, nothing changes and `admitted` is false.
+  /// to free: a new state always displaces the cheapest held ones. If even all unpinned states
+  /// would not make room, nothing changes and `admitted` is false (the engine discards the
+  /// snapshot).
   /// Admitting a node that already holds a state changes nothing.
   /// @throws stale_handle_error for the id of an erased node; invalid_argument for an id this
   ///         policy never issued, a namespace root, or bytes ∉ [1, 2^32).
@@ -358,8 +358,7 @@ class basic_state_policy {
       hybridcache::detail::throw_invalid("node", id, "a namespace root holds the free empty state");
     if (bytes == 0 || bytes > max_state_bytes)
       hybridcache::detail::throw_invalid("bytes", bytes, "must be in [1, 2^32)");
-    return pool_.admit(index_, node, id, bytes, opts_.capacity_bytes, opts_.admit_by_value, now(),
-                       value_fn(), end_fn());
+    return pool_.admit(index_, node, bytes, opts_.capacity_bytes, now(), value_fn(), end_fn());
   }
 
   /// The engine's prefill of the current request ends at `node` (the prompt's last full block,
@@ -381,7 +380,7 @@ class basic_state_policy {
   /// byte — Δ(c) = (depth(c) − depth(up(c))) · W(c), W(c) the weight anchored at c, recomputed
   /// after each removal (removing c raises W of the state above it and Δ of the states below).
   /// Ties: not planned first, then least recently used. Victims are taken off the books.
-  std::vector<node_id> evict(std::size_t bytes) { return evict_greedy(bytes, no_slot); }
+  std::vector<node_id> evict(std::size_t bytes) { return evict_greedy(bytes); }
 
   /// The engine lost or freed the state at `node` on its own (no-op if it holds none).
   /// @throws stale_handle_error / invalid_argument for an erased / unknown node.
@@ -519,13 +518,11 @@ class basic_state_policy {
   [[nodiscard]] std::size_t namespace_count() const noexcept { return index_.namespace_count(); }
   [[nodiscard]] std::uint64_t observations() const noexcept { return stats_.observations(); }
   [[nodiscard]] const policy_options& options() const noexcept { return opts_; }
-  /// The decay in use, γ_eff = max(γ, 1 − 1/(c·M + W₀)) (policy_options::memory_per_state).
-  [[nodiscard]] double effective_gamma() const noexcept { return stats_.gamma(); }
   /// The hash policy of the block keys: `segment::block_keys(pol.hash(), ns, tokens, B)` gives
   /// the keys `match_keys` / `insert_keys` expect for `tokens`.
   [[nodiscard]] const Hash& hash() const noexcept { return hash_; }
   /// Bytes of bookkeeping: node records and index slots (per node), state records (per state),
-  /// the free list, the side tables (junctions with ≥ 2 tails, pinned nodes, carried mass);
+  /// the free list, the side tables (pinned nodes, carried mass);
   /// the per-namespace map and the re-plan scratch are not counted.
   [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
     return index_.bookkeeping_bytes() + pool_.bookkeeping_bytes() + stats_.bookkeeping_bytes();
@@ -555,27 +552,16 @@ class basic_state_policy {
       throw_invalid("opts.hysteresis", opts.hysteresis, "must be in [0, 1)");
     if (!(opts.replan_work >= 0.0 && opts.replan_work <= 1e9))
       throw_invalid("opts.replan_work", opts.replan_work, "must be in [0, 1e9]");
-    if (!(opts.junction_strength > 0.0 && opts.junction_strength <= 1e9))
-      throw_invalid("opts.junction_strength", opts.junction_strength, "must be in (0, 1e9]");
-    if (!(opts.memory_per_state >= 0.0 && opts.memory_per_state <= 1e9))
-      throw_invalid("opts.memory_per_state", opts.memory_per_state, "must be in [0, 1e9]");
-    if (!(opts.memory_floor >= 0.0 && opts.memory_floor <= 1e12))
-      throw_invalid("opts.memory_floor", opts.memory_floor, "must be in [0, 1e12]");
     return opts;
   }
-  /// The statistics' share of the (validated) options, γ_eff included.
+  /// The statistics' share of the (validated) options.
   static tree_statistics_options statistics_options(const policy_options& opts) {
-    return {.gamma = tree_statistics::effective_gamma(opts.gamma, opts.memory_per_state,
-                                                      opts.memory_floor, opts.capacity_bytes,
-                                                      opts.state_bytes),
+    return {.gamma = opts.gamma,
             .fresh_prior = opts.fresh_prior,
-            .junction_prior = opts.junction_prior,
-            .junction_strength = opts.junction_strength,
             .repeat_discount = opts.repeat_discount,
             .age_value = opts.age_value,
             .prefill_prior = opts.prefill_prior};
   }
-
   /// The observation clock (mod 2^32) that state ages are measured on.
   [[nodiscard]] std::uint32_t now() const noexcept {
     return static_cast<std::uint32_t>(stats_.observations());
@@ -595,8 +581,8 @@ class basic_state_policy {
   void note_state_end(slot_id node) {
     stats_.note_end_age(now() - pool_.state_at(index_, node).touched);
   }
-  std::vector<node_id> evict_greedy(std::size_t need, slot_id exclude) {
-    return pool_.evict(index_, need, exclude, no_slot, now(), value_fn(), end_fn());
+  std::vector<node_id> evict_greedy(std::size_t need) {
+    return pool_.evict(index_, need, no_slot, now(), value_fn(), end_fn());
   }
 
   match_result finish_match(match_result m, slot_id cur, slot_id anchor) {
@@ -621,17 +607,17 @@ class basic_state_policy {
     return m;
   }
 
-  /// An inserted sequence ended at `v` (deepest state on its path: `anchor`; deepest node that
-  /// existed before: `junction`): the fresh-end prior, counted in the anchor's region.
-  void note_end(slot_id v, slot_id anchor, slot_id junction) {
-    if (const std::optional<double> prior = stats_.note_end(index_, v, junction))
+  /// An inserted sequence ended at `v` (deepest state on its path: `anchor`): the fresh-end
+  /// prior, counted in the anchor's region.
+  void note_end(slot_id v, slot_id anchor) {
+    if (const std::optional<double> prior = stats_.note_end(index_, v))
       if (double* region = pool_.region_at(index_, anchor)) *region += *prior;
   }
 
   policy_options opts_;
   Hash hash_;
   tree_index index_;       // the radix index: nodes, keys, namespaces, ids
-  tree_statistics stats_;  // the learned law: match-end masses, priors, discounts, ages
+  tree_statistics stats_;  // the learned law: match-end masses, the prior, discounts, ages
   tree_state_pool pool_;   // the held states, pins and the eviction ranking
   tree_planner planner_;   // the exact re-plan and its schedule
 };

@@ -11,20 +11,27 @@
 /// stored unnormalised as w(v) = Σ_s γ^{−s}[…] times a common scale that is folded back into
 /// every weight (and every state's region, through the caller's callback) before it could pass
 /// 1e150, so every value stays finite forever at O(1) amortised cost; ŵ(v) = w(v) / Σ_u w(u).
-/// Beside the counts it learns the priors and discounts of policy_options:
+/// Beside the counts it learns the priors and the discounts of policy_options, every one
+/// learned online (docs/tree.md, "Constants"):
 ///
-/// - the fresh-end prior π(e) = p̂_J · min(1, 1/((1 − γ) D̂)) observations at the end e of an
+/// - the fresh-end prior π(e) = p̂ · min(1, 1/((1 − γ) D̂)) observations at the end e of an
 ///   inserted sequence where no match has ended yet, p̂ = (h + 1)/(n + 2) the EW share of such
-///   ends that a later match ended at, D̂ their EW mean age then, and with `junction_prior`
-///   p̂_J = min(1, (h_J + k·p̂)/(n_J + k)) learned at the end's junction J; the first real match
-///   at e replaces π (docs/tree.md, "Fresh ends", "Junction-conditioned prior");
-/// - the prefill-end prior π_P = p̂_P · min(1, 1/((1 − γ) D̂_P)), learned apart (`prefill_prior`);
+///   ends that a later match ended at, D̂ their EW mean age then; the first real match at e
+///   replaces π (docs/tree.md, "Fresh ends"; `fresh_prior`);
+/// - the prefill-end prior π_P = p̂_P · min(1, 1/((1 − γ) D̂_P)), the same law on its own books
+///   (`prefill_prior`);
 /// - the repeat discount: a node's first real match counts q = (h₂ + 1)/(n₁ + 2) observations,
 ///   its second restores the first to a full one (×1/q) (`repeat_discount`);
 /// - P(hit | age) = (H_{≥b} + s·P̄)/(H_{≥b} + E_{≥b} + s), b = bit_width(age), from EW counts of
-///   resumes (H_j) and of state ends (E_j) per log2 age bucket (`age_value`, EVA);
-/// - γ_eff = max(γ, 1 − 1/(c·M + W₀)) for a pool of M states (`memory_per_state`,
-///   `memory_floor`).
+///   resumes (H_j) and of state ends (E_j) per log2 age bucket (`age_value`, EVA).
+///
+/// The constants that are not learned are fixed a priori: the +1/+2 of p̂ and q (a uniform
+/// Laplace prior on a share never observed), the s/2 and s of P(hit | age) (one pseudo-event at
+/// the all-age share, and the all-age share itself one pseudo-event at 1/2), the log2 age
+/// buckets (ages span 0 to 2^32 observations; a power-of-two grid gives every scale the same
+/// resolution in 33 bins) and the fold-back threshold 1e150 (any value far below the double
+/// range's 1.8e308 with room for one more factor 1/γ; it changes no result, only when the scale
+/// is folded back).
 ///
 /// A held state's region W(c) (the mass anchored at c, tree/eviction.hpp) changes with the
 /// weights: the calls that change a weight below a state take that region as a pointer (nullptr:
@@ -45,13 +52,11 @@ HYBRIDCACHE_NAMESPACE_BEGIN
 
 /// What `tree_statistics` learns, and how fast (the statistics' fields of policy_options).
 struct tree_statistics_options {
-  double gamma = 0.99;  ///< γ_eff, the decay per observation in use, in (0, 1]
+  double gamma = 0.99;  ///< γ, the decay per observation, in (0, 1]
   bool fresh_prior = true;
-  bool junction_prior = true;
-  double junction_strength = 2.0;  ///< k
   bool repeat_discount = true;
-  bool age_value = false;
-  bool prefill_prior = false;
+  bool age_value = true;
+  bool prefill_prior = true;
 };
 
 /// The statistics of the tree policy (see the file comment). Not thread-safe.
@@ -62,16 +67,6 @@ class tree_statistics {
   /// bit_width(a): bucket 0 holds age 0, bucket j ≥ 1 the ages [2^{j−1}, 2^j).
   static constexpr std::size_t age_buckets = 33;
 
-  /// γ_eff = max(γ, 1 − 1/(c·M + W₀)), M = ⌊capacity / state_bytes⌋ (γ when c = W₀ = 0).
-  [[nodiscard]] static double effective_gamma(double gamma, double per_state, double floor,
-                                              std::size_t capacity_bytes,
-                                              std::size_t state_bytes) noexcept {
-    if (per_state > 0.0 || floor > 0.0) {
-      const double m = static_cast<double>(capacity_bytes / state_bytes);
-      gamma = std::max(gamma, 1.0 - 1.0 / (per_state * m + floor));
-    }
-    return gamma;
-  }
   /// p · min(1, 1 / ((1 − γ) D̂)) with D̂ = delay_sum / delay_n (p unchanged before any first
   /// match or with γ = 1): a match expected within the EW memory 1/(1 − γ) counts as one
   /// observation, a later one as its rate p / D̂ per observation times that memory.
@@ -85,7 +80,7 @@ class tree_statistics {
     return static_cast<std::size_t>(std::bit_width(age));
   }
 
-  /// @pre o.gamma ∈ (0, 1], o.junction_strength > 0 (policy_options validates them).
+  /// @pre o.gamma ∈ (0, 1] (policy_options validates it).
   explicit tree_statistics(const tree_statistics_options& o)
       : opts_(o), gamma_(o.gamma), inv_gamma_(1.0 / o.gamma) {}
 
@@ -108,13 +103,11 @@ class tree_statistics {
       pre_hit_ += 1.0;
     } else if (ix[v].flags & tree_node::fresh_flag) {  // the first real match replaces π
       // Its age in observations, from π's decay: w / scale = p̂_insert · γ^age, p̂_insert ≈ p̂.
-      const slot_id j = junction_of(ix, v);
-      const double age = prior_age(prior_of(ix, v) / scale_ / junction_share(ix, j));
+      const double age = prior_age(prior_of(ix, v) / scale_ / fresh_share());
       delay_sum_ = delay_sum_ * gamma_ + age;
       delay_n_ = delay_n_ * gamma_ + 1.0;
       drop_prior(ix, v, region);
       ends_hit_ += 1.0;
-      if (j != no_slot) credit_junction(ix, j);
     }
     scale_ *= inv_gamma_;
     if (scale_ > 1e150) {
@@ -149,30 +142,16 @@ class tree_statistics {
     ++observations_;
   }
 
-  /// An inserted sequence ended at `v`; `junction` is the deepest node of its path that existed
-  /// before (no_slot when v existed: then v's parent). A non-root node no match has ended at
-  /// yet gets the fresh-end prior π = p̂_J · min(1, 1/((1 − γ) D̂)) · scale, p̂_J from J's counts
-  /// before this end is counted. @returns the mass added at v (to add to W of v's anchor), or
-  /// nothing when no prior was set.
-  std::optional<double> note_end(tree_index& ix, slot_id v, slot_id junction) {
+  /// An inserted sequence ended at `v`. A non-root node no match has ended at yet gets the
+  /// fresh-end prior π = p̂ · min(1, 1/((1 − γ) D̂)) · scale. @returns the mass added at v (to
+  /// add to W of v's anchor), or nothing when no prior was set.
+  std::optional<double> note_end(tree_index& ix, slot_id v) {
     if (!opts_.fresh_prior || ix[v].parent == no_slot) return std::nullopt;
     tree_node& n = ix[v];
     if ((n.flags & tree_node::fresh_flag) || n.weight > 0.0) return std::nullopt;
     ends_ = ends_ * gamma_ + 1.0;
     ends_hit_ *= gamma_;
-    double prior = fresh_prior() * scale_;
-    if (opts_.junction_prior) {
-      if (junction == no_slot) junction = n.parent;
-      if (!(ix[junction].flags & tree_node::junction_flag)) {  // first tail: p̂_J = p̂
-        ix[junction].flags |= tree_node::junction_flag;        // now (1, 0), kept in the flags
-      } else {
-        prior *= junction_share(ix, junction) / fresh_share();
-        const junction_stat before = counts_of(ix, junction);
-        junction_stat& js = junctions_[junction];
-        js.ends = before.ends * gamma_ + 1.0;
-        js.hits = before.hits * gamma_;
-      }
-    }
+    const double prior = fresh_prior() * scale_;
     n.weight = prior;
     n.flags |= tree_node::fresh_flag;
     total_ += prior;
@@ -221,7 +200,6 @@ class tree_statistics {
   /// (exactly 0 once `last_namespace` goes), so the shares still sum to 1.
   void forget(tree_index& ix, slot_id v, bool last_namespace) {
     const tree_node& n = ix[v];
-    if (n.flags & tree_node::junction_flag) junctions_.erase(v);
     if (n.parent == no_slot) {
       total_ = last_namespace ? 0.0 : std::max(0.0, total_ - n.weight);
     } else {
@@ -266,14 +244,6 @@ class tree_statistics {
   [[nodiscard]] double repeat_share() const noexcept { return (once_hit_ + 1.0) / (once_n_ + 2.0); }
   /// p̂ = (h + 1)/(n + 2): EW share of fresh ends that a later match ended at.
   [[nodiscard]] double fresh_share() const noexcept { return (ends_hit_ + 1.0) / (ends_ + 2.0); }
-  /// p̂_J = min(1, (h_J + k·p̂)/(n_J + k)) of junction `j` (p̂ for no_slot).
-  [[nodiscard]] double junction_share(const tree_index& ix, slot_id j) const {
-    const double p = fresh_share();
-    if (j == no_slot) return p;
-    const junction_stat js = counts_of(ix, j);
-    const double k = opts_.junction_strength;
-    return std::min(1.0, (js.hits + k * p) / (js.ends + k));
-  }
   /// π / (mass of one observation) = p̂ · min(1, 1 / ((1 − γ) D̂)).
   [[nodiscard]] double fresh_prior() const noexcept {
     return delay_discounted(gamma_, fresh_share(), delay_sum_, delay_n_);
@@ -296,49 +266,16 @@ class tree_statistics {
   [[nodiscard]] double total() const noexcept { return total_; }
   [[nodiscard]] double gamma() const noexcept { return gamma_; }
   [[nodiscard]] std::uint64_t observations() const noexcept { return observations_; }
-  /// Bytes of the side tables (junctions with ≥ 2 tails, carried mass).
+  /// Bytes of the side table of carried mass.
   [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
-    return detail::table_bytes(junctions_) + detail::table_bytes(carried_);
+    return detail::table_bytes(carried_);
   }
 
  private:
-  /// EW counts at a junction J (see policy_options::junction_prior).
-  struct junction_stat {
-    double ends = 0.0;  // n_J: fresh ends inserted below J (×γ per such end)
-    double hits = 0.0;  // h_J: of those, ends a later match ended at
-  };
-
   /// The age, in observations, of a prior π that has decayed to `ratio` = w / π of its value:
   /// w = π · γ^age, so age = log(ratio) / log γ (0 when γ = 1 or the ratio is not in (0, 1)).
   [[nodiscard]] double prior_age(double ratio) const noexcept {
     return (gamma_ < 1.0 && ratio > 0.0 && ratio < 1.0) ? std::log(ratio) / std::log(gamma_) : 0.0;
-  }
-  /// The counts (n_J, h_J) of junction `j`. A junction with one tail so far has no table entry:
-  /// its counts are exactly (1, 0) or (1, 1), the latter flagged junction_hit (the counts decay
-  /// only when a tail is added), so the table holds only junctions with ≥ 2 tails (or 2 hits).
-  [[nodiscard]] junction_stat counts_of(const tree_index& ix, slot_id j) const {
-    const auto it = junctions_.find(j);
-    if (it != junctions_.end()) return it->second;
-    return {1.0, (ix[j].flags & tree_node::junction_hit_flag) ? 1.0 : 0.0};
-  }
-  /// h_J += 1 for junction `j`.
-  void credit_junction(tree_index& ix, slot_id j) {
-    const auto it = junctions_.find(j);
-    if (it != junctions_.end()) {
-      it->second.hits += 1.0;
-    } else if (!(ix[j].flags & tree_node::junction_hit_flag)) {
-      ix[j].flags |= tree_node::junction_hit_flag;
-    } else {
-      junctions_.emplace(j, junction_stat{1.0, 2.0});
-    }
-  }
-  /// The junction that fresh end `v` was inserted under: the nearest proper ancestor flagged as
-  /// a junction (no_slot without one, or with `junction_prior` off). O(depth of v − depth of J).
-  [[nodiscard]] slot_id junction_of(const tree_index& ix, slot_id v) const {
-    if (!opts_.junction_prior) return no_slot;
-    for (slot_id a = ix[v].parent; a != no_slot; a = ix[a].parent)
-      if (ix[a].flags & tree_node::junction_flag) return a;
-    return no_slot;
   }
   /// One EW event of age `age` in `bins` (hits or ends): every bin decays by γ per event, kept
   /// as Σ γ^{−t} with a common scale folded back before it could overflow (finite forever).
@@ -359,7 +296,6 @@ class tree_statistics {
 
   tree_statistics_options opts_;
   double gamma_ = 1.0, inv_gamma_ = 1.0;
-  std::unordered_map<slot_id, junction_stat> junctions_;  // junctions with ≥ 2 tails (or hits)
   // Mass that erased children moved to a node still holding a prior (its weight = prior + this).
   std::unordered_map<slot_id, double> carried_;
   double scale_ = 1.0, total_ = 0.0;

@@ -15,12 +15,13 @@
 ///    chunk end the engine schedules;
 /// 3. after the prefill: `extend_keys` of the prompt's blocks (no end noted yet) → the policy's
 ///    nodes; `admit(node, state_bytes)` per planned snapshot → victims, freed from the pool first
-///    (with `prefill_end`, `note_prefill_end` and the offer of the prompt's last full block);
+///    (with `prefill_prior`, the default, also `note_prefill_end` and the offer of the prompt's
+///    last full block, announced at match time whenever it lies beyond the resume point);
 /// 4. each decode block end j (n unknown): `extend_keys` of block j; with `fill_free`, the state
 ///    is offered to `admit` while the pool has free room for it beyond the one state the request
 ///    end will offer (so it displaces nothing: fill_free's rule, online);
-/// 5. request end: `note_sequence_end` (the fresh-end prior, with the junction where the request
-///    left the tree, as `insert_keys` of the whole sequence notes it), `admit` of the end block
+/// 5. request end: `note_sequence_end` (the fresh-end prior, as `insert_keys` of the whole
+///    sequence notes it), `admit` of the end block
 ///    (the tail, `snapshot_tail`), `unpin(m.resume_node)`.
 ///
 /// The policy's `capacity_bytes` is the pool's capacity: M states, or with a joint KV budget the
@@ -68,12 +69,8 @@ class library_policy final : public tree_policy {
   /// `base`: options passed through (gamma, replan_every, hysteresis, junction/tail switches);
   /// block size, state bytes and capacity are set from the replay.
   /// `name`: the row label (ablations of the options get their own).
-  /// `prefill_end`: also note the prompt's last full block as a prefill end
-  /// (`note_prefill_end`, for `prefill_prior`) and offer it to `admit` after the prefill plan's
-  /// snapshots (it is announced at match time whenever it lies beyond the resume point).
-  explicit library_policy(tree::policy_options base = {}, std::string name = "hybridcache",
-                          bool prefill_end = false)
-      : base_(base), name_(std::move(name)), prefill_end_(prefill_end) {}
+  explicit library_policy(tree::policy_options base = {}, std::string name = "hybridcache")
+      : base_(base), name_(std::move(name)) {}
   [[nodiscard]] std::string name() const override { return name_; }
 
   void reset(const tree_context& ctx) override {
@@ -107,7 +104,8 @@ class library_policy final : public tree_policy {
     grid_.clear();
     for (std::size_t j = s.resumed + 1; j <= s.prompt_blocks; ++j) grid_.push_back(j * B);
     for (auto p : pol_->prefill_plan(m_, s.prompt_tokens, grid_)) planned_.push_back(p / B);
-    if (prefill_end_ && s.prompt_blocks > s.resumed) planned_.push_back(s.prompt_blocks);
+    if (pol_->options().prefill_prior && s.prompt_blocks > s.resumed)
+      planned_.push_back(s.prompt_blocks);
     positions.insert(positions.end(), planned_.begin(), planned_.end());
   }
 
@@ -116,18 +114,16 @@ class library_policy final : public tree_policy {
     sync_capacity();  // the request's KV is allocated: the joint pool's room for states is known
     const auto path = s.path();
     keys(path, path.size());
-    junction_ = tree::no_node;
-    lib_ = pol_->extend_keys(ns_of(s), tree::no_node, keys_, junction_);
+    lib_ = pol_->extend_keys(ns_of(s), tree::no_node, keys_);
     for (std::size_t i = 0; i < lib_.size(); ++i) map(lib_[i], path[i]);
-    const std::size_t plan = prefill_end_ && !planned_.empty() &&
+    const std::size_t plan = pol_->options().prefill_prior && !planned_.empty() &&
                                      planned_.back() == s.prompt_blocks && s.prompt_blocks > 0
                                  ? planned_.size() - 1
                                  : planned_.size();
     for (std::size_t i = 0; i < plan; ++i) offer(planned_[i], path);
     if (plan < planned_.size()) {
-      // The prefill's own end (the request's prompt), offered like any snapshot: admitted
-      // while the pool has room or when it is worth more than a held state (valued by the
-      // prefill-end prior, policy_options::prefill_prior, until a match ends there).
+      // The prefill's own end (the request's prompt), offered like any snapshot, valued by the
+      // prefill-end prior (policy_options::prefill_prior) until a match ends there.
       pol_->note_prefill_end(lib_[s.prompt_blocks - 1]);
       offer(s.prompt_blocks, path);
     }
@@ -137,8 +133,7 @@ class library_policy final : public tree_policy {
     if (!pol_) return;
     const auto path = s.path();
     keys(path.subspan(j - 1), 1);
-    const auto v =
-        pol_->extend_keys(ns_of(s), j > 1 ? lib_[j - 2] : tree::no_node, keys_, junction_);
+    const auto v = pol_->extend_keys(ns_of(s), j > 1 ? lib_[j - 2] : tree::no_node, keys_);
     lib_.push_back(v.front());
     map(v.front(), path[j - 1]);
     // fill_free, online: a state that fits the free room beside the one the end will offer.
@@ -155,7 +150,7 @@ class library_policy final : public tree_policy {
     if (!pol_) return;
     const auto path = s.path();
     if (!path.empty()) {
-      pol_->note_sequence_end(lib_.back(), junction_);
+      pol_->note_sequence_end(lib_.back());
       // The tail: the deepest new position (beyond the match), the next turn's likely resume.
       if (pol_->options().snapshot_tail && path.size() > s.match && path.size() > s.resumed)
         offer(path.size(), path);
@@ -219,14 +214,12 @@ class library_policy final : public tree_policy {
 
   tree::policy_options base_;
   std::string name_;
-  bool prefill_end_ = false;
   tree_context ctx_{};
   std::unique_ptr<tree::state_policy> pol_;
   tree::match_result m_;
   std::vector<segment::digest> keys_;
   std::vector<std::size_t> grid_, planned_;
   std::vector<tree::node_id> lib_;  ///< the policy's node of each known block of the request
-  tree::node_id junction_ = tree::no_node;
   std::vector<std::uint32_t> lib_to_node_;  ///< by the policy's slot: the trace node
   std::vector<tree::node_id> node_to_lib_;  ///< by trace node: the policy's id (or no_node)
   std::size_t state_bytes_ = 1;

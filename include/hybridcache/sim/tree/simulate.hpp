@@ -34,8 +34,8 @@ inline constexpr std::string_view tree_policy_names[] = {
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
     "hybridcache",
 #endif
-    "vllm_align",  "vllm_all", "sglang_no_buffer", "sglang_extra_buffer", "sglang_extra_buffer_cap",
-    "marconi",     "llamacpp", "oracle",           "oracle_exact",
+    "vllm_align", "vllm_all", "sglang_no_buffer", "sglang_extra_buffer", "sglang_extra_buffer_cap",
+    "marconi", "llamacpp", "oracle", "oracle_exact",
     // engine variants (docs/tree_simulation.md, "Engine rows: what each follows")
     "vllm_align_dense", "sglang_extra_buffer_lazy", "trtllm", "llamacpp_cache_ram",
     "marconi_insample"};
@@ -44,47 +44,34 @@ inline constexpr std::string_view tree_policy_names[] = {
 /// yardstick of the library's row, and the candidates it runs in shadow (`portfolio_policy`).
 /// `marconi_insample` (hindsight) and the offline references are not among them.
 inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
-    "vllm_align",         "vllm_align_dense",         "vllm_all",
-    "sglang_no_buffer",   "sglang_extra_buffer",      "sglang_extra_buffer_lazy",
-    "sglang_extra_buffer_cap", "marconi",             "llamacpp",
-    "llamacpp_cache_ram", "trtllm"};
+    "vllm_align",
+    "vllm_align_dense",
+    "vllm_all",
+    "sglang_no_buffer",
+    "sglang_extra_buffer",
+    "sglang_extra_buffer_lazy",
+    "sglang_extra_buffer_cap",
+    "marconi",
+    "llamacpp",
+    "llamacpp_cache_ram",
+    "trtllm"};
 
 /// Ablations of the library's policy, run only when named (`--tree-policies`):
 /// `hybridcache_exact` = the exact ΔE[r] policy alone (`library_policy`, no shadows: the
 /// `hybridcache` row before issue #24), `hybridcache_shadows` = the engines' rows in shadow
-/// without the exact policy among the candidates; the rest vary the exact policy's options:
-/// `hybridcache_base` = before the fresh-end prior and work-bounded re-plans (`fresh_prior`
-/// off, `replan_work = 0`, and the four options below off); `hybridcache_prev` = the previous
-/// default (global fresh-end prior, work-bounded re-plans; the four options below off); and the
-/// default without one option each: `hybridcache_noprior` (`fresh_prior`),
-/// `hybridcache_nojunction` (`junction_prior`), `hybridcache_norepeat` (`repeat_discount`),
-/// `hybridcache_shortmemory` (`memory_per_state = memory_floor = 0`), `hybridcache_admitall`
-/// (`admit_by_value`); and the default with the age-conditioned value on (`age_value`):
-/// `hybridcache_age`, `hybridcache_age_shortmemory` (also `memory_per_state = memory_floor =
-/// 0`), `hybridcache_age_prefill` (also the prefill end offered as a snapshot,
-/// `library_policy`'s `prefill_end`), and `hybridcache_prefill` (the default + that offer);
-/// `hybridcache_prefill_prior` and `hybridcache_age_prefill_prior`: `hybridcache_prefill` and
-/// `hybridcache_age_prefill` with the prefill-end prior on (`prefill_prior`);
-/// `hybridcache_nofill`: the default without filling free memory (`fill_free` off; the default
-/// before it; `hybridcache_base` and `hybridcache_prev` have it off too).
+/// without the exact policy among the candidates; the rest vary the exact policy's options, one
+/// row per remaining mechanism (docs/tree_simulation.md, "Fewer knobs (issue #24)"): the default
+/// without one each, `hybridcache_noprior` (`fresh_prior`), `hybridcache_norepeat`
+/// (`repeat_discount`), `hybridcache_noage` (`age_value`), `hybridcache_noprefill`
+/// (`prefill_prior`, and with it the offer of the prompt's end) and `hybridcache_nofill`
+/// (`fill_free`); and two earlier defaults, `hybridcache_prev` (the fresh-end prior and
+/// work-bounded re-plans only: `repeat_discount`, `age_value`, `prefill_prior` and `fill_free`
+/// off) and `hybridcache_base` (before those too: also `fresh_prior` off, `replan_work = 0`).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 16> tree_policy_variants{
-    "hybridcache_exact",
-    "hybridcache_shadows",
-    "hybridcache_base",
-    "hybridcache_prev",
-    "hybridcache_noprior",
-    "hybridcache_nojunction",
-    "hybridcache_norepeat",
-    "hybridcache_shortmemory",
-    "hybridcache_admitall",
-    "hybridcache_age",
-    "hybridcache_age_shortmemory",
-    "hybridcache_age_prefill",
-    "hybridcache_prefill",
-    "hybridcache_prefill_prior",
-    "hybridcache_age_prefill_prior",
-    "hybridcache_nofill"};
+inline constexpr std::array<std::string_view, 9> tree_policy_variants{
+    "hybridcache_exact", "hybridcache_shadows",   "hybridcache_base",
+    "hybridcache_prev",  "hybridcache_noprior",   "hybridcache_norepeat",
+    "hybridcache_noage", "hybridcache_noprefill", "hybridcache_nofill"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -135,8 +122,8 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   if (name == "llamacpp")
     return std::make_unique<llamacpp_policy>(o.llamacpp_per_slot, o.llamacpp_ubatch);
   if (name == "llamacpp_cache_ram")
-    return std::make_unique<llamacpp_policy>(o.llamacpp_per_slot, o.llamacpp_ubatch, 2048, 8192,
-                                             4, 0.1, true);
+    return std::make_unique<llamacpp_policy>(o.llamacpp_per_slot, o.llamacpp_ubatch, 2048, 8192, 4,
+                                             0.1, true);
   if (name == "oracle") return std::make_unique<oracle_policy>();
   if (name == "oracle_exact") return std::make_unique<oracle_exact_policy>();
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
@@ -148,60 +135,34 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
     for (auto f : faithful_tree_policy_names) c.push_back(make_tree_policy(f, o));
     return std::make_unique<portfolio_policy>(std::move(c), std::string(name));
   }
-  if (name == "hybridcache_exact") return std::make_unique<library_policy>(
-      tree::policy_options{}, "hybridcache_exact");
+  if (name == "hybridcache_exact")
+    return std::make_unique<library_policy>(tree::policy_options{}, "hybridcache_exact");
   if (name.rfind("hybridcache_", 0) == 0) {
     tree::policy_options b;
-    const auto previous = [&b] {  // the four options of the junction/repeat/memory change off
-      b.junction_prior = false;
+    bool known = true;
+    if (name == "hybridcache_base" || name == "hybridcache_prev") {
       b.repeat_discount = false;
-      b.memory_per_state = 0.0;
-      b.memory_floor = 0.0;
-      b.admit_by_value = false;
+      b.age_value = false;
+      b.prefill_prior = false;
       b.fill_free = false;
-    };
-    bool known = true, two = false;
-    if (name == "hybridcache_base") {
-      previous();
-      b.fresh_prior = false;
-      b.replan_work = 0.0;
-    } else if (name == "hybridcache_prev") {
-      previous();
+      if (name == "hybridcache_base") {
+        b.fresh_prior = false;
+        b.replan_work = 0.0;
+      }
     } else if (name == "hybridcache_noprior") {
       b.fresh_prior = false;
-    } else if (name == "hybridcache_nojunction") {
-      b.junction_prior = false;
     } else if (name == "hybridcache_norepeat") {
       b.repeat_discount = false;
-    } else if (name == "hybridcache_shortmemory") {
-      b.memory_per_state = 0.0;
-      b.memory_floor = 0.0;
-    } else if (name == "hybridcache_admitall") {
-      b.admit_by_value = false;
-    } else if (name == "hybridcache_age") {
-      b.age_value = true;
-    } else if (name == "hybridcache_age_prefill") {
-      b.age_value = true;
-      two = true;
-    } else if (name == "hybridcache_prefill") {
-      two = true;
-    } else if (name == "hybridcache_prefill_prior") {
-      b.prefill_prior = true;
-      two = true;
-    } else if (name == "hybridcache_age_prefill_prior") {
-      b.age_value = true;
-      b.prefill_prior = true;
-      two = true;
+    } else if (name == "hybridcache_noage") {
+      b.age_value = false;
+    } else if (name == "hybridcache_noprefill") {
+      b.prefill_prior = false;
     } else if (name == "hybridcache_nofill") {
       b.fill_free = false;
-    } else if (name == "hybridcache_age_shortmemory") {
-      b.age_value = true;
-      b.memory_per_state = 0.0;
-      b.memory_floor = 0.0;
     } else {
       known = false;
     }
-    if (known) return std::make_unique<library_policy>(b, std::string(name), two);
+    if (known) return std::make_unique<library_policy>(b, std::string(name));
   }
 #endif
   hybridcache::detail::throw_invalid("policy", name, "unknown tree policy");
