@@ -27,8 +27,9 @@
 ///    resume point, plus every position on the prompt where the leader holds a state and the real
 ///    pool does not (re-created at no extra prefill: those tokens are computed anyway). After each
 ///    phase (prefill, decode block, end) the real pool adds every open node the leader now holds.
-///    To make room it drops a state the leader does not hold, least recently used first; a state
-///    the leader holds and the pool already holds stays. A switch therefore costs no prefill, only
+///    To make room it drops a state the leader does not hold, least recently used first, and
+///    among those first the ones the runner-up (the next best score, where a switch would most
+///    likely go) does not hold either; a state the leader holds and the pool already holds stays. A switch therefore costs no prefill, only
 ///    the states the new leader holds that the pool lacks until a request re-creates them. Under
 ///    a joint KV budget the real pool keeps no more states than the leader (extras would press
 ///    the shared pool); otherwise extras stay until the room is needed.
@@ -123,6 +124,10 @@ class portfolio_policy final : public tree_policy {
       losses_[c] = static_cast<double>(top - resumed_[c]) * B;
     const std::size_t before = leader_;
     leader_ = guard_.observe(losses_, static_cast<double>(top) * B);
+    runner_ = leader_;
+    const auto scores = guard_.scores();
+    for (std::size_t c = 0; c < scores.size(); ++c)
+      if (c != leader_ && (runner_ == leader_ || scores[c] < scores[runner_])) runner_ = c;
     const auto path = s.path();
     const std::size_t k = deepest_held(*ctx_.pool, path, s.usable);
     const double loss = static_cast<double>(top - k) * B;
@@ -206,9 +211,16 @@ class portfolio_policy final : public tree_policy {
     ctx_.pool->remove(v);
     untrack(v);
   }
-  /// The least recently used real state the leader does not hold (no_parent when none).
+  /// The real state to drop for room: the least recently used one held by neither the leader
+  /// nor the runner-up (the candidate a switch would most likely go to), else the least recently
+  /// used one the leader does not hold (no_parent when none).
   [[nodiscard]] std::uint32_t extra() const {
     const auto& lead = shadows_[leader_]->pool();
+    if (runner_ != leader_) {
+      const auto& next = shadows_[runner_]->pool();
+      for (const auto& [st, v] : lru_)
+        if (!lead.holds(v) && !next.holds(v)) return v;
+    }
     for (const auto& [st, v] : lru_)
       if (!lead.holds(v)) return v;
     return tree_trace::no_parent;
@@ -248,7 +260,7 @@ class portfolio_policy final : public tree_policy {
   std::vector<std::uint64_t> stamp_;
   std::set<std::pair<std::uint64_t, std::uint32_t>> lru_;
   std::uint64_t clock_ = 0;
-  std::size_t leader_ = 0;
+  std::size_t leader_ = 0, runner_ = 0;
   double actual_loss_ = 0.0, handover_loss_ = 0.0;
 };
 
