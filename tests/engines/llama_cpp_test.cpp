@@ -19,20 +19,13 @@
 
 #include "hybridcache/engines/llama_cpp.hpp"
 
+#include "model_path.hpp"
+
 namespace hc = hybridcache;
 
 namespace {
 
-// Skips the test (ctest SKIP_RETURN_CODE 77) when the generated models are absent.
-std::string model_path(const char* name) {
-  const auto p = std::filesystem::path(HYBRIDCACHE_TEST_MODEL_DIR) / name;
-  if (!std::filesystem::exists(p)) {
-    std::printf("skipped: %s is absent (tools/gguf/make_models.py writes it)\n", p.c_str());
-    std::fflush(stdout);
-    std::_Exit(77);
-  }
-  return p.string();
-}
+using hybridcache_test::model_path;
 
 std::uint64_t splitmix(std::uint64_t& s) {
   std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
