@@ -5,10 +5,12 @@
 /// Python bindings of the prefix-tree work (docs/tree.md): the exact tree planner
 /// (`place_optimal_tree`, `optimal_tree_frontier`, `expected_recompute_tree`, DESIGN §7) at the top
 /// level, and the online policy as the submodule `hybridcache.tree` (`state_policy`,
-/// `policy_options`, `match_result`, `admit_result`, `replan_result`).
+/// `policy_options`, `match_result`, `admit_result`, `replan_result`, and the candidate shadows'
+/// `leader_safeguard`).
 
 #include <hybridcache/placement/tree.hpp>
 #include <hybridcache/tree.hpp>
+#include <hybridcache/tree/safeguard.hpp>
 
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -233,6 +235,45 @@ inline void bind_tree(nb::module_& m) {
       .def_prop_ro("node_count", &tr::state_policy::node_count)
       .def_prop_ro("namespace_count", &tr::state_policy::namespace_count)
       .def_prop_ro("observations", &tr::state_policy::observations);
+
+  // ---- the candidate shadows' safeguard (tree/safeguard.hpp, docs/design/tree_safeguard.md) ----
+  nb::class_<hc::leader_safeguard>(
+      t, "leader_safeguard",
+      "Follow-the-lazy-leader over candidate policies run in shadow: observe() each request's\n"
+      "per-candidate recompute (tokens) and usable tokens, follow the returned leader. A switch\n"
+      "needs a lead above max(mean usable tokens per request, hand-over loss per switch).")
+      .def(nb::init<std::size_t, std::size_t>(), "candidates"_a = 1, "initial"_a = 0)
+      .def(
+          "observe",
+          [](hc::leader_safeguard& g, const std::vector<double>& losses, double usable) {
+            return g.observe(losses, usable);
+          },
+          "losses"_a, "usable"_a,
+          "Scores one request (losses[c]: tokens candidate c would recompute; usable: the\n"
+          "request's usable tokens) and returns the leader for its decisions.")
+      .def("note_handover", &hc::leader_safeguard::note_handover, "tokens"_a,
+           "The real pool recomputed `tokens` more than its leader on the last request.")
+      .def_prop_ro("leader", &hc::leader_safeguard::leader)
+      .def_prop_ro("margin", &hc::leader_safeguard::margin, "delta: the switching margin now.")
+      .def_prop_ro(
+          "scores",
+          [](const hc::leader_safeguard& g) {
+            return std::vector<double>(g.scores().begin(), g.scores().end());
+          },
+          "Cumulative recompute L_c of every candidate.")
+      .def_prop_ro(
+          "led",
+          [](const hc::leader_safeguard& g) {
+            return std::vector<std::size_t>(g.led().begin(), g.led().end());
+          },
+          "Requests each candidate led.")
+      .def_prop_ro("best_score", &hc::leader_safeguard::best_score)
+      .def_prop_ro("leader_loss", &hc::leader_safeguard::leader_loss)
+      .def_prop_ro("switches", &hc::leader_safeguard::switches)
+      .def_prop_ro("requests", &hc::leader_safeguard::requests)
+      .def_prop_ro("handover", &hc::leader_safeguard::handover)
+      .def_prop_ro("regret_bound", &hc::leader_safeguard::regret_bound,
+                   "Theorem 1's S (delta* + l_max) + delta* on leader_loss - best_score.");
 }
 
 }  // namespace hybridcache_python

@@ -217,3 +217,67 @@ def test_fill_free_option():
         assert r.admitted and r.victims == []
     pol.unpin(m.resume_node)
     assert pol.used_bytes == 4
+
+
+def _lazy_leader_reference(history, usables, handovers):
+    """The safeguard's rule restated from docs/design/tree_safeguard.md, recomputing every sum
+    from the history: the leader switches to argmin_c L_c (ties: the current leader, then the
+    lowest index) when the current leader trails it by more than
+    delta = max(mean usable, handover / switches)."""
+    leader, switches, leaders = 0, 0, []
+    for t in range(len(history)):
+        L = [sum(h[c] for h in history[: t + 1]) for c in range(len(history[0]))]
+        mean = sum(usables[: t + 1]) / (t + 1)
+        delta = max(mean, sum(handovers[:t]) / switches) if switches else mean
+        best = leader
+        for c in range(len(L)):
+            if L[c] < L[best]:
+                best = c
+        if best != leader and L[leader] - L[best] > delta:
+            leader, switches = best, switches + 1
+        leaders.append(leader)
+    return leaders, switches
+
+
+def test_leader_safeguard_matches_the_rule_restated():
+    rng = random.Random(3)
+    for _ in range(60):
+        C, T = rng.randint(1, 5), rng.randint(1, 80)
+        bias = [rng.random() for _ in range(C)]
+        g = tree.leader_safeguard(C)
+        history, usables, handovers, got = [], [], [], []
+        for _ in range(T):
+            u = float(rng.randint(0, 100))
+            losses = [float(math.floor(u * min(1.0, b + 0.3 * rng.random()))) for b in bias]
+            history.append(losses)
+            usables.append(u)
+            got.append(g.observe(losses, u))
+            h = float(rng.randint(0, 50))
+            handovers.append(h)
+            g.note_handover(h)
+        want, switches = _lazy_leader_reference(history, usables, handovers)
+        assert got == want
+        assert g.switches == switches
+        assert g.requests == T
+        assert sum(g.led) == T
+        totals = [sum(h[c] for h in history) for c in range(C)]
+        assert g.scores == pytest.approx(totals)
+        assert g.best_score == pytest.approx(min(totals))
+        assert g.leader_loss <= g.best_score + g.regret_bound + 1e-9
+
+
+def test_leader_safeguard_bad_input_raises_and_changes_nothing():
+    with pytest.raises(hc.InvalidArgument):
+        tree.leader_safeguard(0)
+    with pytest.raises(hc.InvalidArgument):
+        tree.leader_safeguard(2, 2)
+    g = tree.leader_safeguard(2)
+    with pytest.raises(hc.InvalidArgument, match="losses"):
+        g.observe([1.0], 1.0)
+    with pytest.raises(hc.InvalidArgument, match="losses"):
+        g.observe([1.0, float("nan")], 1.0)
+    with pytest.raises(hc.InvalidArgument, match="usable"):
+        g.observe([1.0, 1.0], -1.0)
+    with pytest.raises(hc.InvalidArgument, match="tokens"):
+        g.note_handover(-1.0)
+    assert g.requests == 0 and g.scores == [0.0, 0.0]
