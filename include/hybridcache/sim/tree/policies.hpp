@@ -603,10 +603,19 @@ class marconi_policy final : public tree_policy {
   void evict_one() {
     const auto& t = *ctx_.trace;
     auto& pool = *ctx_.pool;
-    // The tree of held states: each state's nearest held ancestor and the branch below it.
-    const std::vector<std::uint32_t> held(held_.begin(), held_.end());  // ascending ids
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;         // (held ancestor, child)
-    std::vector<double> anc_depth(held.size(), 0.0);
+    // The tree of held states: each state's nearest held ancestor a and the branch c below it
+    // (c's parent is a, so the branch names the pair); a state's children in that tree are the
+    // distinct branches below it. Counted with epoch-stamped per-node scratch (no sort).
+    if (mark_.size() != t.node_count()) {
+      mark_.assign(t.node_count(), 0);
+      kid_epoch_.assign(t.node_count(), 0);
+      kids_.assign(t.node_count(), 0);
+    }
+    ++epoch_;
+    held_scratch_.assign(held_.begin(), held_.end());  // ascending ids
+    const auto& held = held_scratch_;
+    anc_depth_.assign(held.size(), 0.0);
+    std::vector<double>& anc_depth = anc_depth_;
     for (std::size_t i = 0; i < held.size(); ++i) {
       std::uint32_t c = held[i], a = t.parent(c);
       while (a != tree_trace::no_parent && !pool.holds(a)) {
@@ -614,17 +623,19 @@ class marconi_policy final : public tree_policy {
         a = t.parent(a);
       }
       if (a != tree_trace::no_parent) {
-        edges.emplace_back(a, c);
         anc_depth[i] = static_cast<double>(t.depth(a));
+        if (mark_[c] != epoch_) {
+          mark_[c] = epoch_;
+          if (kid_epoch_[a] != epoch_) {
+            kid_epoch_[a] = epoch_;
+            kids_[a] = 0;
+          }
+          ++kids_[a];
+        }
       }
     }
-    std::sort(edges.begin(), edges.end());
-    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-    const auto children = [&](std::uint32_t v) {
-      const auto lo = std::lower_bound(edges.begin(), edges.end(), std::make_pair(v, 0u));
-      std::size_t n = 0;
-      for (auto it = lo; it != edges.end() && it->first == v; ++it) ++n;
-      return n;
+    const auto children = [&](std::uint32_t v) -> std::size_t {
+      return kid_epoch_[v] == epoch_ ? kids_[v] : 0;
     };
     std::vector<std::size_t> cand;
     for (std::size_t i = 0; i < held.size(); ++i)
@@ -694,6 +705,11 @@ class marconi_policy final : public tree_policy {
   tree_context ctx_{};
   std::vector<std::uint64_t> ts_;
   std::set<std::uint32_t> held_;  ///< the states this row holds (the pool's, in id order)
+  // evict_one's scratch (per node, epoch-stamped; reused across evictions)
+  std::vector<std::uint64_t> mark_, kid_epoch_;
+  std::vector<std::uint32_t> kids_, held_scratch_;
+  std::vector<double> anc_depth_;
+  std::uint64_t epoch_ = 0;
   std::uint64_t clock_ = 0;
   std::size_t seen_ = 0, window_ = 0, budget_ = 0, branch_ = 0;
   bool tuned_ = false;
