@@ -2,7 +2,7 @@
 """Conan 2 recipe for hybridcache, a header-only C++20 library.
 
     conan create . -s compiler.cppstd=20          # package it into the local cache
-    # then, in a consumer: requires = "hybridcache/0.1.0"; find_package(hybridcache CONFIG)
+    # then, in a consumer: requires = "hybridcache/0.2.0"; find_package(hybridcache CONFIG)
     #                      target_link_libraries(app PRIVATE hybridcache::hybridcache)  # core
     #                      target_link_libraries(app PRIVATE hybridcache::eigen)  # + state/, select/
 
@@ -75,6 +75,12 @@ class HybridcacheConan(ConanFile):
 
     def package_info(self):
         self.cpp_info.set_property("cmake_file_name", "hybridcache")
+        # The generated hybridcache-config-version.cmake follows the installed package's rule
+        # (CMakeLists.txt): before 1.0 a minor release may break the API, so 0.2.x satisfies a
+        # request for 0.2 but not 0.1; from 1.0 on, the major version decides.
+        major = str(self.version).split(".")[0]
+        self.cpp_info.set_property("cmake_config_version_compat",
+                                   "SameMinorVersion" if major == "0" else "SameMajorVersion")
         # The aggregate of every component (CMakeDeps names one); consumers use the components.
         self.cpp_info.set_property("cmake_target_name", "hybridcache::hybridcache_all")
         self.cpp_info.set_property("pkg_config_name", "hybridcache-all")

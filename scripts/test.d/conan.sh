@@ -6,7 +6,11 @@
 #      (the system headers: ConanCenter is not reachable from CI),
 #   2. `conan create .` with C++20: packages hybridcache and builds + runs test_package/,
 #   3. checks the package layout (headers, license, no libraries),
-#   4. checks that validate() refuses C++17 (check_min_cppstd(20)).
+#   4. checks that validate() refuses C++17 (check_min_cppstd(20)),
+#   5. checks the release (issue #25): the reference's version is version.hpp's, test_package
+#      asked find_package for that major.minor and got those headers, the package holds exactly
+#      the checkout's headers (the tree `cmake --install` and the vcpkg port install), and the
+#      config version file CMakeDeps generated refuses the previous/next minor and next major.
 # Needs PyPI once (the venv is kept between runs); a machine without it skips with a message.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,6 +46,12 @@ fi
 "$conan" export packaging/conan/xxhash
 version=$("$conan" inspect . --format=json | "$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["version"])')
 ref="hybridcache/$version"
+hpp_version=$(sed -n 's/^#define HYBRIDCACHE_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
+                include/hybridcache/version.hpp | paste -sd.)
+if [[ "$version" != "$hpp_version" ]]; then
+  echo "conan.sh: the recipe says $version, version.hpp says $hpp_version" >&2
+  exit 1
+fi
 echo "conan.sh: creating $ref"
 "$conan" create . "${settings[@]}" "${conf[@]}" --build=missing --no-remote
 passed=$((passed + 1))
@@ -59,6 +69,29 @@ if [[ -d "$pkg/lib" || -d "$pkg/bin" ]]; then
   echo "conan.sh: a header-library package must not contain lib/ or bin/" >&2
   exit 1
 fi
+# Exactly the checkout's headers: include/**/*.hpp and kernels/**/*.cuh, under include/.
+if ! diff <( (cd include && find . -name '*.hpp'; cd ../kernels && find . -name '*.cuh') | sort) \
+          <(cd "$pkg/include" && find . -type f | sort); then
+  echo "conan.sh: the package's include/ differs from the checkout's headers (< checkout, > package)" >&2
+  exit 1
+fi
+passed=$((passed + 1))
+
+# The config version file CMakeDeps generated for test_package (find_package(hybridcache X.Y)
+# there already accepted this major.minor) must refuse what the CMake install refuses.
+mapfile -t vfiles < <(find "$root/build/conan-test-package" -name 'hybridcache-config-version.cmake')
+if [[ ${#vfiles[@]} -ne 1 ]]; then
+  echo "conan.sh: expected one hybridcache-config-version.cmake under build/conan-test-package, found ${#vfiles[@]}" >&2
+  exit 1
+fi
+IFS=. read -r major minor _ <<<"$version"
+requests=("$major.$minor:compatible" "$version:compatible" "$major.$((minor + 1)):refused"
+          "$((major + 1)).0:refused")
+if (( minor > 0 )); then requests+=("$major.$((minor - 1)):refused"); fi
+for r in "${requests[@]}"; do
+  cmake -DFILE="${vfiles[0]}" -DREQUEST="${r%%:*}" -DEXPECT="${r##*:}" \
+        -P tests/packaging/version_request.cmake
+done
 passed=$((passed + 1))
 
 # check_min_cppstd(20): C++17 must be refused by validate(), before anything is built.
