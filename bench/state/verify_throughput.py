@@ -60,7 +60,7 @@ def generate(root):
         x = (x * 6364136223846793005 + 1442695040888963407) & (2**64 - 1)
         ref[i] = ((x >> 24) - (1 << 39)) / float(1 << 36)
     wt = array.array("d", (abs(r) + 1.0 for r in ref))
-    write_npy(os.path.join(v, "big", "expected_o.npy"), "<f8", ref, TILES)
+    write_npy(os.path.join(v, "big", "ref_o.npy"), "<f8", ref, TILES)
     write_npy(os.path.join(v, "big", "bound_o.npy"), "<f8", wt, TILES)
     cases = []
     for k in range(CASES):
@@ -71,17 +71,17 @@ def generate(root):
         cand = array.array("f", ref)
         for i in range(0, N_BLOCK, k + 2):
             cand[i] = cand[i] * (1 + 2.0**-23)
-        write_npy(os.path.join(c, name, "o.npy"), "<f4", cand, TILES)
+        write_npy(os.path.join(c, name, "out_o.npy"), "<f4", cand, TILES)
         cases.append({"name": name, "expected": {"o": {
-            "reference": "big/expected_o.npy", "bound_weight": "big/bound_o.npy",
+            "reference": "big/ref_o.npy", "bound_weight": "big/bound_o.npy",
             "shape": [N_BLOCK * TILES], "depth_per_token": 2.0, "depth_extra": 17.0,
             "time_axis": None, "steps": 256}}})
     with open(os.path.join(v, "manifest.json"), "w") as f:
-        json.dump({"format_version": 2, "cases": cases}, f)
+        json.dump({"format_version": 3, "cases": cases}, f)
     reads, cands = [], []
     for k in range(CASES):
-        cand = os.path.join(c, "bench/case%d" % k, "o.npy")
-        reads += [os.path.join(v, "big", "expected_o.npy"), cand, os.path.join(v, "big", "bound_o.npy")]
+        cand = os.path.join(c, "bench/case%d" % k, "out_o.npy")
+        reads += [os.path.join(v, "big", "ref_o.npy"), cand, os.path.join(v, "big", "bound_o.npy")]
         cands.append(cand)
     return v, c, reads, cands
 

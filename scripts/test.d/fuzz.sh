@@ -97,7 +97,7 @@ run npy_fuzz "${HC_FUZZ_NPY_SECONDS:-10}" 4096 "$nc" -malloc_limit_mb=64
 build manifest_fuzz tests/fuzz/manifest_fuzz.cpp -I/usr/include/eigen3
 mc="$out/manifest_corpus"
 mkdir -p "$mc"
-printf '{"format_version": 2, "cases": [{"name": "state/gla/outputs/T64/fp32", "expected": {"o": {"reference": "state/gla/o.npy", "bound_weight": "state/gla/o_w.npy", "shape": [1, 4, 2, 3], "depth_per_token": 18, "depth_extra": 17, "steps": 4, "time_axis": 1}}}]}\n' > "$mc/seed_tol"
-printf '{"format_version": 2, "cases": [{"name": "select/selection/tail", "expected": {"key": {"reference": "select/selection/tail/key.npy", "compare": "exact", "shape": [5]}}}]}\n' > "$mc/seed_exact"
+printf '{"format_version": 3, "cases": [{"name": "state/gla/outputs/T64/fp32", "expected": {"o": {"reference": "state/gla/ref_o.npy", "bound_weight": "state/gla/bound_o.npy", "shape": [1, 4, 2, 3], "depth_per_token": 18, "depth_extra": 17, "steps": 4, "time_axis": 1}}}]}\n' > "$mc/seed_tol"
+printf '{"format_version": 2, "cases": [{"name": "select/selection/tail", "expected": {"key": {"reference": "select/selection/tail/expected_key.npy", "compare": "exact", "shape": [5]}}}]}\n' > "$mc/seed_exact"
 printf '{"format_version": 2, "cases": [{"name": "../x", "expected": {"a": {"reference": "/etc/passwd", "compare": "exact", "shape": [18446744073709551615, 2]}}}]}\n' > "$mc/seed_hostile"
 run manifest_fuzz "${HC_FUZZ_MANIFEST_SECONDS:-10}" 4096 "$mc"

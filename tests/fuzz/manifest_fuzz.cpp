@@ -7,7 +7,8 @@
 // `hybridcache::invalid_argument` — no other exception (no nlohmann type_error from a field of
 // the wrong type), no crash, no sanitizer report, no stack overflow — with a printable, bounded
 // message. When it returns, re-checked here independently: every case name and manifest path is
-// relative without a '..' component, every key is one file-name component, ∏ shape fits 64 bits
+// relative without a '..' component, no reference or bound-weight file is named out_* (a
+// candidate output's name), every key is one file-name component, ∏ shape fits 64 bits
 // (128-bit product), time_axis is null or an axis; and for entries of at most 4096 elements the
 // tolerance computations verify runs (plan_tolerance, fused_check, tolerances) run clean under
 // the sanitizers on arrays of that size.
@@ -54,6 +55,14 @@ void check_path(const std::string& p) {
   }
 }
 
+// A vectors file is never named like a candidate output (<case>/out_<key>.npy, issue #25).
+void check_not_candidate_name(const std::string& p) {
+  const auto slash = p.rfind('/');
+  if (p.compare(slash == std::string::npos ? 0 : slash + 1, hv::candidate_prefix.size(),
+                hv::candidate_prefix) == 0)
+    die("accepted a vectors file named like a candidate output", p);
+}
+
 void check_accepted(const json& m) {
   for (const auto& c : m.at("cases")) {
     check_path(c.at("name").get<std::string>());
@@ -61,6 +70,7 @@ void check_accepted(const json& m) {
       if (key.empty() || key == "." || key == ".." || key.find('/') != std::string::npos)
         die("accepted a key that is not a file name", key);
       check_path(e.at("reference").get<std::string>());
+      check_not_candidate_name(e.at("reference").get<std::string>());
       __extension__ using u128 = unsigned __int128;
       u128 count = 1;
       for (const auto& d : e.at("shape")) {
@@ -70,6 +80,7 @@ void check_accepted(const json& m) {
       if (count != hv::shape_count(e)) die("shape_count disagrees", key);
       if (hv::is_exact(e)) continue;
       check_path(e.at("bound_weight").get<std::string>());
+      check_not_candidate_name(e.at("bound_weight").get<std::string>());
       const auto& ax = e.at("time_axis");
       if (!ax.is_null() && ax.get<std::size_t>() >= e.at("shape").size())
         die("accepted a time_axis outside the shape", key);

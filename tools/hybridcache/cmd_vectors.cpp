@@ -104,6 +104,15 @@ int run(std::span<const std::string_view> argv) {
       {"generator", std::string("hybridcache ") + hybridcache::version_string},
       {"seed", seed},
       {"reference_dtype", "float64"},
+      {"files",
+       {{"inputs", std::string("<case>/") + std::string(hv::input_prefix) + "<input>.npy"},
+        {"references", std::string("<case>/") + std::string(hv::reference_prefix) + "<key>.npy"},
+        {"bound_weights", std::string("<case>/") + std::string(hv::bound_prefix) + "<key>.npy"},
+        {"candidate_outputs",
+         std::string("<case>/") + std::string(hv::candidate_prefix) +
+             "<key>.npy, in the --candidate directory of `hybridcache verify`; no file here "
+             "starts with " +
+             std::string(hv::candidate_prefix)}}},
       {"conventions", conventions()},
       {"cases", w.cases}};
   hv::write_below(w.dir, w.dir / "manifest.json", manifest.dump(1) + "\n", "--out");
@@ -122,8 +131,10 @@ const hybridcache_cli::registrar reg{
      "  Writes deterministic inputs (exact in bf16/fp32), float64 references and derived\n"
      "  tolerance weights for every state family, RoPE realign, the planner, sparse-Q scores,\n"
      "  token selections and layer plans (exact), and segment/namespace keys under a published\n"
-     "  test secret (exact), and a manifest.json describing them.\n"
-     "  --candidate-out DIR  also write the library's own float32 results as a candidate\n"
+     "  test secret (exact), and a manifest.json describing them: <case>/in_<input>.npy,\n"
+     "  <case>/ref_<key>.npy and <case>/bound_<key>.npy (format_version 3).\n"
+     "  --candidate-out DIR  also write the library's own float32 results as a candidate,\n"
+     "                       <case>/out_<key>.npy (what `hybridcache verify` reads)\n"
      "  --inject KIND        with an injected error (negative controls): transposed_state,\n"
      "                       gate_after_update, no_q_scale, beta_placement, ulp,\n"
      "                       score_offset, selection_swap, key_byte, non_finite",

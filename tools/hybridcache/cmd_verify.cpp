@@ -4,8 +4,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <hybridcache/error.hpp>
@@ -40,6 +43,53 @@ hs::precision precision_of_descr(const std::string& d) {
   return hs::precision::fp32;
 }
 
+/// What a candidate case directory holds when none of the case's outputs is there.
+enum class stray { none, vectors, old_names };
+
+/// Looks, without reading any file, at the names of the regular files directly in the candidate
+/// directory of case `c` (manifest entry, checked): `vectors` when one is named like a vectors
+/// file — in_/ref_/bound_*, or a file name the manifest gives a reference or bound weights of
+/// this case (so a copy of a 0.1 vectors folder is recognised too) — or when the candidate root
+/// holds a manifest.json; `old_names` when one is named <key>.npy for an expected key (0.1's
+/// candidate names). `example` receives the file found, relative to `croot`: the first input by
+/// name if there is one, else the first other such file by name.
+stray look_at(const std::filesystem::path& croot, const nlohmann::json& c, std::string& example) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto name = c.at("name").get<std::string>();
+  std::set<std::string> vector_files, old_candidates;
+  for (const auto& [key, e] : c.at("expected").items()) {
+    old_candidates.insert(key + ".npy");
+    for (const char* f : {"reference", "bound_weight"})
+      if (e.contains(f))
+        vector_files.insert(fs::path(e.at(f).get<std::string>()).filename().string());
+  }
+  const auto starts = [](const std::string& s, std::string_view p) {
+    return s.compare(0, p.size(), p) == 0;
+  };
+  std::set<std::string> inputs, others, olds;
+  fs::directory_iterator it(croot / name, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const std::string f = it->path().filename().string();
+    if (starts(f, hv::input_prefix))
+      inputs.insert(f);
+    else if (starts(f, hv::reference_prefix) || starts(f, hv::bound_prefix) ||
+             vector_files.count(f) != 0)
+      others.insert(f);
+    else if (old_candidates.count(f) != 0)
+      olds.insert(f);
+  }
+  const auto& pick = !inputs.empty() ? inputs : (!others.empty() ? others : olds);
+  if (!pick.empty()) example = (fs::path(name) / *pick.begin()).string();
+  if (!inputs.empty() || !others.empty()) return stray::vectors;
+  if (fs::exists(croot / "manifest.json", ec)) {
+    example = "manifest.json";
+    return stray::vectors;
+  }
+  return olds.empty() ? stray::none : stray::old_names;
+}
+
 int run(std::span<const std::string_view> argv) {
   const hybridcache_cli::args a(argv, {"require-all", "quiet"});
   const auto vec = a.get("vectors");
@@ -64,24 +114,41 @@ int run(std::span<const std::string_view> argv) {
 
   std::size_t checked = 0, failed = 0, missing = 0;
   std::uintmax_t bytes = 0;
+  const auto version = manifest.at("format_version").get<int>();
+  if (version != hv::format_version)
+    fmt::print(
+        "note: {} has format_version {} (hybridcache 0.1's file names, deprecated): its references "
+        "are read through the manifest as before, but regenerate it with `hybridcache vectors` "
+        "and the manifest's seed (same arrays, 0.2's names); candidate outputs are "
+        "<case>/{}<key>.npy in either format\n",
+        (vdir / "manifest.json").string(), version, hv::candidate_prefix);
   fmt::print("error model: accumulate {}, state storage {}, output {}\n",
              hs::to_string(model.accumulate), hs::to_string(model.state_storage),
              forced_output ? std::string(hs::to_string(model.output)) : "from candidate dtype");
+  // Cases without an output: the first one; those whose directory holds vectors files instead
+  // (a copy of --vectors: the error when nothing was checked) and those holding 0.1-named
+  // outputs (an error, whatever else passed: they would be skipped unread).
+  std::string first_missing, first_inputs_only;
+  std::size_t old_named = 0, inputs_only = 0;
+  const auto shown = [&](const std::string& rel) { return (cdir / rel).string(); };
   const auto& cases = manifest.at("cases");
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     const auto& c = cases[ci];
     const auto name = c.at("name").get<std::string>();
     if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+    std::size_t found = 0;
+    std::vector<std::pair<std::string, std::string>> absent;  // key, candidate file
     for (const auto& [key, e] : c.at("expected").items()) {
       const std::string field = "cases[" + std::to_string(ci) + "].expected[\"" + key + "\"]";
+      const std::string rel = hv::candidate_file(name, key);
       const auto cpath =
-          hv::confined(croot, name + "/" + key + ".npy", "--candidate",
-                       "the candidate of " + field + " (" + name + "/" + key + ".npy)");
+          hv::confined(croot, rel, "--candidate", "the candidate of " + field + " (" + rel + ")");
       if (!std::filesystem::exists(cpath, ec)) {
         ++missing;
-        if (require_all) fmt::print("MISSING {} {}\n", name, key);
+        absent.emplace_back(key, rel);
         continue;
       }
+      ++found;
       const auto ref_path = hv::confined(vroot, e.at("reference").get<std::string>(), "--vectors",
                                          field + ".reference")
                                 .string();
@@ -168,13 +235,63 @@ int run(std::span<const std::string_view> argv) {
                    r.passed() ? "PASS" : "FAIL", name, key, r.count, r.max_abs_error, r.max_ratio,
                    tol[r.worst], r.worst, r.passed() ? "" : fmt::format(", {} over", r.failures));
     }
+    if (absent.empty()) continue;
+    const std::string& rel0 = absent.front().second;
+    if (first_missing.empty()) first_missing = "case " + name + " (expected " + shown(rel0) + ")";
+    // None of the case's outputs: what does its directory hold instead?
+    std::string example;
+    const stray st = found == 0 ? look_at(croot, c, example) : stray::none;
+    if (st == stray::old_names) {  // outputs under 0.1's names: never skip them silently
+      if (old_named++ < 3)
+        fmt::print(
+            "error: no candidate output for case {} (expected {}); found {}, hybridcache 0.1's "
+            "name for it: since 0.2 a candidate output is named <case>/{}<key>.npy\n",
+            name, shown(rel0), shown(example), hv::candidate_prefix);
+      continue;
+    }
+    std::string hint;
+    if (st == stray::vectors) {
+      const std::string file = std::filesystem::path(example).filename().string();
+      const bool input = file.compare(0, hv::input_prefix.size(), hv::input_prefix) == 0;
+      hint = example == "manifest.json"
+                 ? "; the directory holds a vectors manifest ("
+                 : "; the directory holds the " + std::string(input ? "inputs" : "vectors files") +
+                       " of case " + name + " (";
+      hint += shown(example) + "): did you point --candidate at the vectors folder?";
+    }
+    if (st == stray::vectors && inputs_only++ == 0)
+      first_inputs_only =
+          "no candidate output for case " + name + " (expected " + shown(rel0) + ")" + hint;
+    if (require_all)
+      for (const auto& [key, rel] : absent)
+        fmt::print("MISSING {} {}: no candidate output for case {} (expected {}){}\n", name, key,
+                   name, shown(rel), hint);
   }
   fmt::print("{} arrays checked ({:.1f} MB of candidates), {} failed, {} missing\n", checked,
              static_cast<double>(bytes) / 1e6, failed, missing);
-  if (checked == 0) {
-    fmt::print("nothing checked: the candidate directory holds no <case>/<array>.npy files\n");
+  if (old_named != 0) {
+    fmt::print(
+        "error: {} case(s) hold outputs under hybridcache 0.1's names <case>/<key>.npy and none "
+        "named <case>/{}<key>.npy: rename the engine's outputs (docs/verification.md)\n",
+        old_named, hv::candidate_prefix);
     return 1;
   }
+  if (checked == 0) {
+    if (inputs_only != 0)
+      fmt::print("error: {} ({} case(s) hold vectors files and no output)\n", first_inputs_only,
+                 inputs_only);
+    else
+      fmt::print(
+          "nothing checked: no candidate output for {}, nor for any other case: the candidate "
+          "directory holds no <case>/{}<key>.npy file\n",
+          first_missing, hv::candidate_prefix);
+    return 1;
+  }
+  if (missing != 0 && !require_all)
+    fmt::print(
+        "{} expected arrays have no candidate output and were skipped (--require-all fails "
+        "on them); first: no candidate output for {}\n",
+        missing, first_missing);
   return failed != 0 || (require_all && missing != 0) ? 1 : 0;
 }
 
@@ -183,8 +300,9 @@ const hybridcache_cli::registrar reg{
      "usage: hybridcache verify --vectors DIR --candidate DIR [--accumulate P]\n"
      "                          [--state-storage P] [--output P] [--filter TEXT]\n"
      "                          [--require-all] [--quiet]\n"
-     "  The candidate holds <case name>/<expected key>.npy (e.g. "
-     "state/gla/outputs/T64/fp32/o.npy).\n"
+     "  The candidate holds <case name>/out_<expected key>.npy (e.g. "
+     "state/gla/outputs/T64/fp32/out_o.npy);\n"
+     "  the vectors' own files are in_*, ref_*, bound_* (never read as candidates).\n"
      "  P is fp64, fp32, fp16 or bf16: the kernel's accumulator (default fp32), the format its\n"
      "  state is kept in between tokens (default: the accumulator's), and its output format\n"
      "  (default: the candidate file's dtype). Exits 1 if any array fails its bound, if nothing\n"

@@ -28,9 +28,42 @@
 
 namespace hybridcache_cli::vectors {
 
-/// 2: adds sparse-Q scores/selection/layer plans and segment/namespace keys, and the "exact"
-/// comparison (byte equality) for integer and key arrays.
-inline constexpr int format_version = 2;
+/// 3 (hybridcache 0.2): every file says what it is — inputs `<case>/in_<name>.npy`, references
+/// `<case>/ref_<key>.npy`, bound weights `<case>/bound_<key>.npy`, and the candidate outputs
+/// `verify` reads are `<case>/out_<key>.npy` (candidate_file). The arrays are those of format 2.
+/// 2 (hybridcache 0.1): adds sparse-Q scores/selection/layer plans and segment/namespace keys,
+/// and the "exact" comparison (byte equality) for integer and key arrays; inputs had plain names
+/// (`keys.npy`) that a 0.1 candidate output could share (the RoPE cases' realigned `keys.npy`).
+inline constexpr int format_version = 3;
+/// The oldest manifest format `verify` reads: 2, whose references and bound weights it finds
+/// through the manifest's paths as in format 3 (deprecated: `verify` prints a note).
+inline constexpr int oldest_format_version = 2;
+
+/// File-name prefixes: no vectors file is named like a candidate output, in any case, because
+/// every vectors file but manifest.json starts with one of the first three and every candidate
+/// output with the fourth (tested by tools/tests/scripts/vector_names.cmake).
+inline constexpr std::string_view input_prefix = "in_";
+inline constexpr std::string_view reference_prefix = "ref_";
+inline constexpr std::string_view bound_prefix = "bound_";
+inline constexpr std::string_view candidate_prefix = "out_";
+
+/// The candidate output of expected array `key` of case `case_name`, relative to the candidate
+/// directory: `<case>/out_<key>.npy` (e.g.
+/// `rope/realign/half_split/full/unscaled/bf16/out_keys.npy`).
+inline std::string candidate_file(std::string_view case_name, std::string_view key) {
+  std::string f(case_name);
+  f += '/';
+  f += candidate_prefix;
+  f += key;
+  f += ".npy";
+  return f;
+}
+
+/// `dir / candidate_file(case_name, key)`: where `--candidate-out` writes a candidate output.
+inline std::filesystem::path candidate_path(const std::filesystem::path& dir,
+                                            std::string_view case_name, std::string_view key) {
+  return dir / candidate_file(case_name, key);
+}
 
 /// SplitMix64 (Steele, Lea & Flood 2014): state += 2⁶⁴/φ, output splitmix64_mix(state) — the
 /// library's one mixer (numeric.hpp), so the stream is specified bit for bit on every platform
@@ -192,17 +225,39 @@ void save_below(const std::filesystem::path& root, const std::filesystem::path& 
   write_below(root, file, hybridcache::npy::encode<T>(values, shape), option);
 }
 
-/// The output directory (`--out`) and the manifest under construction.
+/// The output directory (`--out`) and the manifest under construction. Files are written only
+/// through `input`, `reference` and `bound`, which prefix their names (in_, ref_, bound_), so no
+/// vectors file can be named like a candidate output (out_).
 struct writer {
   std::filesystem::path dir;
   nlohmann::json cases = nlohmann::json::array();
 
-  /// Writes `values` as `<case>/<name>.npy` in double (references, weights) or float (inputs,
-  /// exact by construction) and returns the relative path.
+  /// Writes input `name` of case `case_dir` as `<case>/in_<name>.npy` (float inputs are exact by
+  /// construction; integer and byte inputs as int64 / uint8) and returns the relative path.
   template <class T>
-  std::string array(const std::string& case_dir, const std::string& name,
+  std::string input(const std::string& case_dir, const std::string& name,
                     const std::vector<double>& values, std::vector<std::size_t> shape) {
-    const std::string rel = case_dir + "/" + name + ".npy";
+    return array<T>(case_dir, input_prefix, name, values, std::move(shape));
+  }
+  /// Writes the reference of expected array `key` as `<case>/ref_<key>.npy` (float64, or int64 /
+  /// uint8 for exact entries) and returns the relative path.
+  template <class T>
+  std::string reference(const std::string& case_dir, const std::string& key,
+                        const std::vector<double>& values, std::vector<std::size_t> shape) {
+    return array<T>(case_dir, reference_prefix, key, values, std::move(shape));
+  }
+  /// Writes the bound weights of expected array `key` as `<case>/bound_<key>.npy` (float64) and
+  /// returns the relative path.
+  std::string bound(const std::string& case_dir, const std::string& key,
+                    const std::vector<double>& values, std::vector<std::size_t> shape) {
+    return array<double>(case_dir, bound_prefix, key, values, std::move(shape));
+  }
+
+ private:
+  template <class T>
+  std::string array(const std::string& case_dir, std::string_view prefix, const std::string& name,
+                    const std::vector<double>& values, std::vector<std::size_t> shape) {
+    const std::string rel = case_dir + "/" + std::string(prefix) + name + ".npy";
     std::vector<T> v(values.begin(), values.end());
     save_below<T>(dir, dir / rel, v, std::move(shape), "--out");
     return rel;

@@ -218,12 +218,10 @@ inline void key_cases(writer& wr, prng& rng, const candidate_spec* cand) {
   {
     const std::string name = "segment/namespace/encoding";
     nlohmann::json expected = nlohmann::json::object();
-    expected["bytes"] =
-        exact_entry(wr.array<std::uint8_t>(name, "expected_bytes", ns_bytes, {ns_bytes.size()}),
-                    {ns_bytes.size()});
-    expected["offsets"] =
-        exact_entry(wr.array<std::int64_t>(name, "expected_offsets", offsets, {offsets.size()}),
-                    {offsets.size()});
+    expected["bytes"] = exact_entry(
+        wr.reference<std::uint8_t>(name, "bytes", ns_bytes, {ns_bytes.size()}), {ns_bytes.size()});
+    expected["offsets"] = exact_entry(
+        wr.reference<std::int64_t>(name, "offsets", offsets, {offsets.size()}), {offsets.size()});
     wr.cases.push_back(
         {{"name", name},
          {"kind", "namespace_encoding"},
@@ -245,9 +243,10 @@ inline void key_cases(writer& wr, prng& rng, const candidate_spec* cand) {
         cb.insert(cb.end(), b.begin(), b.end());
         co.push_back(static_cast<std::int64_t>(cb.size()));
       }
-      const auto cd = cand->dir / name;
-      save_below<std::uint8_t>(cand->dir, cd / "bytes.npy", cb, {cb.size()}, "--candidate-out");
-      save_below<std::int64_t>(cand->dir, cd / "offsets.npy", co, {co.size()}, "--candidate-out");
+      save_below<std::uint8_t>(cand->dir, candidate_path(cand->dir, name, "bytes"), cb, {cb.size()},
+                               "--candidate-out");
+      save_below<std::int64_t>(cand->dir, candidate_path(cand->dir, name, "offsets"), co,
+                               {co.size()}, "--candidate-out");
     }
   }
 
@@ -272,19 +271,19 @@ inline void key_cases(writer& wr, prng& rng, const candidate_spec* cand) {
     const auto ref = ref_keys(p.ref, nss, tokens, block, segs);
     nlohmann::json inputs = {
         {"secret",
-         wr.array<std::uint8_t>(name, "secret", std::vector<double>(secret.begin(), secret.end()),
+         wr.input<std::uint8_t>(name, "secret", std::vector<double>(secret.begin(), secret.end()),
                                 {secret.size()})},
         {"tokens",
-         wr.array<std::int64_t>(name, "tokens", std::vector<double>(tokens.begin(), tokens.end()),
+         wr.input<std::int64_t>(name, "tokens", std::vector<double>(tokens.begin(), tokens.end()),
                                 {n_tok})}};
     nlohmann::json expected = nlohmann::json::object();
-    expected["root"] = exact_entry(
-        wr.array<std::uint8_t>(name, "expected_root", ref.root, {n_ns, 16}), {n_ns, 16});
-    expected["blocks"] = exact_entry(
-        wr.array<std::uint8_t>(name, "expected_blocks", ref.blocks, {n_ns, n_blocks, 16}),
-        {n_ns, n_blocks, 16});
+    expected["root"] =
+        exact_entry(wr.reference<std::uint8_t>(name, "root", ref.root, {n_ns, 16}), {n_ns, 16});
+    expected["blocks"] =
+        exact_entry(wr.reference<std::uint8_t>(name, "blocks", ref.blocks, {n_ns, n_blocks, 16}),
+                    {n_ns, n_blocks, 16});
     expected["segments"] = exact_entry(
-        wr.array<std::uint8_t>(name, "expected_segments", ref.segments, {n_ns, segs.size(), 2, 16}),
+        wr.reference<std::uint8_t>(name, "segments", ref.segments, {n_ns, segs.size(), 2, 16}),
         {n_ns, segs.size(), 2, 16});
     wr.cases.push_back(
         {{"name", name},
@@ -316,11 +315,11 @@ inline void key_cases(writer& wr, prng& rng, const candidate_spec* cand) {
       if (cand->inj == injection::key_byte && std::string(p.name) == "xxh3")
         got.blocks[3 * 16 + 5] =
             static_cast<double>(static_cast<unsigned>(got.blocks[3 * 16 + 5]) ^ 0x01u);
-      const auto cd = cand->dir / name;
       const auto save = [&](const std::string& key, const std::vector<double>& v,
                             std::vector<std::size_t> shape) {
         const std::vector<std::uint8_t> b(v.begin(), v.end());
-        save_below<std::uint8_t>(cand->dir, cd / (key + ".npy"), b, shape, "--candidate-out");
+        save_below<std::uint8_t>(cand->dir, candidate_path(cand->dir, name, key), b, shape,
+                                 "--candidate-out");
       };
       save("root", got.root, {n_ns, 16});
       save("blocks", got.blocks, {n_ns, n_blocks, 16});

@@ -61,12 +61,12 @@ inline void planner_cases(writer& wr, prng& rng, const std::filesystem::path* ca
       bound[i] = r_nc / total;  // every term of E[r] is ≤ its no-cache term
       if (cand) got[i] = hybridcache::place_optimal(w, 1 + i % 4).expected_recompute;
     }
-    nlohmann::json inputs = {{"weights", wr.array<double>(name, "weights", weights, {count, n})},
-                             {"budget", wr.array<std::int64_t>(name, "budget", budgets, {count})}};
+    nlohmann::json inputs = {{"weights", wr.input<double>(name, "weights", weights, {count, n})},
+                             {"budget", wr.input<std::int64_t>(name, "budget", budgets, {count})}};
     nlohmann::json expected = nlohmann::json::object();
     expected["expected_recompute"] =
-        expected_entry(wr.array<double>(name, "expected_expected_recompute", optimal, {count}),
-                       wr.array<double>(name, "bound_expected_recompute", bound, {count}), {count},
+        expected_entry(wr.reference<double>(name, "expected_recompute", optimal, {count}),
+                       wr.bound(name, "expected_recompute", bound, {count}), {count},
                        2.0 * static_cast<double>(n), 1.0, -1, 1);
     wr.cases.push_back({{"name", name},
                         {"kind", "placement_optimal"},
@@ -78,7 +78,7 @@ inline void planner_cases(writer& wr, prng& rng, const std::filesystem::path* ca
                         {"inputs", inputs},
                         {"expected", expected}});
     if (cand) {
-      save_below<double>(*cand, *cand / name / "expected_recompute.npy", got, {count},
+      save_below<double>(*cand, candidate_path(*cand, name, "expected_recompute"), got, {count},
                          "--candidate-out");
     }
   }

@@ -75,10 +75,9 @@ inline void rope_cases(writer& wr, prng& rng, const std::filesystem::path* cand)
                                {"factor", c.factor},
                                {"delta", c.delta}};
       nlohmann::json expected = nlohmann::json::object();
-      expected["keys"] =
-          expected_entry(wr.array<double>(name, "expected_keys", ref, {tokens, heads, d}),
-                         wr.array<double>(name, "bound_keys", weight, {tokens, heads, d}),
-                         {tokens, heads, d}, 0.0, 11.0, -1, 0);
+      expected["keys"] = expected_entry(wr.reference<double>(name, "keys", ref, {tokens, heads, d}),
+                                        wr.bound(name, "keys", weight, {tokens, heads, d}),
+                                        {tokens, heads, d}, 0.0, 11.0, -1, 0);
       wr.cases.push_back(
           {{"name", name},
            {"kind", "rope_realign"},
@@ -88,7 +87,7 @@ inline void rope_cases(writer& wr, prng& rng, const std::filesystem::path* cand)
             "keys [tokens, heads, head_dim] rotated at their old "
             "positions; expected = R(delta) keys, theta_i = "
             "base^(-2i/rotary_dim)/factor"},
-           {"inputs", {{"keys", wr.array<float>(name, "keys", keys, {tokens, heads, d})}}},
+           {"inputs", {{"keys", wr.input<float>(name, "keys", keys, {tokens, heads, d})}}},
            {"expected", expected}});
       if (cand) {
         hybridcache::rope_params p;
@@ -101,7 +100,7 @@ inline void rope_cases(writer& wr, prng& rng, const std::filesystem::path* cand)
         hybridcache::realign_keys(
             p, hybridcache::strided_view<const float, 3>(src.data(), {tokens, heads, d}),
             hybridcache::strided_view<float, 3>(dst.data(), {tokens, heads, d}), c.delta);
-        save_below<float>(*cand, *cand / name / "keys.npy", dst, {tokens, heads, d},
+        save_below<float>(*cand, candidate_path(*cand, name, "keys"), dst, {tokens, heads, d},
                           "--candidate-out");
       }
     }

@@ -187,14 +187,14 @@ inline void select_cases(writer& wr, prng& rng, const candidate_spec* cand) {
       ref_scores(q, pos, c.H, k, c.T, c.Hkv, c.d, s, w);
       const double depth = static_cast<double>(c.d + c.T + c.H * nq + 8);
       nlohmann::json inputs = {
-          {"queries", wr.array<float>(name, "queries", q, {nq, c.H, c.d})},
-          {"positions", wr.array<std::int64_t>(name, "positions",
+          {"queries", wr.input<float>(name, "queries", q, {nq, c.H, c.d})},
+          {"positions", wr.input<std::int64_t>(name, "positions",
                                                std::vector<double>(pos.begin(), pos.end()), {nq})},
-          {"keys", wr.array<float>(name, "keys", k, {c.T, c.Hkv, c.d})}};
+          {"keys", wr.input<float>(name, "keys", k, {c.T, c.Hkv, c.d})}};
       nlohmann::json expected = nlohmann::json::object();
-      expected["scores"] = expected_entry(wr.array<double>(name, "expected_scores", s, {c.T}),
-                                          wr.array<double>(name, "bound_scores", w, {c.T}), {c.T},
-                                          0.0, depth, -1, 1);
+      expected["scores"] =
+          expected_entry(wr.reference<double>(name, "scores", s, {c.T}),
+                         wr.bound(name, "scores", w, {c.T}), {c.T}, 0.0, depth, -1, 1);
       wr.cases.push_back(
           {{"name", name},
            {"kind", "sparse_q_scores"},
@@ -215,13 +215,13 @@ inline void select_cases(writer& wr, prng& rng, const candidate_spec* cand) {
                             hc::vector_view<const std::int64_t>(pi.data(), {nq}),
                             hc::strided_view<const float, 3>(kf.data(), {c.T, c.Hkv, c.d}),
                             hc::vector_view<float>(out.data(), {c.T}));
-        const auto cd = cand->dir / name;
-        save_below<float>(cand->dir, cd / "scores.npy", out, {c.T}, "--candidate-out");
+        save_below<float>(cand->dir, candidate_path(cand->dir, name, "scores"), out, {c.T},
+                          "--candidate-out");
         if (cand->inj == injection::score_offset && c.name == std::string("gqa") &&
             gr.dtype == std::string("fp32")) {
           const auto tol = tolerances(expected["scores"], s, w, hybridcache::state::error_model{});
-          push_past_bound(cand->dir, cd / "scores.npy", pos.front(), s[pos.front()],
-                          tol[pos.front()]);
+          push_past_bound(cand->dir, candidate_path(cand->dir, name, "scores"), pos.front(),
+                          s[pos.front()], tol[pos.front()]);
         }
       }
     }
@@ -255,16 +255,16 @@ inline void select_cases(writer& wr, prng& rng, const candidate_spec* cand) {
       flat.push_back(static_cast<double>(e));
     }
     nlohmann::json inputs = {
-        {"scores", wr.array<double>(name, "scores", s, {c.T})},
-        {"reused", wr.array<std::int64_t>(name, "reused", flat, {c.reused.size(), 2})}};
+        {"scores", wr.input<double>(name, "scores", s, {c.T})},
+        {"reused", wr.input<std::int64_t>(name, "reused", flat, {c.reused.size(), 2})}};
     nlohmann::json expected = nlohmann::json::object();
     const auto ex = [&](const std::string& key, const std::vector<double>& v) {
       if (key == "recompute_mask")
         expected[key] =
-            exact_entry(wr.array<std::uint8_t>(name, "expected_" + key, v, {v.size()}), {v.size()});
+            exact_entry(wr.reference<std::uint8_t>(name, key, v, {v.size()}), {v.size()});
       else
         expected[key] =
-            exact_entry(wr.array<std::int64_t>(name, "expected_" + key, v, {v.size()}), {v.size()});
+            exact_entry(wr.reference<std::int64_t>(name, key, v, {v.size()}), {v.size()});
     };
     ex("key", r.key);
     ex("overflow", r.overflow);
@@ -295,10 +295,10 @@ inline void select_cases(writer& wr, prng& rng, const candidate_spec* cand) {
       opt.block_size = c.block;
       opt.fallback_tokens = c.fallback;
       const auto got = hc::select_tokens(s, rr, opt);
-      const auto cd = cand->dir / name;
       const auto save = [&](const std::string& key, const std::vector<std::size_t>& v) {
         std::vector<std::int64_t> x(v.begin(), v.end());
-        save_below<std::int64_t>(cand->dir, cd / (key + ".npy"), x, {x.size()}, "--candidate-out");
+        save_below<std::int64_t>(cand->dir, candidate_path(cand->dir, name, key), x, {x.size()},
+                                 "--candidate-out");
       };
       auto key = got.key;
       if (cand->inj == injection::selection_swap && name == "select/selection/tail")
@@ -307,8 +307,8 @@ inline void select_cases(writer& wr, prng& rng, const candidate_spec* cand) {
       save("overflow", got.overflow);
       save("tail", got.tail);
       save("recompute", got.recompute);
-      save_below<std::uint8_t>(cand->dir, cd / "recompute_mask.npy", got.recompute_mask, {c.T},
-                               "--candidate-out");
+      save_below<std::uint8_t>(cand->dir, candidate_path(cand->dir, name, "recompute_mask"),
+                               got.recompute_mask, {c.T}, "--candidate-out");
     }
   }
 
@@ -338,16 +338,16 @@ inline void select_cases(writer& wr, prng& rng, const candidate_spec* cand) {
   const std::size_t nt = thresholds.size();
   nlohmann::json inputs = {
       {"thresholds",
-       wr.array<std::int64_t>(name, "thresholds",
+       wr.input<std::int64_t>(name, "thresholds",
                               std::vector<double>(thresholds.begin(), thresholds.end()), {nt})},
       {"non_reuse",
-       wr.array<std::int64_t>(name, "non_reuse", plan_sel.non_reuse, {plan_sel.non_reuse.size()})},
-      {"recompute_mask", wr.array<std::uint8_t>(name, "recompute_mask", plan_sel.mask, {plan_T})}};
+       wr.input<std::int64_t>(name, "non_reuse", plan_sel.non_reuse, {plan_sel.non_reuse.size()})},
+      {"recompute_mask", wr.input<std::uint8_t>(name, "recompute_mask", plan_sel.mask, {plan_T})}};
   nlohmann::json expected = nlohmann::json::object();
   expected["modes"] =
-      exact_entry(wr.array<std::uint8_t>(name, "expected_modes", modes, {nt, L}), {nt, L});
-  expected["masks"] = exact_entry(
-      wr.array<std::uint8_t>(name, "expected_masks", masks, {nt, L, plan_T}), {nt, L, plan_T});
+      exact_entry(wr.reference<std::uint8_t>(name, "modes", modes, {nt, L}), {nt, L});
+  expected["masks"] = exact_entry(wr.reference<std::uint8_t>(name, "masks", masks, {nt, L, plan_T}),
+                                  {nt, L, plan_T});
   wr.cases.push_back(
       {{"name", name},
        {"kind", "layer_plan"},
@@ -372,10 +372,10 @@ inline void select_cases(writer& wr, prng& rng, const candidate_spec* cand) {
         cmask.insert(cmask.end(), m.begin(), m.end());
       }
     }
-    const auto cd = cand->dir / name;
-    save_below<std::uint8_t>(cand->dir, cd / "modes.npy", cm, {nt, L}, "--candidate-out");
-    save_below<std::uint8_t>(cand->dir, cd / "masks.npy", cmask, {nt, L, plan_T},
+    save_below<std::uint8_t>(cand->dir, candidate_path(cand->dir, name, "modes"), cm, {nt, L},
                              "--candidate-out");
+    save_below<std::uint8_t>(cand->dir, candidate_path(cand->dir, name, "masks"), cmask,
+                             {nt, L, plan_T}, "--candidate-out");
   }
 }
 

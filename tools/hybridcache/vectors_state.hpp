@@ -270,15 +270,14 @@ inline void state_output_cases(writer& w, prng& rng, const candidate_spec* cand,
         }
         in["initial_state"] = {init, {1, H, K, V}};
         nlohmann::json inputs = nlohmann::json::object();
-        for (auto& [key, val] : in) inputs[key] = w.array<float>(name, key, val.first, val.second);
+        for (auto& [key, val] : in) inputs[key] = w.input<float>(name, key, val.first, val.second);
         nlohmann::json expected = nlohmann::json::object();
-        expected["o"] = expected_entry(w.array<double>(name, "expected_o", o, {1, T, H, V}),
-                                       w.array<double>(name, "bound_o", wo, {1, T, H, V}),
-                                       {1, T, H, V}, depth, static_cast<double>(K) + 1.0, 1, T);
-        expected["final_state"] =
-            expected_entry(w.array<double>(name, "expected_final_state", st, {1, H, K, V}),
-                           w.array<double>(name, "bound_final_state", wst, {1, H, K, V}),
-                           {1, H, K, V}, depth, 0.0, -1, T);
+        expected["o"] = expected_entry(w.reference<double>(name, "o", o, {1, T, H, V}),
+                                       w.bound(name, "o", wo, {1, T, H, V}), {1, T, H, V}, depth,
+                                       static_cast<double>(K) + 1.0, 1, T);
+        expected["final_state"] = expected_entry(
+            w.reference<double>(name, "final_state", st, {1, H, K, V}),
+            w.bound(name, "final_state", wst, {1, H, K, V}), {1, H, K, V}, depth, 0.0, -1, T);
         nlohmann::json params = {{"B", 1},
                                  {"T", T},
                                  {"H", H},
@@ -296,11 +295,10 @@ inline void state_output_cases(writer& w, prng& rng, const candidate_spec* cand,
                            {"inputs", inputs},
                            {"expected", expected}});
         if (cand) {
-          const auto cd = cand->dir / name;
-          save_below<float>(cand->dir, cd / "o.npy", as<float>(co), {1, T, H, V},
-                            "--candidate-out");
-          save_below<float>(cand->dir, cd / "final_state.npy", as<float>(cst), {1, H, K, V},
-                            "--candidate-out");
+          save_below<float>(cand->dir, candidate_path(cand->dir, name, "o"), as<float>(co),
+                            {1, T, H, V}, "--candidate-out");
+          save_below<float>(cand->dir, candidate_path(cand->dir, name, "final_state"),
+                            as<float>(cst), {1, H, K, V}, "--candidate-out");
         }
       }
 }
@@ -406,7 +404,7 @@ inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand
       nlohmann::json inputs = nlohmann::json::object();
       const auto inp = [&](const std::string& key, const std::vector<double>& v,
                            std::vector<std::size_t> shape) {
-        if (!v.empty()) inputs[key] = w.array<float>(base, key, v, std::move(shape));
+        if (!v.empty()) inputs[key] = w.input<float>(base, key, v, std::move(shape));
       };
       const std::size_t rows = h.L * h.nh;
       inp("k", h.k, {rows, K});
@@ -418,10 +416,9 @@ inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand
       inp("dt", h.dt, {L, V});
       inp("A", h.A, {K, V});
       nlohmann::json expected = nlohmann::json::object();
-      expected["end_state"] =
-          expected_entry(w.array<double>(base, "expected_end_state", ref.end_state, {K, V}),
-                         w.array<double>(base, "bound_end_state", bw.state, {K, V}), {K, V},
-                         bw.depth_per_token, 0.0, -1, L);
+      expected["end_state"] = expected_entry(
+          w.reference<double>(base, "end_state", ref.end_state, {K, V}),
+          w.bound(base, "end_state", bw.state, {K, V}), {K, V}, bw.depth_per_token, 0.0, -1, L);
       if (!ref.transition.empty()) {
         head_inputs z = h;  // no writes, K value columns: the recurrence of T from I
         z.dv = K;
@@ -431,10 +428,9 @@ inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand
         for (std::size_t r = 0; r < K; ++r) eye[r * K + r] = 1.0;
         hs::bound_weights tw;
         run_head<double>(f, z, eye, 1.0, injection::none, true, &tw);
-        expected["transition"] =
-            expected_entry(w.array<double>(base, "expected_transition", ref.transition, {K, K}),
-                           w.array<double>(base, "bound_transition", tw.state, {K, K}), {K, K},
-                           tw.depth_per_token, 0.0, -1, L);
+        expected["transition"] = expected_entry(
+            w.reference<double>(base, "transition", ref.transition, {K, K}),
+            w.bound(base, "transition", tw.state, {K, K}), {K, K}, tw.depth_per_token, 0.0, -1, L);
       } else {
         std::vector<double> wl(ref.log_decay.size(), 0.0);
         for (std::size_t t = 0; t < L; ++t)
@@ -445,8 +441,8 @@ inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand
               wl[i] += std::fabs(h.g[wl.size() == 1 ? t : t * K + i]);
           }
         expected["log_decay"] = expected_entry(
-            w.array<double>(base, "expected_log_decay", ref.log_decay, {ref.log_decay.size()}),
-            w.array<double>(base, "bound_log_decay", wl, {wl.size()}), {ref.log_decay.size()},
+            w.reference<double>(base, "log_decay", ref.log_decay, {ref.log_decay.size()}),
+            w.bound(base, "log_decay", wl, {wl.size()}), {ref.log_decay.size()},
             f == fam::mamba1 ? 2.0 : 1.0, 0.0, -1, L);
       }
       const bool chunked = is_delta(f) || f == fam::rwkv7;  // families with a chunked WY path
@@ -466,18 +462,17 @@ inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand
                            {"expected", expected}});
         if (cand) {
           const auto c = summarize_head<float>(f, h, chunk);
-          const auto cd = cand->dir / name;
           auto es = c.end_state;
           if (cand->inj == injection::transposed_state)
             for (std::size_t i = 0; i < es.size(); ++i) es[i] = c.end_state[(i % K) * V + i / K];
-          save_below<float>(cand->dir, cd / "end_state.npy", as<float>(es), {K, V},
-                            "--candidate-out");
+          save_below<float>(cand->dir, candidate_path(cand->dir, name, "end_state"), as<float>(es),
+                            {K, V}, "--candidate-out");
           if (!c.transition.empty())
-            save_below<float>(cand->dir, cd / "transition.npy", as<float>(c.transition), {K, K},
-                              "--candidate-out");
+            save_below<float>(cand->dir, candidate_path(cand->dir, name, "transition"),
+                              as<float>(c.transition), {K, K}, "--candidate-out");
           else
-            save_below<float>(cand->dir, cd / "log_decay.npy", as<float>(c.log_decay),
-                              {c.log_decay.size()}, "--candidate-out");
+            save_below<float>(cand->dir, candidate_path(cand->dir, name, "log_decay"),
+                              as<float>(c.log_decay), {c.log_decay.size()}, "--candidate-out");
         }
       }
       // compose/apply: P → [0, split) → [split, L), by composing the two summaries.
@@ -487,12 +482,12 @@ inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand
       run_head<double>(f, h, P, 1.0, injection::none, true, &pw);
       const auto exact = summarize_head<double>(f, h, 0, split, P);
       nlohmann::json ca_inputs = inputs;
-      ca_inputs["prefix_state"] = w.array<float>(name, "prefix_state", P, {K, V});
+      ca_inputs["prefix_state"] = w.input<float>(name, "prefix_state", P, {K, V});
       nlohmann::json ca_expected = nlohmann::json::object();
       ca_expected["state"] =
-          expected_entry(w.array<double>(name, "expected_state", exact.end_state, {K, V}),
-                         w.array<double>(name, "bound_state", pw.state, {K, V}), {K, V},
-                         pw.depth_per_token, 2.0 * (static_cast<double>(K) + 1.0), -1, L);
+          expected_entry(w.reference<double>(name, "state", exact.end_state, {K, V}),
+                         w.bound(name, "state", pw.state, {K, V}), {K, V}, pw.depth_per_token,
+                         2.0 * (static_cast<double>(K) + 1.0), -1, L);
       w.cases.push_back({{"name", name},
                          {"kind", "state_compose_apply"},
                          {"family", fi.name},
@@ -502,9 +497,8 @@ inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand
                          {"expected", ca_expected}});
       if (cand) {
         const auto c = summarize_head<float>(f, h, 0, split, P);
-        const auto cd = cand->dir / name;
-        save_below<float>(cand->dir, cd / "state.npy", as<float>(c.end_state), {K, V},
-                          "--candidate-out");
+        save_below<float>(cand->dir, candidate_path(cand->dir, name, "state"),
+                          as<float>(c.end_state), {K, V}, "--candidate-out");
       }
     }
 }
@@ -517,7 +511,7 @@ inline void inject_ulp(const writer& w, const candidate_spec& cand) {
     const auto& e = c.at("expected").at("o");
     const auto ref = hs::npy::load((w.dir / e.at("reference").get<std::string>()).string());
     const auto wt = hs::npy::load((w.dir / e.at("bound_weight").get<std::string>()).string());
-    const auto path = cand.dir / c.at("name").get<std::string>() / "o.npy";
+    const auto path = candidate_path(cand.dir, c.at("name").get<std::string>(), "o");
     auto cv = hs::npy::load(path.string());
     const auto tol = tolerances(e, ref.values, wt.values, hs::error_model{});
     const std::size_t i = ref.size() / 2;
@@ -534,7 +528,7 @@ inline void inject_ulp(const writer& w, const candidate_spec& cand) {
 inline void inject_non_finite(const writer& w, const candidate_spec& cand) {
   for (const auto& c : w.cases) {
     if (c.at("kind") != "state_outputs") continue;
-    const auto path = cand.dir / c.at("name").get<std::string>() / "o.npy";
+    const auto path = candidate_path(cand.dir, c.at("name").get<std::string>(), "o");
     auto cv = hs::npy::load(path.string());
     cv.values[3] = std::nan("");
     cv.values[5] = INFINITY;

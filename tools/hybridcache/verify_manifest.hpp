@@ -114,6 +114,19 @@ class checker {
       bad(shown, "must be a file name (printable ASCII, no '/', not '.' or '..')");
   }
 
+  // A vectors file (reference, bound weights) is never named like a candidate output, so a
+  // candidate `<case>/out_<key>.npy` can never be a vectors file, whatever the manifest says.
+  void not_candidate_name(const std::string& s, const std::string& field) const {
+    const auto slash = s.rfind('/');
+    const std::string_view file =
+        std::string_view(s).substr(slash == std::string::npos ? 0 : slash + 1);
+    if (file.substr(0, candidate_prefix.size()) == candidate_prefix)
+      bad(field + " = " + hybridcache::detail::excerpt(s, 128),
+          "is named like a candidate output (" + std::string(candidate_prefix) +
+              "*); vectors files must not be (format 3 names references ref_<key>.npy, bound "
+              "weights bound_<key>.npy)");
+  }
+
   std::size_t unsigned_of(const json& v, const std::string& field) const {
     if (!v.is_number_unsigned())
       bad(field, std::string("must be a non-negative integer, got a JSON ") + v.type_name());
@@ -130,8 +143,9 @@ class checker {
 
   void entry(const json& e, const std::string& field) const {
     if (!e.is_object()) bad(field, std::string("must be an object, got a JSON ") + e.type_name());
-    relative_path(string_of(member(e, "reference", field), field + ".reference"),
-                  field + ".reference");
+    const std::string ref = string_of(member(e, "reference", field), field + ".reference");
+    relative_path(ref, field + ".reference");
+    not_candidate_name(ref, field + ".reference");
     const json& shape = member(e, "shape", field);
     if (!shape.is_array() || shape.size() > max_manifest_dims)
       bad(field + ".shape",
@@ -151,8 +165,9 @@ class checker {
         bad(field + ".compare", "must be \"exact\" when present");
       return;
     }
-    relative_path(string_of(member(e, "bound_weight", field), field + ".bound_weight"),
-                  field + ".bound_weight");
+    const std::string weight = string_of(member(e, "bound_weight", field), field + ".bound_weight");
+    relative_path(weight, field + ".bound_weight");
+    not_candidate_name(weight, field + ".bound_weight");
     (void)finite_nonnegative(member(e, "depth_per_token", field), field + ".depth_per_token");
     (void)finite_nonnegative(member(e, "depth_extra", field), field + ".depth_extra");
     (void)unsigned_of(member(e, "steps", field), field + ".steps");
@@ -165,9 +180,18 @@ class checker {
   void manifest(const json& m) const {
     if (!m.is_object()) bad("the manifest", "must be a JSON object");
     const json& v = member(m, "format_version", "the manifest");
-    if (!v.is_number_integer() || v.get<long long>() != format_version)
+    const std::string formats = "it reads " + std::to_string(format_version) +
+                                " (hybridcache 0.2's file names) and, deprecated, " +
+                                std::to_string(oldest_format_version) + " (0.1's)";
+    if (!v.is_number_integer()) bad("format_version", "must be an integer: " + formats);
+    const long long fv = v.get<long long>();
+    if (fv < oldest_format_version || fv > format_version)
       bad("format_version",
-          "must be " + std::to_string(format_version) + " (this hybridcache's vectors format)");
+          "= " + std::to_string(fv) +
+              " is not a vectors format this hybridcache reads: " + formats +
+              (fv > format_version
+                   ? " (written by a newer hybridcache?)"
+                   : "; regenerate the vectors with `hybridcache vectors --out DIR`"));
     const json& cases = member(m, "cases", "the manifest");
     if (!cases.is_array()) bad("cases", "must be an array");
     for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -191,12 +215,14 @@ class checker {
 }  // namespace manifest_detail
 
 /// Parses and checks a manifest's text; `where` (the file name) labels the messages. On return
-/// every field `verify` reads is present with its type: "format_version" = format_version;
+/// every field `verify` reads is present with its type: "format_version" from
+/// oldest_format_version to format_version;
 /// "cases": [{"name": relative path, "expected": {key: entry}}], key a file name; an entry has a
 /// relative "reference", a "shape" of ≤ 64 sizes whose product fits size_t, and either
 /// "compare": "exact" or a relative "bound_weight", finite non-negative "depth_per_token" and
 /// "depth_extra", an unsigned "steps" and a "time_axis" that is null or an axis of the shape.
-/// Paths are printable ASCII, at most 1024 bytes, not absolute, without a '..' component.
+/// Paths are printable ASCII, at most 1024 bytes, not absolute, without a '..' component, and
+/// no reference or bound-weight file name starts with candidate_prefix ("out_").
 /// @throws hybridcache::invalid_argument "manifest 'WHERE[:LINE]': why" on anything else (a JSON
 ///         syntax error with its line, nesting deeper than 64, an embedded NUL, a bad field).
 inline nlohmann::json parse_manifest(std::string_view text, std::string_view where) {

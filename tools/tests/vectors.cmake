@@ -2,12 +2,15 @@
 # CLI tests of `hybridcache vectors` and `verify`: the vectors regenerate bit-identically, the
 # library's own float32 results pass verify, and every injected error (the negative controls of
 # issue 15) makes verify exit non-zero.
+# The directories start empty: `vectors` overwrites its files but removes none, so files of an
+# older layout left in a build tree (0.1's names) would stay beside the new ones.
 set(_hc_vd "${CMAKE_CURRENT_BINARY_DIR}/golden")
 add_test(NAME cli/vectors/generate
-         COMMAND hybridcache_cli vectors --out ${_hc_vd}/a --candidate-out ${_hc_vd}/cand_ok)
+         COMMAND sh -c "rm -rf ${_hc_vd}/a ${_hc_vd}/cand_ok && $<TARGET_FILE:hybridcache_cli> vectors --out ${_hc_vd}/a --candidate-out ${_hc_vd}/cand_ok")
 set_tests_properties(cli/vectors/generate PROPERTIES LABELS cli FIXTURES_SETUP hc_golden
   PASS_REGULAR_EXPRESSION "wrote [0-9]+ cases")
-add_test(NAME cli/vectors/regenerate COMMAND hybridcache_cli vectors --out ${_hc_vd}/b)
+add_test(NAME cli/vectors/regenerate
+         COMMAND sh -c "rm -rf ${_hc_vd}/b && $<TARGET_FILE:hybridcache_cli> vectors --out ${_hc_vd}/b")
 set_tests_properties(cli/vectors/regenerate PROPERTIES LABELS cli FIXTURES_SETUP hc_golden)
 add_test(NAME cli/vectors/bit_identical
          COMMAND ${CMAKE_COMMAND} -DA=${_hc_vd}/a -DB=${_hc_vd}/b
