@@ -250,8 +250,8 @@ TEST_CASE("vllm joint pool: new KV takes an older state, and a new state the row
   CHECK(m.usable_tokens == 4.0 * (2 + 0 + 4));  // R2: 2 blocks, R3: 0, R4: 4 (old rule: 3)
   CHECK(m.kv_evicted_blocks == 1.0);
   CHECK(m.states_dropped == 2.0);
-  CHECK(held(h.t, r) == std::set<std::uint32_t>{h.at({"a1", "a2", "a3"}),
-                                                h.at({"a1", "a2", "a3", "a4"})});
+  CHECK(held(h.t, r) ==
+        std::set<std::uint32_t>{h.at({"a1", "a2", "a3"}), h.at({"a1", "a2", "a3", "a4"})});
   free_queue_model q{h.t, 8};
   q.run();
   CHECK(q.resumes == std::vector<std::size_t>{0, 2, 0, 3});
