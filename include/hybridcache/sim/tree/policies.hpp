@@ -39,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <set>
@@ -53,17 +54,22 @@
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
-/// Recency (or insertion) order of held states: an ordered set of (stamp, node).
+/// Recency (or insertion) order of held states: an ordered set of (stamp, node). Stamps come
+/// from its own counter or, when `reset` is given one, from an outside clock (the engine's one
+/// LRU, `tree_context::lru_tick`), so they compare with the KV blocks' stamps.
 class recency_order {
  public:
-  void reset(std::size_t nodes) {
+  /// @param clock optional outside clock: each call returns a stamp larger than every earlier one.
+  void reset(std::size_t nodes, std::function<std::uint64_t()> clock = {}) {
     order_.clear();
     stamp_.assign(nodes, 0);
     clock_ = 0;
+    outside_ = std::move(clock);
   }
   /// Inserts `v` as the most recent.
   void insert(std::uint32_t v) {
-    stamp_[v] = ++clock_;
+    clock_ = outside_ ? outside_() : clock_ + 1;
+    stamp_[v] = clock_;
     order_.emplace(stamp_[v], v);
   }
   /// Moves `v` (held) to the most recent position.
@@ -86,22 +92,34 @@ class recency_order {
   std::set<std::pair<std::uint64_t, std::uint32_t>> order_;
   std::vector<std::uint64_t> stamp_;
   std::uint64_t clock_ = 0;
+  std::function<std::uint64_t()> outside_;
 };
 
 /// Shared skeleton of the LRU engine rows (vLLM, SGLang, TensorRT-LLM): one recency order over
 /// the held states, a *pinned* state that cannot be evicted while the request runs (the hit
 /// block an engine holds a reference to: vLLM `ref_cnt`, SGLang `mamba_lock_ref`), and a number
 /// of pool slots the mode reserves for the running request (SGLang's ping-pong track buffers).
+/// A row may join the engine's one LRU under a joint KV budget (`join_engine_lru`, see
+/// `vllm_policy`): its states are then stamped on the KV blocks' clock, and a state it admits
+/// into a full pool takes the least recently used of the evictable KV leaves and its own states.
 class lru_engine_policy : public tree_policy {
  public:
   void reset(const tree_context& ctx) override {
     ctx_ = ctx;
     order_.reset(ctx.trace->node_count());
     pinned_ = none;
+    one_lru_ = false;
   }
   void on_dropped(std::uint32_t v) override {
     order_.erase(v);
     if (pinned_ == v) pinned_ = none;
+  }
+  /// In the one LRU: the least recently used held state but the pinned one.
+  [[nodiscard]] std::pair<std::uint64_t, std::uint32_t> lru_state() const override {
+    if (one_lru_)
+      for (const auto& [stamp, v] : order_)
+        if (v != pinned_) return {stamp, v};
+    return tree_policy::lru_state();
   }
 
  protected:
@@ -132,15 +150,31 @@ class lru_engine_policy : public tree_policy {
     }
     return true;
   }
-  /// Stores the state at `v` (open now) as the most recent, evicting LRU first; a held `v` is
-  /// left where it is. @returns whether `v` holds a state afterwards.
+  /// Stores the state at `v` (open now) as the most recent, evicting LRU first (in the one LRU:
+  /// the least recently used of the evictable KV leaves and the held states, one at a time,
+  /// until a slot is free); a held `v` is left where it is. @returns whether `v` holds a state
+  /// afterwards.
   bool admit(std::uint32_t v) {
     if (ctx_.pool->holds(v)) return true;
-    const std::size_t cap = room();
-    if (cap == 0 || !shrink_to(cap - 1)) return false;
+    if (one_lru_) {
+      while (ctx_.pool->size() >= room()) {
+        const auto [stamp, oldest] = lru_state();
+        if (ctx_.evict_kv_older(stamp)) continue;  // an older KV leaf went (room raised)
+        if (oldest == none) return false;
+        drop(oldest);
+      }
+    } else {
+      const std::size_t cap = room();
+      if (cap == 0 || !shrink_to(cap - 1)) return false;
+    }
     ctx_.pool->add(v);
     order_.insert(v);
     return true;
+  }
+  /// Joins the engine's one LRU when the replay has one (joint KV budget); call from `reset`.
+  void join_engine_lru() {
+    one_lru_ = ctx_.kv == kv_mode::joint && ctx_.lru_tick && ctx_.evict_kv_older;
+    if (one_lru_) order_.reset(ctx_.trace->node_count(), ctx_.lru_tick);
   }
   /// Refreshes the held states on path[0, j) root to leaf, so ancestors end up older.
   void touch_path(std::span<const std::uint32_t> path, std::size_t j) {
@@ -153,6 +187,7 @@ class lru_engine_policy : public tree_policy {
   recency_order order_;
   std::uint32_t pinned_ = none;
   std::size_t reserved_ = 0;  ///< pool slots the mode reserves per running request
+  bool one_lru_ = false;      ///< in the engine's one LRU (`join_engine_lru`)
 };
 
 /// vLLM v1 hybrid prefix caching (`MambaManager`, see the file comment for the rules and the
@@ -163,6 +198,34 @@ class lru_engine_policy : public tree_policy {
 ///   align code read at the cited commit): a state at every scheduled chunk end, the junction,
 ///   the boundary and every decode block;
 /// - `all` (`--mamba-cache-mode all`): a state at every full block, decode blocks included.
+///
+/// **Joint KV budget: one LRU.** vLLM's hybrid allocator keeps one `BlockPool` for every KV cache
+/// group (`KVCacheCoordinator.__init__`, vllm/v1/core/kv_cache_coordinator.py @ 52b9a57d): the
+/// attention groups' KV blocks and the Mamba groups' state blocks are pages of one size (the
+/// attention block size is raised until its page holds a Mamba state and the Mamba page is
+/// padded to it: `HybridAttentionMambaModelConfig.verify_and_update_config`,
+/// vllm/model_executor/models/config.py @ 1936cf38). A block whose `ref_cnt` drops to 0 is
+/// appended, hash kept, to the tail of one `FreeKVCacheBlockQueue` (`BlockPool.free_blocks`,
+/// block_pool.py @ c59cb794; a request's blocks are freed tail first,
+/// `SingleTypeKVCacheManager.free`, and a Mamba manager frees a skipped state block as soon as
+/// the next is taken, `remove_skipped_blocks`, single_type_kv_cache_manager.py @ 129ab7c6); a
+/// hit takes it out (`BlockPool.touch`); and a new block of *any* group is `popleft`ed from
+/// the head, its cached hash evicted whatever group it belonged to (`get_new_blocks`,
+/// `_maybe_evict_cached_block`; `FreeKVCacheBlockQueue.popleft`, kv_cache_utils.py @ bbf906a8).
+/// So a new state (or new KV) takes the globally least recently used cached block, KV or state.
+/// Under `kv_mode::joint` the row models that (`join_engine_lru`): its states are stamped on the
+/// replay's KV clock (a hit, an admission), a state admitted into a full pool evicts the least
+/// recently used of the cached KV leaves off the running path and its own states (the resumed
+/// one pinned), one at a time, and the request's KV allocation evicts an older state before a
+/// newer KV leaf (`lru_state`). The model is at least as strong as vLLM's queue in three ways:
+/// a state costs its own bytes, not padded pages (at B = 528 vLLM charges each of the Mamba
+/// groups a page of B tokens' KV of its layers); a state whose block's KV is evicted is dropped
+/// at once rather than left in the queue; and a state is one item, where vLLM frees its Mamba
+/// groups' blocks separately (one evicted group's block makes the others useless). Within one
+/// request the replay stamps the resumed state, then the KV root to leaf, then the new states;
+/// vLLM frees KV tail first at the end. KV goes leaf first in both (the replay evicts only
+/// leaves; in vLLM's queue a parent is never older than its cached child), and the request's
+/// own items reach the LRU's head only after everything older.
 class vllm_policy : public lru_engine_policy {
  public:
   enum class mode : std::uint8_t { align, align_dense, all };
@@ -178,6 +241,10 @@ class vllm_policy : public lru_engine_policy {
     return mode_ == mode::align         ? "vllm_align"
            : mode_ == mode::align_dense ? "vllm_align_dense"
                                         : "vllm_all";
+  }
+  void reset(const tree_context& ctx) override {
+    lru_engine_policy::reset(ctx);
+    join_engine_lru();
   }
   /// `find_longest_cache_hit` returns only the deepest hit block, so a hit touches (takes out
   /// of the free queue) only the resumed state.

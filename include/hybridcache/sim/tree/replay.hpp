@@ -52,7 +52,11 @@
 /// - `joint` (vLLM's hybrid allocator: KV blocks and states share one pool): one budget of
 ///   `bytes` + M · state_bytes bytes (the same total memory as `separate` with M states). Blocks
 ///   are evicted while KV bytes + held states' bytes exceed it; if no leaf off the running path
-///   is left, held states are dropped in the LRU order of their blocks. The state pool's
+///   is left, held states are dropped in the LRU order of their blocks. A policy that keeps its
+///   states in the engine's one LRU (`tree_policy::lru_state`: the `vllm_*` rows, as vLLM's
+///   `BlockPool` keeps one free queue for KV and state blocks) is asked first: while its least
+///   recently used evictable state is older than the least recently used evictable KV leaf, the
+///   state goes instead (`on_dropped`). The state pool's
 ///   capacity for the request is then ⌊(total − KV bytes) / state_bytes⌋, fixed from step 4 to
 ///   the request's end (it may exceed M when KV is light). The request's whole KV (prompt and
 ///   output) is allocated at step 3; its own blocks are never evicted while it runs (if they
@@ -210,6 +214,16 @@ class block_tree {
       leaves_.emplace(stamp_[p], p);
     return v;
   }
+  /// Stamp of the least recently used leaf stamped before `guard` (the one `evict_lru_leaf`
+  /// would take), or the largest stamp value when there is none. Needs tracking.
+  [[nodiscard]] std::uint64_t lru_leaf_stamp(std::uint64_t guard) const noexcept {
+    if (leaves_.empty() || leaves_.begin()->first >= guard)
+      return std::numeric_limits<std::uint64_t>::max();
+    return leaves_.begin()->first;
+  }
+  /// The next stamp of the LRU clock, for a use of something other than a block (a held state
+  /// in the engine's one LRU, see `tree_context::lru_tick`). Stamps are shared with `insert`.
+  std::uint64_t tick() noexcept { return ++clock_; }
   /// LRU stamp of `v` (tracking only; 0 otherwise).
   [[nodiscard]] std::uint64_t stamp(std::uint32_t v) const noexcept {
     return track_ ? stamp_[v] : 0;
@@ -299,6 +313,19 @@ struct tree_context {
   /// states (which may stay below n when no evictable KV is left). Evicted blocks and the states
   /// they held are reported as for the prefill's allocation (`on_dropped`, `on_evicted`).
   std::function<std::size_t(std::size_t)> grow;
+  /// Joint KV budget only (else empty): the engine's one LRU over cached KV blocks and held
+  /// states (vLLM's `BlockPool` free queue). `lru_tick()` returns the next stamp of the clock the
+  /// KV blocks are stamped with (a block's stamp is its last allocation); a policy that keeps its
+  /// states in this LRU stamps each use of a state with it and reports its least recently used
+  /// evictable state through `tree_policy::lru_state`.
+  std::function<std::uint64_t()> lru_tick;
+  /// Joint KV budget only (else empty): `evict_kv_older(stamp)` evicts the least recently used
+  /// cached KV leaf off the running path if its stamp is older than `stamp` (reported as for the
+  /// prefill's allocation: `on_dropped` for a state it held, `on_evicted`), raises the pool's
+  /// capacity by the room freed and returns true; false (nothing evicted) otherwise. A policy in
+  /// the one LRU calls it with its own least recently used state's stamp before evicting that
+  /// state, so a new state takes the globally least recently used cached block.
+  std::function<bool(std::uint64_t)> evict_kv_older;
   std::function<double(double, double)> flops;  ///< prefill FLOPs(n new, p cached)
 };
 
@@ -332,6 +359,14 @@ class tree_policy {
   virtual void on_dropped(std::uint32_t v) { (void)v; }
   /// The engine evicted the KV of leaf block `v` (after `on_dropped` if it held a state).
   virtual void on_evicted(std::uint32_t v) { (void)v; }
+  /// Joint KV budget: the policy's least recently used state the engine may evict, as (stamp on
+  /// the `tree_context::lru_tick` clock, node), for the engine's one LRU over KV blocks and
+  /// states (see the file comment). The default, (largest stamp, `tree_trace::no_parent`), keeps
+  /// the policy's states out of that LRU: the engine then evicts KV first and drops states only
+  /// when no KV leaf is left. The engine drops the state it names through `on_dropped`.
+  [[nodiscard]] virtual std::pair<std::uint64_t, std::uint32_t> lru_state() const {
+    return {std::numeric_limits<std::uint64_t>::max(), tree_trace::no_parent};
+  }
 };
 
 /// Deepest k in [0, limit] with path[k−1] held (0 when none).
@@ -452,7 +487,11 @@ class tree_replayer {
     ctx_.kv = cost.kv.mode;
     ctx_.cost = &cost_;
     ctx_.begin = next_;
-    if (cost.kv.mode == kv_mode::joint) ctx_.grow = [this](std::size_t n) { return grow(n); };
+    if (cost.kv.mode == kv_mode::joint) {
+      ctx_.grow = [this](std::size_t n) { return grow(n); };
+      ctx_.lru_tick = [this] { return tree_.tick(); };
+      ctx_.evict_kv_older = [this](std::uint64_t stamp) { return evict_kv_older(stamp); };
+    }
     ctx_.flops = [cost](double n, double p) { return cost.flops(n, p); };
     if (cost.kv.mode == kv_mode::joint) pool_.set_capacity(joint_capacity());
     policy.reset(ctx_);
@@ -645,6 +684,17 @@ class tree_replayer {
     pool_.set_capacity(std::max(cap, pool_.capacity()));
     return pool_.capacity() - std::min(pool_.capacity(), pool_.size());
   }
+  /// `tree_context::evict_kv_older` (joint KV budget): evicts the LRU KV leaf off the running
+  /// path if it is older than `stamp`. @returns whether it did.
+  bool evict_kv_older(std::uint64_t stamp) {
+    if (tree_.lru_leaf_stamp(guard_) >= stamp) return false;
+    const auto v = tree_.evict_lru_leaf(t_, guard_);
+    m_.kv_evicted_blocks += 1.0;
+    if (pool_.holds(v)) drop_state(v);
+    policy_.on_evicted(v);
+    pool_.set_capacity(std::max(joint_capacity(), pool_.capacity()));
+    return true;
+  }
   /// Step 3 of the protocol: the request's blocks are allocated (inserted, most recently used)
   /// and the tree trimmed to the KV budget (see the file comment).
   void allocate(std::span<const std::uint32_t> path) {
@@ -652,6 +702,14 @@ class tree_replayer {
     guard_ = guard;
     if (cost_.kv.mode == kv_mode::unlimited) return;
     while (over_budget()) {
+      if (cost_.kv.mode == kv_mode::joint) {  // the one LRU: an older state goes first
+        std::pair<std::uint64_t, std::uint32_t> st;
+        timed([&] { st = policy_.lru_state(); });
+        if (st.second != tree_trace::no_parent && st.first < tree_.lru_leaf_stamp(guard)) {
+          drop_state(st.second);
+          continue;
+        }
+      }
       const auto v = tree_.evict_lru_leaf(t_, guard);
       if (v == tree_trace::no_parent) break;
       m_.kv_evicted_blocks += 1.0;
