@@ -37,8 +37,7 @@ struct reference {
     mean /= static_cast<double>(usable.size());
     double H = 0.0;
     for (double x : handovers) H += x;
-    const double delta =
-        switches == 0 ? mean : std::max(mean, H / static_cast<double>(switches));
+    const double delta = switches == 0 ? mean : std::max(mean, H / static_cast<double>(switches));
     max_delta = std::max(max_delta, delta);
     double lo = L[leader];
     std::size_t best = leader;
