@@ -16,14 +16,15 @@ namespace hc = hybridcache;
 
 namespace {
 
-/// The rule from its definition: at request t, L_c(t) = Σ_{s ≤ t} ℓ_c(s) and δ(t) = mean usable,
-/// both recomputed from the history; the best is the smallest L (ties: the current leader, then
-/// the lowest index); switch when the current leader trails it by more than δ.
+/// The rule from its definition: at request t, L_c(t) = Σ_{s ≤ t} ℓ_c(s), the mean usable ū(t),
+/// the hand-over H noted before request t and the switches S so far, all recomputed from the
+/// history; δ = max(ū, H/S) (H/S only once S ≥ 1); the best is the smallest L (ties: the current
+/// leader, then the lowest index); switch when the current leader trails it by more than δ.
 struct reference {
   std::vector<std::vector<double>> history;
-  std::vector<double> usable;
+  std::vector<double> usable, handovers;
   std::size_t leader = 0, switches = 0;
-  double followed = 0.0;
+  double followed = 0.0, max_delta = 0.0;
   std::size_t observe(const std::vector<double>& l, double u) {
     history.push_back(l);
     usable.push_back(u);
@@ -31,9 +32,13 @@ struct reference {
     std::vector<double> L(C, 0.0);
     for (const auto& h : history)
       for (std::size_t c = 0; c < C; ++c) L[c] += h[c];
-    double delta = 0.0;
-    for (double x : usable) delta += x;
-    delta /= static_cast<double>(usable.size());
+    double mean = 0.0;
+    for (double x : usable) mean += x;
+    mean /= static_cast<double>(usable.size());
+    double H = 0.0;
+    for (double x : handovers) H += x;
+    const double delta = switches == 0 ? mean : std::max(mean, H / static_cast<double>(switches));
+    max_delta = std::max(max_delta, delta);
     double lo = L[leader];
     std::size_t best = leader;
     for (std::size_t c = 0; c < C; ++c) {
@@ -81,7 +86,7 @@ TEST_CASE("leader_safeguard: equals the rule recomputed from the history, and Th
     for (auto& b : bias) b = u(rng);
     hc::leader_safeguard g(C);
     reference ref;
-    double max_loss = 0.0, max_delta = 0.0, usable_sum = 0.0;
+    double max_loss = 0.0;
     std::vector<double> L(C, 0.0);
     for (std::size_t t = 0; t < T; ++t) {
       if (rng() % 50 == 0)
@@ -93,18 +98,22 @@ TEST_CASE("leader_safeguard: equals the rule recomputed from the history, and Th
         L[c] += l[c];
         max_loss = std::max(max_loss, l[c]);
       }
-      usable_sum += usable;
-      max_delta = std::max(max_delta, usable_sum / static_cast<double>(t + 1));
       REQUIRE(g.observe(l, usable) == ref.observe(l, usable));
+      if (rng() % 3 == 0) {  // the pool's hand-over on this request, noted after it
+        const double h = std::floor(50.0 * u(rng));
+        g.note_handover(h);
+        ref.handovers.push_back(h);
+      }
     }
     CHECK(g.switches() == ref.switches);
     CHECK(g.leader_loss() == doctest::Approx(ref.followed));
     double best = std::numeric_limits<double>::infinity();
     for (double x : L) best = std::min(best, x);
     CHECK(g.best_score() == doctest::Approx(best));
-    // Theorem 1: followed <= min_c L_c + S (δ* + ℓ_max) + δ*, with δ*, ℓ_max computed here.
+    // Theorem 1: followed <= min_c L_c + S (δ* + ℓ_max) + δ*, with δ* (the reference's, hand-overs
+    // included) and ℓ_max computed here.
     const double bound =
-        best + static_cast<double>(ref.switches) * (max_delta + max_loss) + max_delta;
+        best + static_cast<double>(ref.switches) * (ref.max_delta + max_loss) + ref.max_delta;
     CHECK(ref.followed <= bound + 1e-9);
     CHECK(g.regret_bound() == doctest::Approx(bound - best));
   }
