@@ -49,6 +49,7 @@
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/sim/detail/held_tree.hpp"
 #include "hybridcache/sim/tree/replay.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
@@ -515,7 +516,10 @@ class marconi_policy final : public tree_policy {
   void reset(const tree_context& ctx) override {
     ctx_ = ctx;
     ts_.assign(ctx.trace->node_count(), 0);
-    held_.clear();
+    held_.reset(*ctx.trace, std::move(euler_));
+    euler_.reset();
+    eff_.assign(ctx.trace->node_count(), 0.0);
+    eff_ok_.assign(ctx.trace->node_count(), 0);
     clock_ = 0;
     alpha_ = alpha0_;
     seen_ = window_ = 0;
@@ -559,7 +563,7 @@ class marconi_policy final : public tree_policy {
     const auto v = s.path()[branch_ - 1];
     if (!ctx_.pool->holds(v) && ctx_.pool->size() < ctx_.pool->capacity()) {
       ctx_.pool->add(v);
-      held_.insert(v);
+      add_state(v);
       ts_[v] = clock_;
     }
   }
@@ -579,10 +583,12 @@ class marconi_policy final : public tree_policy {
     const auto v = path.back();
     if (ctx_.pool->holds(v) || ctx_.pool->size() >= ctx_.pool->capacity()) return;
     ctx_.pool->add(v);
-    held_.insert(v);
+    add_state(v);
     ts_[v] = clock_;
   }
-  void on_dropped(std::uint32_t v) override { held_.erase(v); }
+  void on_dropped(std::uint32_t v) override {
+    if (held_.holds(v)) remove_state(v);
+  }
 
  private:
   static void check_alpha(const std::string& what, double a) {
@@ -599,79 +605,81 @@ class marconi_policy final : public tree_policy {
     if (window_ == 0) window_ = multiplier_ * seen_;
     while (!held_.empty() && pool.size() + need > cap) evict_one();
   }
-  /// One `evict_v2` step (see the class comment).
+  /// One `evict_v2` step (see the class comment). The tree of held states is kept up to date
+  /// state by state (`held_tree`) and each state's efficiency cached until its nearest held
+  /// ancestor changes; the min-max normalisation reads the extremes of one pass (recency is
+  /// monotone in the timestamp, so its extremes are those of the oldest and newest candidate).
+  /// Same candidates in the same (ascending id) order and the same arithmetic as the scan over
+  /// normalised vectors it replaces.
   void evict_one() {
-    const auto& t = *ctx_.trace;
-    auto& pool = *ctx_.pool;
-    // The tree of held states: each state's nearest held ancestor a and the branch c below it
-    // (c's parent is a, so the branch names the pair); a state's children in that tree are the
-    // distinct branches below it. Counted with epoch-stamped per-node scratch (no sort).
-    if (mark_.size() != t.node_count()) {
-      mark_.assign(t.node_count(), 0);
-      kid_epoch_.assign(t.node_count(), 0);
-      kids_.assign(t.node_count(), 0);
-    }
-    ++epoch_;
-    held_scratch_.assign(held_.begin(), held_.end());  // ascending ids
-    const auto& held = held_scratch_;
-    anc_depth_.assign(held.size(), 0.0);
-    std::vector<double>& anc_depth = anc_depth_;
-    for (std::size_t i = 0; i < held.size(); ++i) {
-      std::uint32_t c = held[i], a = t.parent(c);
-      while (a != tree_trace::no_parent && !pool.holds(a)) {
-        c = a;
-        a = t.parent(a);
-      }
-      if (a != tree_trace::no_parent) {
-        anc_depth[i] = static_cast<double>(t.depth(a));
-        if (mark_[c] != epoch_) {
-          mark_[c] = epoch_;
-          if (kid_epoch_[a] != epoch_) {
-            kid_epoch_[a] = epoch_;
-            kids_[a] = 0;
-          }
-          ++kids_[a];
+    const auto& held = held_.nodes();
+    const auto is_cand = [&](std::uint32_t v) { return held_.children(v) <= 1; };
+    std::size_t n = 0;
+    double elo = 0.0, ehi = 0.0;
+    std::uint64_t tlo = 0, thi = 0;
+    const auto scan = [&](auto&& pick) {
+      for (auto v : held) {
+        if (!pick(v)) continue;
+        const double e = efficiency(v);
+        const std::uint64_t ts = ts_[v];
+        if (n++ == 0) {
+          elo = ehi = e;
+          tlo = thi = ts;
+          continue;
         }
+        elo = std::min(elo, e);
+        ehi = std::max(ehi, e);
+        tlo = std::min(tlo, ts);
+        thi = std::max(thi, ts);
       }
-    }
-    const auto children = [&](std::uint32_t v) -> std::size_t {
-      return kid_epoch_[v] == epoch_ ? kids_[v] : 0;
     };
-    std::vector<std::size_t> cand;
-    for (std::size_t i = 0; i < held.size(); ++i)
-      if (children(held[i]) <= 1) cand.push_back(i);
-    if (cand.empty())
-      for (std::size_t i = 0; i < held.size(); ++i) cand.push_back(i);
-    const double B = static_cast<double>(t.block());
-    const double kv_token = cost_.model.kv_bytes_per_token();
-    std::vector<double> eff(cand.size()), rec(cand.size());
-    for (std::size_t c = 0; c < cand.size(); ++c) {
-      const std::size_t i = cand[c];
-      const double dv = static_cast<double>(t.depth(held[i])), da = anc_depth[i];
-      eff[c] = ctx_.flops((dv - da) * B, da * B) / (ctx_.state_bytes + kv_token * dv * B);
-      const double age = static_cast<double>(clock_ - std::min(clock_, ts_[held[i]]));
-      rec[c] = 1.0 / std::max(age, 1e-9);
-    }
-    normalize(eff);
-    normalize(rec);
-    std::size_t best = 0;
-    for (std::size_t c = 1; c < cand.size(); ++c) {
-      if (alpha_ * eff[c] + rec[c] < alpha_ * eff[best] + rec[best]) best = c;
-    }
-    pool.remove(held[cand[best]]);
-    held_.erase(held[cand[best]]);
-  }
-  /// `_normalize`: min-max; all ones for one value or all equal.
-  static void normalize(std::vector<double>& x) {
-    if (x.size() > 1) {
-      const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
-      const double a = *lo, b = *hi;
-      if (a != b) {
-        for (auto& v : x) v = (v - a) / (b - a);
-        return;
+    scan(is_cand);
+    const bool all = n == 0;
+    if (all) scan([](std::uint32_t) { return true; });
+    if (n == 0) return;
+    const double rlo = recency(tlo), rhi = recency(thi);
+    const bool norm_e = n > 1 && elo != ehi, norm_r = n > 1 && rlo != rhi;
+    std::uint32_t best = 0;
+    double best_score = 0.0;
+    bool first = true;
+    for (auto v : held) {
+      if (!all && !is_cand(v)) continue;
+      const double e = norm_e ? (efficiency(v) - elo) / (ehi - elo) : 1.0;
+      const double r = norm_r ? (recency(ts_[v]) - rlo) / (rhi - rlo) : 1.0;
+      const double score = alpha_ * e + r;
+      if (first || score < best_score) {
+        best = v;
+        best_score = score;
+        first = false;
       }
     }
-    std::fill(x.begin(), x.end(), 1.0);
+    ctx_.pool->remove(best);
+    remove_state(best);
+  }
+  /// The recency score of a state last touched at `ts`: 1 / (now − ts).
+  [[nodiscard]] double recency(std::uint64_t ts) const noexcept {
+    const double age = static_cast<double>(clock_ - std::min(clock_, ts));
+    return 1.0 / std::max(age, 1e-9);
+  }
+  /// FLOPs saved per byte of held `v` (cached until its nearest held ancestor changes).
+  double efficiency(std::uint32_t v) {
+    if (eff_ok_[v] == 0) {
+      const auto& t = *ctx_.trace;
+      const double B = static_cast<double>(t.block());
+      const double kv_token = cost_.model.kv_bytes_per_token();
+      const double dv = static_cast<double>(t.depth(v));
+      const double da = static_cast<double>(held_.anc_depth(v));
+      eff_[v] = ctx_.flops((dv - da) * B, da * B) / (ctx_.state_bytes + kv_token * dv * B);
+      eff_ok_[v] = 1;
+    }
+    return eff_[v];
+  }
+  void add_state(std::uint32_t v) {
+    eff_ok_[v] = 0;
+    held_.add(v, [this](std::uint32_t x) { eff_ok_[x] = 0; });
+  }
+  void remove_state(std::uint32_t v) {
+    held_.remove(v, [this](std::uint32_t x) { eff_ok_[x] = 0; });
   }
   /// `ConfigTuner.tune_config`: replays requests [0, end) from an empty cache per α and keeps
   /// the α with the most FLOPs saved over the last `last_` of them (the skipped tokens' prefill
@@ -682,6 +690,7 @@ class marconi_policy final : public tree_policy {
     double best = grid_.front(), best_saved = -1.0;
     for (double a : grid_) {
       marconi_policy p(a, false, cost_, name_, grid_, multiplier_, last_);
+      p.euler_ = held_.euler();  // the trie's Euler intervals, shared
       tree_replayer r(t, p, budget_, *ctx_.usable, cost_, 0);
       double saved = 0.0;
       for (std::size_t i = 0; i < end; ++i) {
@@ -704,12 +713,10 @@ class marconi_policy final : public tree_policy {
   std::size_t multiplier_, last_;
   tree_context ctx_{};
   std::vector<std::uint64_t> ts_;
-  std::set<std::uint32_t> held_;  ///< the states this row holds (the pool's, in id order)
-  // evict_one's scratch (per node, epoch-stamped; reused across evictions)
-  std::vector<std::uint64_t> mark_, kid_epoch_;
-  std::vector<std::uint32_t> kids_, held_scratch_;
-  std::vector<double> anc_depth_;
-  std::uint64_t epoch_ = 0;
+  hybridcache::detail::held_tree held_;  ///< the states this row holds (the pool's)
+  std::shared_ptr<const hybridcache::detail::trie_euler> euler_;  ///< for the next reset
+  std::vector<double> eff_;  ///< per node: `efficiency` while eff_ok_
+  std::vector<std::uint8_t> eff_ok_;
   std::uint64_t clock_ = 0;
   std::size_t seen_ = 0, window_ = 0, budget_ = 0, branch_ = 0;
   bool tuned_ = false;

@@ -1,0 +1,167 @@
+#pragma once
+// SPDX-License-Identifier: Apache-2.0
+
+/// @file
+/// `held_tree`: the tree of held states over a static block trie (the structure Marconi's
+/// eviction reads, sim/tree/policies.hpp `marconi_policy`), kept up to date state by state
+/// instead of rebuilt per eviction.
+///
+/// For a set H of held nodes of the trie, a held node's parent in the held tree is its nearest
+/// held proper ancestor a, and a held node's children are the distinct branches below it: the
+/// children c of a in the trie whose subtree holds a node of H (the topmost held node of such a
+/// subtree has a as its nearest held ancestor, so each such c is one branch). Kept per node:
+/// - `cnt[v]`, the held nodes in v's subtree; `kids[v]` = #{children c of v : cnt[c] > 0};
+///   both updated along the path to the root on each add or remove (O(depth));
+/// - `anc_depth(v)`, the depth of v's nearest held proper ancestor (0 when none), updated for the
+///   topmost held nodes below an added or removed node, found in the held set ordered by Euler
+///   tour entry time (O(log |H|) each).
+/// The held nodes are also kept in a sorted vector (ascending ids, as a `std::set` iterates).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "hybridcache/config.hpp"
+#include "hybridcache/sim/tree/trace.hpp"
+
+HYBRIDCACHE_NAMESPACE_BEGIN
+namespace detail {
+
+/// Euler tour intervals of a trie: v's subtree is the entry times [tin[v], tout[v]).
+struct trie_euler {
+  const tree_trace* trace = nullptr;
+  std::vector<std::uint32_t> tin, tout, node_at;  ///< node_at[tin[v]] = v
+
+  /// Builds the intervals of `t` in O(nodes) (a trie's parents precede their children).
+  static std::shared_ptr<const trie_euler> of(const tree_trace& t) {
+    auto e = std::make_shared<trie_euler>();
+    const std::size_t n = t.node_count();
+    e->trace = &t;
+    e->tin.assign(n, 0);
+    e->tout.assign(n, 0);
+    e->node_at.assign(n, 0);
+    std::vector<std::uint32_t> size(n, 1), next(n, 0);
+    for (std::size_t i = n; i-- > 0;) {
+      const auto p = t.parent(static_cast<std::uint32_t>(i));
+      if (p != tree_trace::no_parent) size[p] += size[i];
+    }
+    std::uint32_t roots = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto v = static_cast<std::uint32_t>(i);
+      const auto p = t.parent(v);
+      std::uint32_t at = 0;
+      if (p == tree_trace::no_parent) {
+        at = roots;
+        roots += size[i];
+      } else {
+        at = next[p];
+        next[p] += size[i];
+      }
+      e->tin[i] = at;
+      e->tout[i] = at + size[i];
+      next[i] = at + 1;
+      e->node_at[at] = v;
+    }
+    return e;
+  }
+};
+
+/// The tree of held states (see the file comment).
+class held_tree {
+ public:
+  /// Starts empty over `t`; `euler` = trie_euler::of(t) (shared between replays of one trace).
+  void reset(const tree_trace& t, std::shared_ptr<const trie_euler> euler) {
+    t_ = &t;
+    e_ = euler && euler->trace == &t && euler->tin.size() == t.node_count() ? std::move(euler)
+                                                                            : trie_euler::of(t);
+    const std::size_t n = t.node_count();
+    cnt_.assign(n, 0);
+    kids_.assign(n, 0);
+    anc_.assign(n, 0);
+    on_.assign(n, 0);
+    held_.clear();
+    by_tin_.clear();
+  }
+  [[nodiscard]] const std::shared_ptr<const trie_euler>& euler() const noexcept { return e_; }
+  /// Held nodes, ascending ids.
+  [[nodiscard]] const std::vector<std::uint32_t>& nodes() const noexcept { return held_; }
+  [[nodiscard]] bool empty() const noexcept { return held_.empty(); }
+  [[nodiscard]] std::size_t size() const noexcept { return held_.size(); }
+  /// Children of held `v` in the held tree (distinct branches with held nodes below v).
+  [[nodiscard]] std::uint32_t children(std::uint32_t v) const noexcept { return kids_[v]; }
+  /// Depth of held `v`'s nearest held proper ancestor (0 when none).
+  [[nodiscard]] std::uint32_t anc_depth(std::uint32_t v) const noexcept { return anc_[v]; }
+
+  /// Adds `v` (not held). `changed(x)` is called for every held x ≠ v whose `anc_depth` changed.
+  template <class F>
+  void add(std::uint32_t v, F&& changed) {
+    const auto& t = *t_;
+    held_.insert(std::lower_bound(held_.begin(), held_.end(), v), v);
+    // Counts up to the root; the first held proper ancestor met is v's parent in the held tree.
+    std::uint32_t a_depth = 0;
+    bool found = false;
+    for (std::uint32_t x = v;;) {
+      const auto p = t.parent(x);
+      if (x != v && !found && on_[x] != 0) {
+        a_depth = t.depth(x);
+        found = true;
+      }
+      if (cnt_[x]++ == 0 && p != tree_trace::no_parent) ++kids_[p];
+      if (p == tree_trace::no_parent) break;
+      x = p;
+    }
+    anc_[v] = a_depth;
+    on_[v] = 1;
+    const std::uint32_t d = t.depth(v);
+    for_topmost_below(v, [&](std::uint32_t x) {
+      anc_[x] = d;
+      changed(x);
+    });
+    by_tin_.insert(std::lower_bound(by_tin_.begin(), by_tin_.end(), e_->tin[v]), e_->tin[v]);
+  }
+  /// Removes held `v`; `changed` as for `add`.
+  template <class F>
+  void remove(std::uint32_t v, F&& changed) {
+    const auto& t = *t_;
+    held_.erase(std::lower_bound(held_.begin(), held_.end(), v));
+    on_[v] = 0;
+    by_tin_.erase(std::lower_bound(by_tin_.begin(), by_tin_.end(), e_->tin[v]));
+    for (std::uint32_t x = v;;) {
+      const auto p = t.parent(x);
+      if (--cnt_[x] == 0 && p != tree_trace::no_parent) --kids_[p];
+      if (p == tree_trace::no_parent) break;
+      x = p;
+    }
+    const std::uint32_t d = anc_[v];
+    for_topmost_below(v, [&](std::uint32_t x) {
+      anc_[x] = d;
+      changed(x);
+    });
+  }
+  /// Whether `v` is held.
+  [[nodiscard]] bool holds(std::uint32_t v) const noexcept { return on_[v] != 0; }
+
+ private:
+  /// Calls f(x) for each held x in v's subtree, x ≠ v, with no held node strictly between v and x.
+  template <class F>
+  void for_topmost_below(std::uint32_t v, F&& f) const {
+    const auto end = e_->tout[v];
+    auto it = std::upper_bound(by_tin_.begin(), by_tin_.end(), e_->tin[v]);
+    while (it != by_tin_.end() && *it < end) {
+      const auto x = e_->node_at[*it];
+      f(x);
+      it = std::lower_bound(it, by_tin_.end(), e_->tout[x]);
+    }
+  }
+
+  const tree_trace* t_ = nullptr;
+  std::shared_ptr<const trie_euler> e_;
+  std::vector<std::uint32_t> cnt_, kids_, anc_;
+  std::vector<std::uint8_t> on_;
+  std::vector<std::uint32_t> held_, by_tin_;  ///< held ids ascending; their entry times ascending
+};
+
+}  // namespace detail
+HYBRIDCACHE_NAMESPACE_END
