@@ -94,9 +94,10 @@ class held_tree {
   /// Depth of held `v`'s nearest held proper ancestor (0 when none).
   [[nodiscard]] std::uint32_t anc_depth(std::uint32_t v) const noexcept { return anc_[v]; }
 
-  /// Adds `v` (not held). `changed(x)` is called for every held x ≠ v whose `anc_depth` changed.
-  template <class F>
-  void add(std::uint32_t v, F&& changed) {
+  /// Adds `v` (not held). `changed(x)` is called for every held x ≠ v whose `anc_depth` changed,
+  /// `kids_changed(x)` for every held x ≠ v whose `children` changed (each after the change).
+  template <class F, class G>
+  void add(std::uint32_t v, F&& changed, G&& kids_changed) {
     const auto& t = *t_;
     held_.insert(std::lower_bound(held_.begin(), held_.end(), v), v);
     // Counts up to the root; the first held proper ancestor met is v's parent in the held tree.
@@ -108,7 +109,10 @@ class held_tree {
         a_depth = t.depth(x);
         found = true;
       }
-      if (cnt_[x]++ == 0 && p != tree_trace::no_parent) ++kids_[p];
+      if (cnt_[x]++ == 0 && p != tree_trace::no_parent) {
+        ++kids_[p];
+        if (on_[p] != 0) kids_changed(p);
+      }
       if (p == tree_trace::no_parent) break;
       x = p;
     }
@@ -121,16 +125,19 @@ class held_tree {
     });
     by_tin_.insert(std::lower_bound(by_tin_.begin(), by_tin_.end(), e_->tin[v]), e_->tin[v]);
   }
-  /// Removes held `v`; `changed` as for `add`.
-  template <class F>
-  void remove(std::uint32_t v, F&& changed) {
+  /// Removes held `v`; `changed` and `kids_changed` as for `add`.
+  template <class F, class G>
+  void remove(std::uint32_t v, F&& changed, G&& kids_changed) {
     const auto& t = *t_;
     held_.erase(std::lower_bound(held_.begin(), held_.end(), v));
     on_[v] = 0;
     by_tin_.erase(std::lower_bound(by_tin_.begin(), by_tin_.end(), e_->tin[v]));
     for (std::uint32_t x = v;;) {
       const auto p = t.parent(x);
-      if (--cnt_[x] == 0 && p != tree_trace::no_parent) --kids_[p];
+      if (--cnt_[x] == 0 && p != tree_trace::no_parent) {
+        --kids_[p];
+        if (on_[p] != 0) kids_changed(p);
+      }
       if (p == tree_trace::no_parent) break;
       x = p;
     }
