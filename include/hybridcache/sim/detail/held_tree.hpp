@@ -10,11 +10,14 @@
 /// held proper ancestor a, and a held node's children are the distinct branches below it: the
 /// children c of a in the trie whose subtree holds a node of H (the topmost held node of such a
 /// subtree has a as its nearest held ancestor, so each such c is one branch). Kept per node:
-/// - `cnt[v]`, the held nodes in v's subtree; `kids[v]` = #{children c of v : cnt[c] > 0};
-///   both updated along the path to the root on each add or remove (O(depth));
-/// - `anc_depth(v)`, the depth of v's nearest held proper ancestor (0 when none), updated for the
-///   topmost held nodes below an added or removed node, found in the held set ordered by Euler
-///   tour entry time (O(log |H|) each).
+/// - `kids[v]` = #{children c of v : c's subtree holds a node of H}; a subtree holds one iff its
+///   root is held or has kids > 0, so an add walks up only while the subtrees it enters were
+///   empty, a remove only while they become empty;
+/// - `anc_depth(v)`, the depth of v's nearest held proper ancestor (0 when none): for an added
+///   node, that of the first ancestor y whose subtree already held a node (y itself, or the
+///   ancestor of the first held node below y in Euler order); updated for the topmost held
+///   nodes below an added or removed node, found in the held set ordered by Euler tour entry
+///   time (O(log |H|) each).
 /// The held nodes are also kept in a sorted vector (ascending ids, as a `std::set` iterates).
 
 #include <algorithm>
@@ -77,7 +80,6 @@ class held_tree {
     e_ = euler && euler->trace == &t && euler->tin.size() == t.node_count() ? std::move(euler)
                                                                             : trie_euler::of(t);
     const std::size_t n = t.node_count();
-    cnt_.assign(n, 0);
     kids_.assign(n, 0);
     anc_.assign(n, 0);
     on_.assign(n, 0);
@@ -100,24 +102,36 @@ class held_tree {
   void add(std::uint32_t v, F&& changed, G&& kids_changed) {
     const auto& t = *t_;
     held_.insert(std::lower_bound(held_.begin(), held_.end(), v), v);
-    // Counts up to the root; the first held proper ancestor met is v's parent in the held tree.
-    std::uint32_t a_depth = 0;
-    bool found = false;
-    for (std::uint32_t x = v;;) {
-      const auto p = t.parent(x);
-      if (x != v && !found && on_[x] != 0) {
-        a_depth = t.depth(x);
-        found = true;
-      }
-      if (cnt_[x]++ == 0 && p != tree_trace::no_parent) {
+    // Up from v while the subtrees entered were empty: each parent gains a branch.
+    constexpr auto none = tree_trace::no_parent;
+    std::uint32_t y = none;  // the first proper ancestor whose subtree held a node before
+    if (kids_[v] > 0) {      // v's subtree held one (v was not held): no branch changes
+      y = t.parent(v);
+    } else {
+      for (std::uint32_t x = v;;) {
+        const auto p = t.parent(x);
+        if (p == none) break;
+        const bool held_below = on_[p] != 0 || kids_[p] > 0;
         ++kids_[p];
         if (on_[p] != 0) kids_changed(p);
+        if (held_below) {
+          y = p;
+          break;
+        }
+        x = p;
       }
-      if (p == tree_trace::no_parent) break;
-      x = p;
+    }
+    on_[v] = 1;
+    std::uint32_t a_depth = 0;
+    if (y != none) {
+      if (on_[y] != 0) {
+        a_depth = t.depth(y);
+      } else {  // the first held node below y (v not yet among them) is topmost there
+        const auto it = std::upper_bound(by_tin_.begin(), by_tin_.end(), e_->tin[y]);
+        a_depth = anc_[e_->node_at[*it]];
+      }
     }
     anc_[v] = a_depth;
-    on_[v] = 1;
     const std::uint32_t d = t.depth(v);
     for_topmost_below(v, [&](std::uint32_t x) {
       anc_[x] = d;
@@ -132,13 +146,12 @@ class held_tree {
     held_.erase(std::lower_bound(held_.begin(), held_.end(), v));
     on_[v] = 0;
     by_tin_.erase(std::lower_bound(by_tin_.begin(), by_tin_.end(), e_->tin[v]));
-    for (std::uint32_t x = v;;) {
+    // Up from v while the subtrees left are empty: each parent loses a branch.
+    for (std::uint32_t x = v; on_[x] == 0 && kids_[x] == 0;) {
       const auto p = t.parent(x);
-      if (--cnt_[x] == 0 && p != tree_trace::no_parent) {
-        --kids_[p];
-        if (on_[p] != 0) kids_changed(p);
-      }
       if (p == tree_trace::no_parent) break;
+      --kids_[p];
+      if (on_[p] != 0) kids_changed(p);
       x = p;
     }
     const std::uint32_t d = anc_[v];
@@ -165,7 +178,7 @@ class held_tree {
 
   const tree_trace* t_ = nullptr;
   std::shared_ptr<const trie_euler> e_;
-  std::vector<std::uint32_t> cnt_, kids_, anc_;
+  std::vector<std::uint32_t> kids_, anc_;
   std::vector<std::uint8_t> on_;
   std::vector<std::uint32_t> held_, by_tin_;  ///< held ids ascending; their entry times ascending
 };
