@@ -50,6 +50,7 @@
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/sim/detail/held_tree.hpp"
 #include "hybridcache/sim/tree/replay.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
@@ -582,7 +583,13 @@ class marconi_policy final : public tree_policy {
   void reset(const tree_context& ctx) override {
     ctx_ = ctx;
     ts_.assign(ctx.trace->node_count(), 0);
-    held_.clear();
+    held_.reset(*ctx.trace, std::move(euler_));
+    euler_.reset();
+    eff_.assign(ctx.trace->node_count(), 0.0);
+    in_cand_.assign(ctx.trace->node_count(), 0);
+    seen_at_.assign(ctx.trace->node_count(), 0);
+    by_eff_.clear();
+    by_ts_.clear();
     clock_ = 0;
     alpha_ = alpha0_;
     seen_ = window_ = 0;
@@ -602,7 +609,7 @@ class marconi_policy final : public tree_policy {
     ++seen_;
     const auto path = s.path();
     const std::size_t hit = deepest_held(*ctx_.pool, path, s.match);
-    if (hit > 0) ts_[path[hit - 1]] = clock_;
+    if (hit > 0) touch(path[hit - 1], clock_);
     return deepest_held(*ctx_.pool, path, s.usable);
   }
   /// Speculative insertion: the insertion will split an edge at the match (the matched node
@@ -626,8 +633,7 @@ class marconi_policy final : public tree_policy {
     const auto v = s.path()[branch_ - 1];
     if (!ctx_.pool->holds(v) && ctx_.pool->size() < ctx_.pool->capacity()) {
       ctx_.pool->add(v);
-      held_.insert(v);
-      ts_[v] = clock_;
+      add_state(v, clock_);
     }
   }
   /// `insert` of the leaf (tuning first when the bootstrap window is complete).
@@ -646,10 +652,11 @@ class marconi_policy final : public tree_policy {
     const auto v = path.back();
     if (ctx_.pool->holds(v) || ctx_.pool->size() >= ctx_.pool->capacity()) return;
     ctx_.pool->add(v);
-    held_.insert(v);
-    ts_[v] = clock_;
+    add_state(v, clock_);
   }
-  void on_dropped(std::uint32_t v) override { held_.erase(v); }
+  void on_dropped(std::uint32_t v) override {
+    if (held_.holds(v)) remove_state(v);
+  }
 
  private:
   static void check_alpha(const std::string& what, double a) {
@@ -666,79 +673,145 @@ class marconi_policy final : public tree_policy {
     if (window_ == 0) window_ = multiplier_ * seen_;
     while (!held_.empty() && pool.size() + need > cap) evict_one();
   }
-  /// One `evict_v2` step (see the class comment).
+  /// One `evict_v2` step (see the class comment): the candidate with the lowest
+  /// α · norm(eff) + norm(recency), ties to the lowest id (the first in the artifact's scan).
+  ///
+  /// The candidates (held states with at most one child in the tree of held states, kept up to
+  /// date by `held_tree`) are kept ordered by efficiency and by timestamp, so the min-max bounds
+  /// are the ends of those orders (recency is monotone in the timestamp). The scan visits the
+  /// candidates in both orders at once and stops when α · norm(next eff) + norm(next recency)
+  /// exceeds the best score found: every unvisited candidate's score is at least that (each
+  /// operation of the score is monotone in its arguments under rounding), so none is lower or
+  /// ties. Each score is computed as the full scan computes it; same victim, same arithmetic.
   void evict_one() {
-    const auto& t = *ctx_.trace;
-    auto& pool = *ctx_.pool;
-    // The tree of held states: each state's nearest held ancestor a and the branch c below it
-    // (c's parent is a, so the branch names the pair); a state's children in that tree are the
-    // distinct branches below it. Counted with epoch-stamped per-node scratch (no sort).
-    if (mark_.size() != t.node_count()) {
-      mark_.assign(t.node_count(), 0);
-      kid_epoch_.assign(t.node_count(), 0);
-      kids_.assign(t.node_count(), 0);
+    if (by_eff_.empty()) {
+      evict_scan();
+      return;
     }
-    ++epoch_;
-    held_scratch_.assign(held_.begin(), held_.end());  // ascending ids
-    const auto& held = held_scratch_;
-    anc_depth_.assign(held.size(), 0.0);
-    std::vector<double>& anc_depth = anc_depth_;
-    for (std::size_t i = 0; i < held.size(); ++i) {
-      std::uint32_t c = held[i], a = t.parent(c);
-      while (a != tree_trace::no_parent && !pool.holds(a)) {
-        c = a;
-        a = t.parent(a);
-      }
-      if (a != tree_trace::no_parent) {
-        anc_depth[i] = static_cast<double>(t.depth(a));
-        if (mark_[c] != epoch_) {
-          mark_[c] = epoch_;
-          if (kid_epoch_[a] != epoch_) {
-            kid_epoch_[a] = epoch_;
-            kids_[a] = 0;
-          }
-          ++kids_[a];
-        }
-      }
-    }
-    const auto children = [&](std::uint32_t v) -> std::size_t {
-      return kid_epoch_[v] == epoch_ ? kids_[v] : 0;
+    const double elo = by_eff_.begin()->first, ehi = by_eff_.rbegin()->first;
+    const double rlo = recency(by_ts_.begin()->first), rhi = recency(by_ts_.rbegin()->first);
+    const bool many = by_eff_.size() > 1;
+    const bool norm_e = many && elo != ehi, norm_r = many && rlo != rhi;
+    const auto en = [&](double e) { return norm_e ? (e - elo) / (ehi - elo) : 1.0; };
+    const auto rn = [&](std::uint64_t ts) {
+      return norm_r ? (recency(ts) - rlo) / (rhi - rlo) : 1.0;
     };
-    std::vector<std::size_t> cand;
-    for (std::size_t i = 0; i < held.size(); ++i)
-      if (children(held[i]) <= 1) cand.push_back(i);
-    if (cand.empty())
-      for (std::size_t i = 0; i < held.size(); ++i) cand.push_back(i);
+    ++scan_epoch_;
+    std::uint32_t best = 0;
+    double best_score = 0.0;
+    bool found = false;
+    const auto visit = [&](std::uint32_t v) {
+      if (seen_at_[v] == scan_epoch_) return;
+      seen_at_[v] = scan_epoch_;
+      const double score = alpha_ * en(eff_[v]) + rn(ts_[v]);
+      if (!found || score < best_score || (score == best_score && v < best)) {
+        best = v;
+        best_score = score;
+        found = true;
+      }
+    };
+    auto ie = by_eff_.begin();
+    auto it = by_ts_.begin();
+    while (ie != by_eff_.end() && it != by_ts_.end()) {
+      if (found && alpha_ * en(ie->first) + rn(it->first) > best_score) break;
+      visit(ie->second);
+      visit(it->second);
+      ++ie;
+      ++it;
+    }
+    ctx_.pool->remove(best);
+    remove_state(best);
+  }
+  /// The full scan over the held states in ascending id order (all of them are candidates: only
+  /// when none has at most one child, which a non-empty tree of held states never has).
+  void evict_scan() {
+    const auto& held = held_.nodes();
+    if (held.empty()) return;
+    double elo = eff_[held.front()], ehi = elo;
+    std::uint64_t tlo = ts_[held.front()], thi = tlo;
+    for (auto v : held) {
+      elo = std::min(elo, eff_[v]);
+      ehi = std::max(ehi, eff_[v]);
+      tlo = std::min(tlo, ts_[v]);
+      thi = std::max(thi, ts_[v]);
+    }
+    const double rlo = recency(tlo), rhi = recency(thi);
+    const bool many = held.size() > 1;
+    const bool norm_e = many && elo != ehi, norm_r = many && rlo != rhi;
+    std::uint32_t best = held.front();
+    double best_score = 0.0;
+    bool first = true;
+    for (auto v : held) {
+      const double e = norm_e ? (eff_[v] - elo) / (ehi - elo) : 1.0;
+      const double r = norm_r ? (recency(ts_[v]) - rlo) / (rhi - rlo) : 1.0;
+      const double score = alpha_ * e + r;
+      if (first || score < best_score) {
+        best = v;
+        best_score = score;
+        first = false;
+      }
+    }
+    ctx_.pool->remove(best);
+    remove_state(best);
+  }
+  /// The recency score of a state last touched at `ts`: 1 / (now − ts).
+  [[nodiscard]] double recency(std::uint64_t ts) const noexcept {
+    const double age = static_cast<double>(clock_ - std::min(clock_, ts));
+    return 1.0 / std::max(age, 1e-9);
+  }
+  /// FLOPs saved per byte of held `v` given its nearest held ancestor.
+  [[nodiscard]] double efficiency(std::uint32_t v) const {
+    const auto& t = *ctx_.trace;
     const double B = static_cast<double>(t.block());
     const double kv_token = cost_.model.kv_bytes_per_token();
-    std::vector<double> eff(cand.size()), rec(cand.size());
-    for (std::size_t c = 0; c < cand.size(); ++c) {
-      const std::size_t i = cand[c];
-      const double dv = static_cast<double>(t.depth(held[i])), da = anc_depth[i];
-      eff[c] = ctx_.flops((dv - da) * B, da * B) / (ctx_.state_bytes + kv_token * dv * B);
-      const double age = static_cast<double>(clock_ - std::min(clock_, ts_[held[i]]));
-      rec[c] = 1.0 / std::max(age, 1e-9);
-    }
-    normalize(eff);
-    normalize(rec);
-    std::size_t best = 0;
-    for (std::size_t c = 1; c < cand.size(); ++c) {
-      if (alpha_ * eff[c] + rec[c] < alpha_ * eff[best] + rec[best]) best = c;
-    }
-    pool.remove(held[cand[best]]);
-    held_.erase(held[cand[best]]);
+    const double dv = static_cast<double>(t.depth(v));
+    const double da = static_cast<double>(held_.anc_depth(v));
+    return ctx_.flops((dv - da) * B, da * B) / (ctx_.state_bytes + kv_token * dv * B);
   }
-  /// `_normalize`: min-max; all ones for one value or all equal.
-  static void normalize(std::vector<double>& x) {
-    if (x.size() > 1) {
-      const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
-      const double a = *lo, b = *hi;
-      if (a != b) {
-        for (auto& v : x) v = (v - a) / (b - a);
-        return;
-      }
-    }
-    std::fill(x.begin(), x.end(), 1.0);
+  /// Takes held `v` out of the candidate orders (if in).
+  void leave(std::uint32_t v) {
+    if (in_cand_[v] == 0) return;
+    by_eff_.erase({eff_[v], v});
+    by_ts_.erase({ts_[v], v});
+    in_cand_[v] = 0;
+  }
+  /// Puts held `v` into the candidate orders when it has at most one child.
+  void enter(std::uint32_t v) {
+    if (held_.children(v) > 1) return;
+    by_eff_.emplace(eff_[v], v);
+    by_ts_.emplace(ts_[v], v);
+    in_cand_[v] = 1;
+  }
+  /// Held `x`'s nearest held ancestor changed: a new efficiency.
+  void anc_changed(std::uint32_t x) {
+    leave(x);
+    eff_[x] = efficiency(x);
+    enter(x);
+  }
+  /// Held `x`'s children changed: it may enter or leave the candidates.
+  void kids_changed(std::uint32_t x) {
+    leave(x);
+    enter(x);
+  }
+  /// A hit refreshes held `v`.
+  void touch(std::uint32_t v, std::uint64_t ts) {
+    leave(v);
+    ts_[v] = ts;
+    enter(v);
+  }
+  void add_state(std::uint32_t v, std::uint64_t ts) {
+    ts_[v] = ts;
+    held_.add(
+        v, [this](std::uint32_t x) { anc_changed(x); },
+        [this](std::uint32_t x) { kids_changed(x); });
+    eff_[v] = efficiency(v);
+    enter(v);
+  }
+  void remove_state(std::uint32_t v) {
+    leave(v);
+    held_.remove(
+        v, [this](std::uint32_t x) { anc_changed(x); },
+        [this](std::uint32_t x) { kids_changed(x); });
   }
   /// `ConfigTuner.tune_config`: replays requests [0, end) from an empty cache per α and keeps
   /// the α with the most FLOPs saved over the last `last_` of them (the skipped tokens' prefill
@@ -749,6 +822,7 @@ class marconi_policy final : public tree_policy {
     double best = grid_.front(), best_saved = -1.0;
     for (double a : grid_) {
       marconi_policy p(a, false, cost_, name_, grid_, multiplier_, last_);
+      p.euler_ = held_.euler();  // the trie's Euler intervals, shared
       tree_replayer r(t, p, budget_, *ctx_.usable, cost_, 0);
       double saved = 0.0;
       for (std::size_t i = 0; i < end; ++i) {
@@ -771,12 +845,15 @@ class marconi_policy final : public tree_policy {
   std::size_t multiplier_, last_;
   tree_context ctx_{};
   std::vector<std::uint64_t> ts_;
-  std::set<std::uint32_t> held_;  ///< the states this row holds (the pool's, in id order)
-  // evict_one's scratch (per node, epoch-stamped; reused across evictions)
-  std::vector<std::uint64_t> mark_, kid_epoch_;
-  std::vector<std::uint32_t> kids_, held_scratch_;
-  std::vector<double> anc_depth_;
-  std::uint64_t epoch_ = 0;
+  hybridcache::detail::held_tree held_;  ///< the states this row holds (the pool's)
+  std::shared_ptr<const hybridcache::detail::trie_euler> euler_;  ///< for the next reset
+  std::vector<double> eff_;                                       ///< per held node: `efficiency`
+  // the candidates (held, at most one child) by (efficiency, id) and by (timestamp, id)
+  std::set<std::pair<double, std::uint32_t>> by_eff_;
+  std::set<std::pair<std::uint64_t, std::uint32_t>> by_ts_;
+  std::vector<std::uint8_t> in_cand_;
+  std::vector<std::uint64_t> seen_at_;  ///< evict_one's visit stamps
+  std::uint64_t scan_epoch_ = 0;
   std::uint64_t clock_ = 0;
   std::size_t seen_ = 0, window_ = 0, budget_ = 0, branch_ = 0;
   bool tuned_ = false;
