@@ -74,6 +74,7 @@ TEST_CASE("portfolio: every shadow reproduces its candidate's own replay, in eve
         CHECK(s.usable_tokens == a.usable_tokens);
         CHECK(s.states_mean == a.states_mean);
         CHECK(s.kv_evicted_blocks == a.kv_evicted_blocks);
+        CHECK(s.decision_ns == 0.0);  // shadows are timed by the row's replayer, not their own
       }
       const auto st = p->stats();
       CHECK(st.actual_loss == real.recomputed_tokens);

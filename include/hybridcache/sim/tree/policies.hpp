@@ -824,6 +824,7 @@ class marconi_policy final : public tree_policy {
       marconi_policy p(a, false, cost_, name_, grid_, multiplier_, last_);
       p.euler_ = held_.euler();  // the trie's Euler intervals, shared
       tree_replayer r(t, p, budget_, *ctx_.usable, cost_, 0);
+      r.set_timing(false);  // timed as part of this row's own call
       double saved = 0.0;
       for (std::size_t i = 0; i < end; ++i) {
         r.step();

@@ -100,6 +100,7 @@ class portfolio_policy final : public tree_policy {
     for (auto& c : candidates_)
       shadows_.push_back(std::make_unique<tree_replayer>(*ctx.trace, *c, ctx.budget, *ctx.usable,
                                                          *ctx.cost, ctx.begin));
+    for (auto& sh : shadows_) sh->set_timing(false);  // the row's own replayer times them
     guard_ = leader_safeguard(candidates_.size());
     losses_.assign(candidates_.size(), 0.0);
     resumed_.assign(candidates_.size(), 0);
