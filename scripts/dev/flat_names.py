@@ -25,6 +25,8 @@ spelling may be meant as text), and in Markdown:
   - namespace aliases of an old namespace (`namespace hs = hybridcache::state;`): the declaration
     goes, its uses `hs::X` become `hc::X`; where the file has no `namespace hc = hybridcache;`
     yet, the first such declaration becomes that one (one alias for the library, as elsewhere).
+    An alias declared in a project header applies to the files that include it (HEADER_ALIASES
+    keeps those of 0.1 for a re-run).
   - `using namespace hybridcache::state;` -> `using namespace hybridcache;`, and
     `namespace hybridcache::state {` (docs' API sketches) -> `namespace hybridcache {`.
   - `using hybridcache::sim::strategy;` -> `using hybridcache::placement_strategy;`, and the file's
@@ -128,6 +130,16 @@ MOVED_HEADERS = {
     "hybridcache/cuda/detail/plan.cuh": ["hybridcache/cuda/detail/launch.cuh",
                                          "hybridcache/cuda/detail/rope_plan.cuh",
                                          "hybridcache/cuda/detail/scores_plan.cuh"],
+}
+
+# Aliases of an old namespace that a shared header declared in 0.1 and its includers use
+# (`hcs::summarize` in tests/state/*_test.cpp through tests/state/common.hpp). Read from the header
+# when it still declares them; this table keeps a re-run right after the header was rewritten.
+HEADER_ALIASES = {
+    "tests/state/common.hpp": {"hcs": "state"},
+    "tools/hybridcache/vectors_state.hpp": {"hs": "state"},
+    "python/src/bind_testing.hpp": {"hs": "state"},
+    "python/src/bind_store.hpp": {"hs": "store", "sg": "segment"},
 }
 
 _COMP = "|".join(COMPONENTS)
@@ -274,12 +286,40 @@ def drop_alias_blocks(text: str, path: str) -> str:
     return ALIAS_BLOCK.sub(sub, text)
 
 
-def rewrite_code(text: str, path: str) -> str:
+def declared_aliases(text: str) -> dict[str, str]:
+    return {m.group("alias"): m.group("comp") for m in ALIAS_DECL.finditer(text)}
+
+
+def inherited_aliases(path: Path, seen=None) -> dict[str, str]:
+    """The aliases of old namespaces that `path` gets from the project headers it includes."""
+    seen = set() if seen is None else seen
+    out: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return out
+    for m in INCLUDE.finditer(text):
+        inc = m.group("path")
+        for base in (path.parent, ROOT / "tests", ROOT / "tools", ROOT / "python/src", ROOT / "bench"):
+            h = (base / inc).resolve()
+            if h.is_file() and h not in seen and ROOT in h.parents:
+                seen.add(h)
+                out.update(inherited_aliases(h, seen))
+                out.update(HEADER_ALIASES.get(rel(h), {}))
+                out.update(declared_aliases(h.read_text(encoding="utf-8")))
+                break
+    return out
+
+
+def rewrite_code(text: str, path: str, inherited: dict[str, str] | None = None) -> str:
     text = drop_alias_blocks(text, path)
     text = rewrite_includes(text)
     # Aliases of a whole old namespace: collect, then drop or turn into `namespace hc`.
-    aliases = {}
-    have_hc = bool(HC_DECL.search(text))
+    aliases = dict(inherited or {})
+    # A file-level `namespace hc` (unindented) serves every file-level alias; an indented (block
+    # scope) alias needs an `hc` in its own group of declarations, else it becomes one.
+    have_hc = bool(re.search(r"^namespace\s+hc\s*=\s*(?:::)?hybridcache\s*;", text, re.M))
+    original = text
     # An alias named like an old namespace (`namespace sim = hybridcache::sim;`) still resolves
     # through QUALIFIED if left out of `aliases`; put it in so its uses become `hc::X` too.
 
@@ -289,9 +329,21 @@ def rewrite_code(text: str, path: str) -> str:
         if m.group("alias") == "hc":
             raise SystemExit(f"{path}: `namespace hc` aliases hybridcache::{m.group('comp')}; "
                              "rename it by hand first")
-        if have_hc:
+        if m.group("indent") and not have_hc:
+            # the declarations just above, in the same block (same indent, no brace between)
+            lines = original[:m.start()].splitlines()[::-1]
+            group = []
+            for line in lines:
+                if not line.startswith(m.group("indent")) or line[len(m.group("indent")):][:1] in (
+                        " ", "}", "{", "") or "{" in line or "}" in line:
+                    break
+                group.append(line)
+            if any(HC_DECL.search(line) or ALIAS_DECL.match(line + "\n") for line in group):
+                return ""  # hc is there already, or the alias just above became it
+        elif have_hc:
             return ""
-        have_hc = True
+        else:
+            have_hc = True  # this file-level alias becomes the file's `namespace hc`
         comment = (" " + m.group("comment")) if m.group("comment") else ""
         return f"{m.group('indent')}namespace hc = hybridcache;{comment}\n"
 
@@ -375,7 +427,7 @@ def main() -> int:
         else:
             continue
         old = f.read_text(encoding="utf-8")
-        new = rewrite(old, r)
+        new = rewrite(old, r, inherited_aliases(f)) if rewrite is rewrite_code else rewrite(old, r)
         if new == old:
             continue
         changed.append(r)
