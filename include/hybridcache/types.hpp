@@ -8,8 +8,8 @@
 ///  - `token_range`: a half-open range [begin, end) of token positions;
 ///  - `segment_role`: where a segment sits in a request (leading / reusable / query).
 ///
-/// The old spellings keep working: `segment/token.hpp` forwards here, and `token_range`,
-/// `segment_role` and `segment_role` are using-declarations of these types.
+/// (`segment/token.hpp`, the 0.1 path of `token_id`, is gone since 0.2; the 0.1 component-qualified
+/// spellings of these types are in the opt-in <hybridcache/compat/v0_1.hpp>.)
 
 #include <cstddef>
 #include <cstdint>
