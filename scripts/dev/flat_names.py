@@ -407,13 +407,58 @@ def changed_lines(old: str, new: str):
     return lines
 
 
+# (input, expected output, file name) cases for --self-test: the tricky parts, each once.
+SELF_TEST = [
+    ("auto s = state::summarize(in, state::rule::delta);\n",
+     "auto s = hybridcache::summarize(in, transition_rule::delta);\n", "a.hpp"),
+    ('throw error("tree::state_policy: full"); // tree::state_policy\n',
+     'throw error("tree::state_policy: full"); // state_policy\n', "a.hpp"),
+    ("int n = 1'000; const char* r = R\"x(sim::trace)x\"; sim::trace t;\n",
+     "int n = 1'000; const char* r = R\"x(sim::trace)x\"; trace t;\n", "a.hpp"),
+    ("namespace hs = hybridcache::state;\nhs::segment_summary<float> x; hs::npy::array a;\n",
+     "namespace hc = hybridcache;\nhc::segment_summary<float> x; hc::npy::array a;\n", "a.cpp"),
+    ("namespace hc = hybridcache;\nnamespace sg = hybridcache::segment;\nsg::digest d;\n",
+     "namespace hc = hybridcache;\nhc::digest d;\n", "a.cpp"),
+    ("void f() {\n  namespace st = hybridcache::store;\n  st::lru_pool<int, int> p(1);\n}\n",
+     "void f() {\n  namespace hc = hybridcache;\n  hc::lru_pool<int, int> p(1);\n}\n", "a.cpp"),
+    ("using hybridcache::sim::strategy;\nauto k = strategy::dp;\n",
+     "using hybridcache::placement_strategy;\nauto k = placement_strategy::dp;\n", "a.cpp"),
+    ("hc::state::detail::rng r; ::hybridcache::segment::split(t, o); x.state::y; a->sim::b;\n",
+     "hc::detail::rng r; ::hybridcache::split_request(t, o); x.state::y; a->sim::b;\n", "a.cpp"),
+    ("using namespace hybridcache::state;\n#include <hybridcache/segment/token.hpp>\n",
+     "using namespace hybridcache;\n#include <hybridcache/types.hpp>\n", "a.cpp"),
+    ("x;\n\nnamespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X\n"
+     "using ::hybridcache::summarize;\n}  // namespace state\nHYBRIDCACHE_NAMESPACE_END\n",
+     "x;\n\nHYBRIDCACHE_NAMESPACE_END\n", "a.hpp"),
+    ("See `sim::all_strategies` and `hybridcache/segment/token.hpp`.\n",
+     "See `all_placement_strategies` and `hybridcache/types.hpp`.\n", "a.md"),
+]
+
+
+def self_test() -> int:
+    bad = 0
+    for text, want, name in SELF_TEST:
+        rewrite = rewrite_markdown if name.endswith(".md") else rewrite_code
+        got = rewrite(text, name)
+        again = rewrite(got, name)
+        if got != want or again != got:
+            bad += 1
+            print(f"self-test: {text!r}\n  got  {got!r}\n  want {want!r}\n  rerun {again!r}",
+                  file=sys.stderr)
+    print(f"flat_names self-test: {len(SELF_TEST) - bad}/{len(SELF_TEST)} cases", file=sys.stderr)
+    return 1 if bad else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="*")
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would")
     ap.add_argument("--format", action="store_true",
                     help="clang-format the changed lines of the rewritten C++ files")
+    ap.add_argument("--self-test", action="store_true", help="run the built-in cases and exit")
     args = ap.parse_args()
+    if args.self_test:
+        return self_test()
     paths = args.paths or [str(ROOT / p) for p in DEFAULT_PATHS]
     changed = []
     for f in files_of(paths):
