@@ -50,11 +50,9 @@ endforeach()
 
 # Layering: <lower folder> must not include <higher folder>/, except the files listed.
 #   overlap/conditioned_law.hpp, overlap/safeguard.hpp, overlap/joint_placement.hpp: open in
-#     issue #12 (they build placement types); overlap/refresh_policy.hpp: the deprecated forwarding header to
-#     placement/refresh_policy.hpp (docs/placement.md, "Layering").
+#     issue #12 (they build placement types).
 set(_hc_layers "overlap|placement")
-set(_hc_layer_exceptions overlap/conditioned_law.hpp overlap/safeguard.hpp overlap/joint_placement.hpp
-                         overlap/refresh_policy.hpp)
+set(_hc_layer_exceptions overlap/conditioned_law.hpp overlap/safeguard.hpp overlap/joint_placement.hpp)
 foreach(rule IN LISTS _hc_layers)
   string(REPLACE "|" ";" pair "${rule}")
   list(GET pair 0 lower)

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstring>
 #include <hybridcache/numeric.hpp>
-#include <hybridcache/rope/half.hpp>  // the forwarding header still works
 #include <limits>
 #include <random>
 

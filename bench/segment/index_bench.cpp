@@ -15,18 +15,18 @@
 #include <vector>
 
 using hybridcache::token_id;
-namespace sg = hybridcache::segment;
+namespace hc = hybridcache;
 
 namespace {
 constexpr std::size_t seg_len = 16;
 
 template <std::size_t entries>
 struct fixture {
-  std::vector<sg::namespace_key> tenants;
+  std::vector<hc::namespace_key> tenants;
   std::vector<token_id> tokens;   // entries * seg_len
   std::vector<std::uint32_t> tenant_of;
-  sg::segment_index<std::uint64_t> index;
-  std::unordered_map<sg::digest, std::uint64_t, sg::digest_hasher> raw;
+  hc::segment_index<std::uint64_t> index;
+  std::unordered_map<hc::digest, std::uint64_t, hc::digest_hasher> raw;
   // Queries: copies of 4096 random stored keys in a compact (cache-resident) buffer, as a
   // server has the request's tokens at hand; the index entries themselves are cold (random).
   static constexpr std::size_t n_queries = 4096;
@@ -35,7 +35,7 @@ struct fixture {
 
   fixture() {
     for (int i = 0; i < 64; ++i)
-      tenants.push_back(sg::namespace_key{}.with_tenant("tenant-" + std::to_string(i)));
+      tenants.push_back(hc::namespace_key{}.with_tenant("tenant-" + std::to_string(i)));
     std::mt19937_64 rng(42);
     tokens.resize(entries * seg_len);
     for (auto& t : tokens) t = static_cast<token_id>(rng() % 151936);

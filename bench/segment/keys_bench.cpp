@@ -17,7 +17,7 @@
 #include <vector>
 
 using hybridcache::token_id;
-namespace sg = hybridcache::segment;
+namespace hc = hybridcache;
 
 namespace {
 constexpr std::size_t total_tokens = 1 << 16;  // 64 Ki tokens = 256 KiB per iteration
@@ -45,11 +45,11 @@ void set_counters(benchmark::State& state, std::size_t block) {
 
 void BM_chain_xxh3(benchmark::State& state) {
   const auto block = static_cast<std::size_t>(state.range(0));
-  const sg::xxh3_hash h;
-  const auto ns = sg::namespace_key{}.with_tenant("org_1");
-  std::vector<sg::digest> out(total_tokens / block);
+  const hc::xxh3_hash h;
+  const auto ns = hc::namespace_key{}.with_tenant("org_1");
+  std::vector<hc::digest> out(total_tokens / block);
   for (auto _ : state) {
-    sg::block_keys_into(h, ns, tokens(), block, out);
+    hc::block_keys_into(h, ns, tokens(), block, out);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
@@ -113,11 +113,11 @@ void BM_raw_sha256_reused_ctx(benchmark::State& state) {
 void BM_chain_hmac_sha256(benchmark::State& state) {
   const auto block = static_cast<std::size_t>(state.range(0));
   const std::vector<std::byte> secret(32, std::byte{7});
-  const sg::sha256_hash h(secret);
-  const auto ns = sg::namespace_key{}.with_tenant("org_1");
-  std::vector<sg::digest> out(total_tokens / block);
+  const hc::sha256_hash h(secret);
+  const auto ns = hc::namespace_key{}.with_tenant("org_1");
+  std::vector<hc::digest> out(total_tokens / block);
   for (auto _ : state) {
-    sg::block_keys_into(h, ns, tokens(), block, out);
+    hc::block_keys_into(h, ns, tokens(), block, out);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
@@ -126,10 +126,10 @@ void BM_chain_hmac_sha256(benchmark::State& state) {
 
 void BM_segment_key_xxh3(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  const sg::xxh3_hash h;
-  const auto ns = sg::namespace_key{}.with_tenant("org_1").with_knowledge_base("docs");
+  const hc::xxh3_hash h;
+  const auto ns = hc::namespace_key{}.with_tenant("org_1").with_knowledge_base("docs");
   const std::span<const token_id> seg(tokens().data(), n);
-  for (auto _ : state) benchmark::DoNotOptimize(sg::segment_key(h, ns, seg));
+  for (auto _ : state) benchmark::DoNotOptimize(hc::segment_key(h, ns, seg));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(token_id)));
 }

@@ -20,7 +20,7 @@
 #include <hybridcache/sim/sparse_prefix.hpp>
 #include <vector>
 
-namespace sim = hybridcache::sim;
+namespace hc = hybridcache;
 
 namespace {
 
@@ -28,7 +28,7 @@ constexpr std::size_t doc_len = 8192;
 
 const std::vector<std::vector<std::uint32_t>>& pool() {
   static const auto p = [] {
-    sim::detail::rng r(42);
+    hc::detail::rng r(42);
     std::vector<std::vector<std::uint32_t>> docs(24, std::vector<std::uint32_t>(doc_len));
     for (auto& d : docs) {
       for (auto& x : d) x = static_cast<std::uint32_t>(r.below(32000));
@@ -41,7 +41,7 @@ const std::vector<std::vector<std::uint32_t>>& pool() {
         q.push_back(v);
       }
     }
-    const sim::detail::zipf z(24, 1.0);
+    const hc::detail::zipf z(24, 1.0);
     std::vector<std::vector<std::uint32_t>> reqs;
     for (int i = 0; i < 512; ++i) {
       const auto d = z(r);
@@ -55,12 +55,12 @@ const std::vector<std::vector<std::uint32_t>>& pool() {
   return p;
 }
 
-void run(benchmark::State& state, sim::sparse_prefix_options o) {
+void run(benchmark::State& state, hc::sparse_prefix_options o) {
   const auto& reqs = pool();
   o.cache_entries = 35;
   o.granularity = 64;
   o.replan_every = 10;
-  sim::sparse_prefix_simulator s(o, doc_len + 64);
+  hc::sparse_prefix_simulator s(o, doc_len + 64);
   std::size_t i = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(s.step(reqs[i]));
@@ -72,16 +72,16 @@ void run(benchmark::State& state, sim::sparse_prefix_options o) {
 }
 
 void BM_dp_budget16(benchmark::State& state) {
-  sim::sparse_prefix_options o;
-  o.strategies = {sim::strategy::dp};
+  hc::sparse_prefix_options o;
+  o.strategies = {hc::placement_strategy::dp};
   o.budgets = {16};
   run(state, o);
 }
 BENCHMARK(BM_dp_budget16)->Unit(benchmark::kMicrosecond);
 
 void BM_dp_and_frontier_budget16(benchmark::State& state) {
-  sim::sparse_prefix_options o;
-  o.strategies = {sim::strategy::dp, sim::strategy::dp_frontier};
+  hc::sparse_prefix_options o;
+  o.strategies = {hc::placement_strategy::dp, hc::placement_strategy::dp_frontier};
   o.budgets = {16};
   run(state, o);
 }
@@ -93,8 +93,8 @@ void BM_full_sweep(benchmark::State& state) {  // 9 strategies, 7 budgets = 33 c
 BENCHMARK(BM_full_sweep)->Unit(benchmark::kMicrosecond);
 
 void BM_depth_only(benchmark::State& state) {
-  sim::sparse_prefix_options o;
-  o.strategies = {sim::strategy::kv_only};
+  hc::sparse_prefix_options o;
+  o.strategies = {hc::placement_strategy::kv_only};
   run(state, o);
 }
 BENCHMARK(BM_depth_only)->Unit(benchmark::kMicrosecond);
@@ -125,7 +125,7 @@ BENCHMARK(BM_naive_lcp)->Unit(benchmark::kMicrosecond);
 
 void BM_dp_solve_only(benchmark::State& state) {
   hybridcache::ew_histogram h(doc_len + 64);
-  sim::detail::rng r(1);
+  hc::detail::rng r(1);
   for (int i = 0; i < 2000; ++i) h.observe(doc_len + r.between(1, 60));
   for (int i = 0; i < 500; ++i) h.observe(r.between(1, doc_len));
   const auto w = h.pmf();

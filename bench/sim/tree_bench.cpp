@@ -23,12 +23,12 @@
 #include <string_view>
 #include <vector>
 
-namespace sim = hybridcache::sim;
+namespace hc = hybridcache;
 
 namespace {
 
-const sim::tree_trace& trace() {
-  static const auto t = sim::synthetic_multi_turn();
+const hc::tree_trace& trace() {
+  static const auto t = hc::synthetic_multi_turn();
   return t;
 }
 
@@ -39,34 +39,34 @@ double blocks() {
 }
 
 void BM_tree_match_only(benchmark::State& st) {
-  for (auto _ : st) benchmark::DoNotOptimize(sim::usable_matches(trace()));
+  for (auto _ : st) benchmark::DoNotOptimize(hc::usable_matches(trace()));
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
 }
 BENCHMARK(BM_tree_match_only)->Unit(benchmark::kMillisecond);
 
-struct noop final : sim::tree_policy {
+struct noop final : hc::tree_policy {
   std::string name() const override { return "noop"; }
-  void reset(const sim::tree_context&) override {}
-  std::size_t resume(const sim::tree_step&) override { return 0; }
-  void finish(const sim::tree_step&) override {}
+  void reset(const hc::tree_context&) override {}
+  std::size_t resume(const hc::tree_step&) override { return 0; }
+  void finish(const hc::tree_step&) override {}
 };
 
 void BM_tree_noop(benchmark::State& st) {
-  const auto usable = sim::usable_matches(trace());
+  const auto usable = hc::usable_matches(trace());
   for (auto _ : st) {
     noop p;
-    benchmark::DoNotOptimize(sim::replay_tree(trace(), p, 64, usable));
+    benchmark::DoNotOptimize(hc::replay_tree(trace(), p, 64, usable));
   }
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
 }
 BENCHMARK(BM_tree_noop)->Unit(benchmark::kMillisecond);
 
 void BM_tree_policy(benchmark::State& st, std::string name, std::size_t budget) {
-  const auto usable = sim::usable_matches(trace());
-  const sim::tree_options o;
+  const auto usable = hc::usable_matches(trace());
+  const hc::tree_options o;
   for (auto _ : st) {
-    auto p = sim::make_tree_policy(name, o, 1.0);
-    benchmark::DoNotOptimize(sim::replay_tree(trace(), *p, budget, usable));
+    auto p = hc::make_tree_policy(name, o, 1.0);
+    benchmark::DoNotOptimize(hc::replay_tree(trace(), *p, budget, usable));
   }
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
 }
@@ -76,12 +76,12 @@ void BM_tree_policy(benchmark::State& st, std::string name, std::size_t budget) 
 // "≤ 1 µs per block, excluding re-plans"), at M = 64 and M = 1024 states.
 void BM_tree_library_no_replan(benchmark::State& st) {
   const auto budget = static_cast<std::size_t>(st.range(0));
-  const auto usable = sim::usable_matches(trace());
-  hybridcache::tree::policy_options o;
+  const auto usable = hc::usable_matches(trace());
+  hybridcache::policy_options o;
   o.replan_every = 0;
   for (auto _ : st) {
-    sim::library_policy p(o);
-    benchmark::DoNotOptimize(sim::replay_tree(trace(), p, budget, usable));
+    hc::library_policy p(o);
+    benchmark::DoNotOptimize(hc::replay_tree(trace(), p, budget, usable));
   }
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
 }
@@ -91,15 +91,15 @@ BENCHMARK(BM_tree_library_no_replan)->Arg(64)->Arg(1024)->Unit(benchmark::kMilli
 // one expensive engine row (its alpha-tuning replays and min-max scans) is left out. Compare with
 // BM_tree_policy/hybridcache (all eleven engine rows in shadow) and /hybridcache_exact (none).
 void BM_tree_portfolio_no_marconi(benchmark::State& st) {
-  const auto usable = sim::usable_matches(trace());
-  const sim::tree_options o;
+  const auto usable = hc::usable_matches(trace());
+  const hc::tree_options o;
   for (auto _ : st) {
     std::vector<std::unique_ptr<hybridcache::tree_policy>> c;
     c.push_back(std::make_unique<hybridcache::library_policy>());
     for (auto f : hybridcache::faithful_tree_policy_names)
       if (f != "marconi") c.push_back(hybridcache::make_tree_policy(f, o));
     hybridcache::portfolio_policy p(std::move(c));
-    benchmark::DoNotOptimize(sim::replay_tree(trace(), p, 64, usable));
+    benchmark::DoNotOptimize(hc::replay_tree(trace(), p, 64, usable));
   }
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
 }
@@ -107,12 +107,12 @@ BENCHMARK(BM_tree_portfolio_no_marconi)->Unit(benchmark::kMillisecond);
 #endif
 
 const int registered = [] {
-  for (auto name : sim::tree_policy_names) {
+  for (auto name : hc::tree_policy_names) {
     benchmark::RegisterBenchmark(("BM_tree_policy/" + std::string(name)).c_str(), BM_tree_policy,
                                  std::string(name), std::size_t{64})
         ->Unit(benchmark::kMillisecond);
   }
-  for (auto name : sim::tree_policy_variants) {  // the library's ablations (same binary)
+  for (auto name : hc::tree_policy_variants) {  // the library's ablations (same binary)
     benchmark::RegisterBenchmark(("BM_tree_policy/" + std::string(name)).c_str(), BM_tree_policy,
                                  std::string(name), std::size_t{64})
         ->Unit(benchmark::kMillisecond);

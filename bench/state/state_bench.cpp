@@ -15,7 +15,7 @@
 
 #include <hybridcache/state.hpp>
 
-namespace hcs = hybridcache::state;
+namespace hc = hybridcache;
 
 namespace {
 
@@ -24,7 +24,7 @@ constexpr std::size_t dk = 128, dv = 128;
 struct head_tokens {
   std::vector<float> k, v, beta, g;
   std::size_t L = 0;
-  hcs::token_inputs<float> view() const { return {L, dk, dv, k, v, beta, g}; }
+  hc::token_inputs<float> view() const { return {L, dk, dv, k, v, beta, g}; }
 };
 
 /// Gated DeltaNet-like inputs: L2-normalised keys, β ∈ (0, 1), log-gates in [−0.05, 0].
@@ -57,10 +57,10 @@ head_tokens make_tokens(std::size_t L, std::uint64_t seed, bool diagonal_gate = 
 // a KDA (diagonal) gate.
 void BM_dense_summary(benchmark::State& state) {
   const auto method =
-      state.range(0) == 0 ? hcs::summarize_method::per_token : hcs::summarize_method::chunked;
+      state.range(0) == 0 ? hc::summarize_method::per_token : hc::summarize_method::chunked;
   const auto t = make_tokens(1024, 1, state.range(1) == 1);
   for (auto _ : state) {
-    auto s = hcs::summarize(t.view(), hcs::rule::delta, {method, 64});
+    auto s = hc::summarize(t.view(), hc::transition_rule::delta, {method, 64});
     benchmark::DoNotOptimize(s.end_state().data());
   }
   state.SetLabel(std::string(state.range(0) == 0 ? "per-token" : "WY chunk 64") +
@@ -75,14 +75,14 @@ BENCHMARK(BM_dense_summary)->Args({0, 0})->Args({1, 0})->Args({0, 1})->Args({1, 
 // Splice: 16 cached dense summaries vs recomputing the same 16×1024 tokens.
 struct splice_fixture {
   std::vector<head_tokens> segs;
-  std::vector<hcs::segment_summary<float>> run;
+  std::vector<hc::segment_summary<float>> run;
   std::vector<float> prefix;
   static const splice_fixture& get() {
     static const splice_fixture f = [] {
       splice_fixture x;
       for (std::size_t i = 0; i < 16; ++i) {
         x.segs.push_back(make_tokens(1024, 100 + i));
-        x.run.push_back(hcs::summarize(x.segs.back().view(), hcs::rule::delta));
+        x.run.push_back(hc::summarize(x.segs.back().view(), hc::transition_rule::delta));
       }
       std::mt19937_64 rng(7);
       std::normal_distribution<float> nd;
@@ -99,7 +99,7 @@ constexpr double apply_flops = 16.0 * 2.0 * dk * dk * dv;
 void BM_apply_16_dense(benchmark::State& state) {
   const auto& f = splice_fixture::get();
   for (auto _ : state) {
-    auto s = hcs::apply(f.run, std::span<const float>(f.prefix));
+    auto s = hc::apply(f.run, std::span<const float>(f.prefix));
     benchmark::DoNotOptimize(s.data());
   }
   state.SetLabel("HYPIC eq. 6, 16 dense segments");
@@ -113,7 +113,7 @@ void BM_recompute_16x1024(benchmark::State& state) {
   for (auto _ : state) {
     std::vector<float> s = f.prefix;
     for (const auto& seg : f.segs)
-      s = hcs::run_recurrence(seg.view(), hcs::rule::delta, std::span<const float>(s));
+      s = hc::run_recurrence(seg.view(), hc::transition_rule::delta, std::span<const float>(s));
     benchmark::DoNotOptimize(s.data());
   }
   state.SetLabel("baseline: run_recurrence over the same 16x1024 tokens");
@@ -123,7 +123,7 @@ void BM_recompute_16x1024(benchmark::State& state) {
 BENCHMARK(BM_recompute_16x1024)->Unit(benchmark::kMillisecond);
 
 void BM_eigen_gemm_128(benchmark::State& state) {
-  using M = hcs::matrix<float>;
+  using M = hc::state_matrix<float>;
   M a = M::Random(128, 128), b = M::Random(128, 128), c = M::Zero(128, 128);
   for (auto _ : state) {
     c.noalias() = a * b;
@@ -139,16 +139,16 @@ BENCHMARK(BM_eigen_gemm_128)->Unit(benchmark::kMicrosecond);
 
 // ---------------------------------------------------------------------------------------------
 // Scalar / diagonal composition: 2 states read + 1 written per compose.
-hcs::segment_summary<float> random_summary(bool diagonal, std::uint64_t seed) {
+hc::segment_summary<float> random_summary(bool diagonal, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> nd;
   std::uniform_real_distribution<double> ug(-3.0, 0.0);
   std::vector<float> st(dk * dv);
   for (auto& x : st) x = nd(rng);
-  if (!diagonal) return hcs::segment_summary<float>::scalar(dk, dv, 1024, ug(rng), std::move(st));
+  if (!diagonal) return hc::segment_summary<float>::scalar(dk, dv, 1024, ug(rng), std::move(st));
   std::vector<double> ld(dk);
   for (auto& x : ld) x = ug(rng);
-  return hcs::segment_summary<float>::diagonal(dk, dv, 1024, std::move(ld), std::move(st));
+  return hc::segment_summary<float>::diagonal(dk, dv, 1024, std::move(ld), std::move(st));
 }
 
 constexpr double compose_bytes = 3.0 * dk * dv * sizeof(float);
@@ -157,7 +157,7 @@ void BM_compose(benchmark::State& state) {
   const bool diagonal = state.range(0) == 1;
   const auto a = random_summary(diagonal, 1), b = random_summary(diagonal, 2);
   for (auto _ : state) {
-    auto c = hcs::compose(a, b);
+    auto c = hc::compose(a, b);
     benchmark::DoNotOptimize(c.end_state().data());
   }
   state.SetLabel(diagonal ? "compose diagonal (allocating)" : "compose scalar (allocating)");
@@ -175,10 +175,10 @@ void BM_compose_kernel(benchmark::State& state) {
   std::vector<double> l1(heads * dk, -0.1), l2(heads * dk, -0.2), lo(heads * dk);
   for (auto _ : state) {
     for (std::size_t h = 0; h < heads; ++h)
-      hcs::detail::compose_diagonal_family(lo.data() + h * dk, out.data() + h * dk * dv,
-                                           l1.data() + h * dk, diagonal ? dk : 1,
-                                           s1.data() + h * dk * dv, l2.data() + h * dk,
-                                           diagonal ? dk : 1, s2.data() + h * dk * dv, dk, dv);
+      hc::detail::compose_diagonal_family(lo.data() + h * dk, out.data() + h * dk * dv,
+                                          l1.data() + h * dk, diagonal ? dk : 1,
+                                          s1.data() + h * dk * dv, l2.data() + h * dk,
+                                          diagonal ? dk : 1, s2.data() + h * dk * dv, dk, dv);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
@@ -217,12 +217,12 @@ void BM_summarize_32_heads(benchmark::State& state) {
     for (std::size_t i = 0; i < 32; ++i) h.push_back(make_tokens(1024, 500 + i));
     return h;
   }();
-  std::vector<hcs::token_inputs<float>> views;
+  std::vector<hc::token_inputs<float>> views;
   for (const auto& h : heads) views.push_back(h.view());
   const std::size_t threads = static_cast<std::size_t>(state.range(0));
   for (auto _ : state) {
-    auto out = hcs::summarize_heads(std::span<const hcs::token_inputs<float>>(views),
-                                    hcs::rule::delta, {threads});
+    auto out = hc::summarize_heads(std::span<const hc::token_inputs<float>>(views),
+                                   hc::transition_rule::delta, {threads});
     benchmark::DoNotOptimize(out.data());
   }
   state.SetLabel(std::to_string(threads) + " thread(s), 32 heads x 1024 tokens");
@@ -233,17 +233,18 @@ BENCHMARK(BM_summarize_32_heads)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)-
 
 void BM_apply_32_heads(benchmark::State& state) {
   static const auto fixture = [] {
-    std::pair<std::vector<std::vector<hcs::segment_summary<float>>>, std::vector<float>> f;
+    std::pair<std::vector<std::vector<hc::segment_summary<float>>>, std::vector<float>> f;
     const auto& base = splice_fixture::get();
     f.first.assign(32, base.run);  // 32 heads, 16 dense summaries each (distinct copies)
-    for (std::size_t h = 0; h < 32; ++h) f.second.insert(f.second.end(), base.prefix.begin(), base.prefix.end());
+    for (std::size_t h = 0; h < 32; ++h)
+      f.second.insert(f.second.end(), base.prefix.begin(), base.prefix.end());
     return f;
   }();
   const std::size_t threads = static_cast<std::size_t>(state.range(0));
   for (auto _ : state) {
-    auto out = hcs::apply_heads(
-        std::span<const std::vector<hcs::segment_summary<float>>>(fixture.first),
-        std::span<const float>(fixture.second), {threads});
+    auto out =
+        hc::apply_heads(std::span<const std::vector<hc::segment_summary<float>>>(fixture.first),
+                        std::span<const float>(fixture.second), {threads});
     benchmark::DoNotOptimize(out.data());
   }
   state.SetLabel(std::to_string(threads) + " thread(s), 32 heads x 16 dense segments");

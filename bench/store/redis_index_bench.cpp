@@ -23,8 +23,7 @@
 #include "support/redis_server.hpp"
 
 using hybridcache::token_id;
-namespace sg = hybridcache::segment;
-namespace st = hybridcache::store;
+namespace hc = hybridcache;
 
 namespace {
 
@@ -32,8 +31,8 @@ constexpr std::size_t blocks = 64, block_size = 16;
 
 struct world {
   std::unique_ptr<hc_test::redis_server> server;
-  std::unique_ptr<st::redis_segment_index> index;
-  sg::namespace_key ns = sg::namespace_key{}.with_tenant("bench").with_model("m");
+  std::unique_ptr<hc::redis_segment_index> index;
+  hc::namespace_key ns = hc::namespace_key{}.with_tenant("bench").with_model("m");
   std::vector<token_id> request;
   std::vector<std::vector<token_id>> singles;  // 64 separate 16-token segments
 };
@@ -43,17 +42,17 @@ world* the_world() {
     auto x = std::make_unique<world>();
     if (!hc_test::redis_server::available()) return std::unique_ptr<world>();
     x->server = std::make_unique<hc_test::redis_server>();
-    st::redis_options o;
+    hc::redis_options o;
     o.port = x->server->port();
     o.password = hc_test::redis_server::admin_password;
     const std::string secret = "benchmark-deployment-secret-0001";
-    x->index = std::make_unique<st::redis_segment_index>(
+    x->index = std::make_unique<hc::redis_segment_index>(
         o, std::span<const std::byte>(reinterpret_cast<const std::byte*>(secret.data()),
                                       secret.size()));
     x->request.resize(blocks * block_size);
     for (std::size_t i = 0; i < x->request.size(); ++i)
       x->request[i] = static_cast<token_id>(i * 2654435761u);
-    std::vector<st::segment_location> locs;
+    std::vector<hc::segment_location> locs;
     for (std::size_t b = 0; b < blocks; ++b) {
       locs.push_back({1, 0, b * 65536, 65536, static_cast<std::uint32_t>(block_size)});
       x->singles.emplace_back(
@@ -98,7 +97,7 @@ void timed_requests(benchmark::State& state, Request request) {
 
 void BM_redis_chain_pipelined(benchmark::State& state) {
   timed_requests(state, [](world& w) {
-    return st::redis_segment_index::leading_hits(w.index->find_chain(w.ns, w.request, block_size));
+    return hc::redis_segment_index::leading_hits(w.index->find_chain(w.ns, w.request, block_size));
   });
 }
 

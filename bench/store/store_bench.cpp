@@ -16,13 +16,13 @@
 #include <vector>
 
 using hybridcache::token_id;
-namespace st = hybridcache::store;
+namespace hc = hybridcache;
 
 namespace {
 constexpr std::uint64_t keys = 1 << 16;
 
-st::lru_pool<std::uint64_t, std::uint64_t>& warm_pool() {
-  static st::lru_pool<std::uint64_t, std::uint64_t> pool(keys * 64);
+hc::lru_pool<std::uint64_t, std::uint64_t>& warm_pool() {
+  static hc::lru_pool<std::uint64_t, std::uint64_t> pool(keys * 64);
   static const bool filled = [] {
     for (std::uint64_t k = 0; k < keys; ++k) pool.insert(k, k, 64);
     return true;
@@ -60,7 +60,7 @@ void BM_mutex_unordered_map_find(benchmark::State& state) {
 
 void BM_lru_insert_evict(benchmark::State& state) {
   // A full pool: every insert evicts the LRU entry.
-  static st::lru_pool<std::uint64_t, std::uint64_t> pool(1024 * 64);
+  static hc::lru_pool<std::uint64_t, std::uint64_t> pool(1024 * 64);
   std::uint64_t k = (static_cast<std::uint64_t>(state.thread_index()) + 1) << 40;
   for (auto _ : state) pool.insert(k++, 0, 64);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
@@ -84,7 +84,7 @@ std::vector<std::vector<token_id>> make_trace(std::size_t n) {
 
 void BM_last_k_observe(benchmark::State& state) {
   static const auto trace = make_trace(4096);
-  st::last_k_cache cache(static_cast<std::size_t>(state.range(0)));
+  hc::last_k_cache cache(static_cast<std::size_t>(state.range(0)));
   std::size_t i = 0, sum = 0;
   for (auto _ : state) sum += cache.observe(trace[i++ % trace.size()]).depth;
   benchmark::DoNotOptimize(sum);

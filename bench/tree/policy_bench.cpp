@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// tree::state_policy on the request path: ns per block of one request's calls (match,
+// state_policy on the request path: ns per block of one request's calls (match,
 // prefill_plan, insert, admit of the planned snapshots, unpin), re-plans excluded, beside the
-// chained block hashing alone (segment::block_keys over the same tokens) as the same-binary
+// chained block hashing alone (block_keys over the same tokens) as the same-binary
 // baseline — the work any engine does to find its cached prefix. Also: bookkeeping bytes per
 // node, and one re-plan on the grown tree.
 //
@@ -44,7 +44,7 @@ workload make_workload(std::size_t n_requests) {
   return w;
 }
 
-void one_request(hc::tree::state_policy& pol, const hc::segment::namespace_key& ns,
+void one_request(hc::state_policy& pol, const hc::namespace_key& ns,
                  const std::vector<hc::token_id>& prompt, std::vector<std::size_t>& chunks) {
   auto m = pol.match(ns, prompt);
   chunks.clear();
@@ -59,18 +59,17 @@ void one_request(hc::tree::state_policy& pol, const hc::segment::namespace_key& 
 void policy_per_block(benchmark::State& state) {
   const auto capacity = static_cast<std::size_t>(state.range(0));
   const auto w = make_workload(2000);
-  const hc::segment::namespace_key ns{};
+  const hc::namespace_key ns{};
   std::vector<std::size_t> chunks;
   double nodes = 0, bytes = 0;
   std::size_t grown = 0;
   {  // dry run: how many nodes the workload grows, so the timed runs reserve exactly that
-    hc::tree::state_policy pol(
-        {.block_size = block, .capacity_bytes = capacity, .replan_every = 0});
+    hc::state_policy pol({.block_size = block, .capacity_bytes = capacity, .replan_every = 0});
     for (const auto& r : w.requests) one_request(pol, ns, r, chunks);
     grown = pol.node_count();
   }
   for (auto _ : state) {
-    hc::tree::state_policy pol(
+    hc::state_policy pol(
         {.block_size = block, .state_bytes = 1, .capacity_bytes = capacity, .replan_every = 0});
     pol.reserve(grown);
     for (const auto& r : w.requests) one_request(pol, ns, r, chunks);
@@ -87,11 +86,10 @@ void policy_per_block(benchmark::State& state) {
 
 void hashing_per_block(benchmark::State& state) {
   const auto w = make_workload(2000);
-  const hc::segment::namespace_key ns{};
-  const hc::segment::xxh3_hash hash;
+  const hc::namespace_key ns{};
+  const hc::xxh3_hash hash;
   for (auto _ : state)
-    for (const auto& r : w.requests)
-      benchmark::DoNotOptimize(hc::segment::block_keys(hash, ns, r, block));
+    for (const auto& r : w.requests) benchmark::DoNotOptimize(hc::block_keys(hash, ns, r, block));
   state.counters["ns_per_block"] = benchmark::Counter(
       static_cast<double>(w.blocks) * static_cast<double>(state.iterations()) * 1e-9,
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
@@ -100,9 +98,9 @@ void hashing_per_block(benchmark::State& state) {
 
 void replan(benchmark::State& state) {
   const auto w = make_workload(2000);
-  const hc::segment::namespace_key ns{};
+  const hc::namespace_key ns{};
   std::vector<std::size_t> chunks;
-  hc::tree::state_policy pol(
+  hc::state_policy pol(
       {.block_size = block, .state_bytes = 1, .capacity_bytes = 256, .replan_every = 0});
   for (const auto& r : w.requests) one_request(pol, ns, r, chunks);
   for (auto _ : state) benchmark::DoNotOptimize(pol.replan());

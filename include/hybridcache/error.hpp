@@ -61,7 +61,7 @@ class not_found_error : public error {
 };
 
 /// A handle the library returned earlier no longer names a live object: the object was removed
-/// and its slot may hold another one now (`tree::state_policy` node ids, DESIGN §7). `argument()`
+/// and its slot may hold another one now (`state_policy` node ids, DESIGN §7). `argument()`
 /// and `value()` as for `invalid_argument` (the handle, in decimal); `slot()` and `generation()`
 /// are the handle's two parts, `current_generation()` the slot's generation now.
 class stale_handle_error : public invalid_argument {

@@ -14,7 +14,7 @@
 /// library's algorithms through `detail::load_float` / `detail::store_float`, which fall back to
 /// `static_cast<float>` and `T(float)`.
 ///
-/// (`rope/half.hpp`, where these types used to live, forwards here.)
+/// (These types used to live in `rope/half.hpp`, a path removed in 0.2.)
 
 #include <cstdint>
 #include <cstring>

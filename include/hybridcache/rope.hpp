@@ -6,7 +6,7 @@
 /// frequency scaling), fp16/bf16 storage types, and delta re-alignment of cached keys
 /// (contiguous and paged fused copy-align). See docs/rope.md.
 
+#include "hybridcache/numeric.hpp"
 #include "hybridcache/rope/angle.hpp"
-#include "hybridcache/rope/half.hpp"
 #include "hybridcache/rope/params.hpp"
 #include "hybridcache/rope/realign.hpp"

@@ -15,5 +15,5 @@
 #include "hybridcache/segment/keys.hpp"
 #include "hybridcache/segment/namespace_key.hpp"
 #include "hybridcache/segment/split.hpp"
-#include "hybridcache/segment/token.hpp"
 #include "hybridcache/segment/verified_key.hpp"
+#include "hybridcache/types.hpp"

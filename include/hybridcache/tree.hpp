@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// Recurrent states in a prefix tree (docs/tree.md): `tree::state_policy`, the online policy
+/// Recurrent states in a prefix tree (docs/tree.md): `state_policy`, the online policy
 /// that decides where to snapshot, what to evict, where to resume and when to re-plan, on top
 /// of the exact tree planner of <hybridcache/placement/tree.hpp>, and `leader_safeguard`
 /// (tree/safeguard.hpp), the rule by which the library's row follows the best of the candidate

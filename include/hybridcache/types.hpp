@@ -8,8 +8,8 @@
 ///  - `token_range`: a half-open range [begin, end) of token positions;
 ///  - `segment_role`: where a segment sits in a request (leading / reusable / query).
 ///
-/// The old spellings keep working: `segment/token.hpp` forwards here, and `state::token_range`,
-/// `state::segment_role` and `segment::segment_role` are using-declarations of these types.
+/// (`segment/token.hpp`, the 0.1 path of `token_id`, is gone since 0.2; the 0.1 component-qualified
+/// spellings of these types are in the opt-in <hybridcache/compat/v0_1.hpp>.)
 
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +38,7 @@ struct token_range {
 ///  - `reusable`: a position-independent piece between two separators, cached without its seams;
 ///  - `query`: the trailing piece (the user query), whose prefix varies per request: never cached,
 ///    recomputed end to end.
-/// `middle` and `trailing` are the former `state::segment_role` spellings of `reusable` and
+/// `middle` and `trailing` are the former `segment_role` spellings of `reusable` and
 /// `query` (same values), kept so existing code compiles; new code uses `reusable` / `query`.
 enum class segment_role : std::uint8_t {
   leading = 0,

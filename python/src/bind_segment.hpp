@@ -63,58 +63,57 @@ inline token_ids to_token_ids(nb::handle obj) {
 
 inline void bind_segment(nb::module_& m) {
   namespace hc = hybridcache;
-  namespace sg = hybridcache::segment;
   using namespace nb::literals;
   nb::module_ s = m.def_submodule(
       "segment",
       "Cache namespaces and keys: typed injective namespace_key, keyed XXH3-128 digests, "
       "position-independent segment keys and chained prefix block keys.");
 
-  nb::class_<sg::digest>(s, "digest", "A 128-bit key (an address: hits are still verified).")
+  nb::class_<hc::digest>(s, "digest", "A 128-bit key (an address: hits are still verified).")
       .def(nb::init<>())
-      .def_rw("lo", &sg::digest::lo)
-      .def_rw("hi", &sg::digest::hi)
+      .def_rw("lo", &hc::digest::lo)
+      .def_rw("hi", &hc::digest::hi)
       .def(
           "to_bytes",
-          [](const sg::digest& d) {
+          [](const hc::digest& d) {
             const auto b = d.to_bytes();
             return nb::bytes(reinterpret_cast<const char*>(b.data()), b.size());
           },
           "The 16 bytes: lo then hi, little-endian.")
-      .def("to_hex", &sg::digest::to_hex, "32 lowercase hex digits of to_bytes().")
+      .def("to_hex", &hc::digest::to_hex, "32 lowercase hex digits of to_bytes().")
       .def(nb::self == nb::self)
-      .def("__lt__", [](const sg::digest& a, const sg::digest& b) { return a < b; })
-      .def("__hash__", [](const sg::digest& d) { return sg::digest_hasher{}(d); })
-      .def("__repr__", [](const sg::digest& d) { return "digest(" + d.to_hex() + ")"; });
+      .def("__lt__", [](const hc::digest& a, const hc::digest& b) { return a < b; })
+      .def("__hash__", [](const hc::digest& d) { return hc::digest_hasher{}(d); })
+      .def("__repr__", [](const hc::digest& d) { return "digest(" + d.to_hex() + ")"; });
 
-  nb::enum_<sg::namespace_field>(s, "namespace_field")
-      .value("tenant", sg::namespace_field::tenant)
-      .value("knowledge_base", sg::namespace_field::knowledge_base)
-      .value("adapter", sg::namespace_field::adapter)
-      .value("model", sg::namespace_field::model)
-      .value("extra", sg::namespace_field::extra);
+  nb::enum_<hc::namespace_field>(s, "namespace_field")
+      .value("tenant", hc::namespace_field::tenant)
+      .value("knowledge_base", hc::namespace_field::knowledge_base)
+      .value("adapter", hc::namespace_field::adapter)
+      .value("model", hc::namespace_field::model)
+      .value("extra", hc::namespace_field::extra);
 
-  nb::class_<sg::namespace_key>(
+  nb::class_<hc::namespace_key>(
       s, "namespace_key",
       "Who may see a cache entry: typed optional fields (tenant, knowledge_base, adapter, model) "
       "plus ordered extras, encoded injectively. namespace_key() is the shared namespace.")
       .def(nb::init<>())
-      .def_static("shared", &sg::namespace_key::shared)
-      .def("with_tenant", &sg::namespace_key::with_tenant, "value"_a)
-      .def("with_knowledge_base", &sg::namespace_key::with_knowledge_base, "value"_a)
-      .def("with_adapter", &sg::namespace_key::with_adapter, "value"_a)
-      .def("with_model", &sg::namespace_key::with_model, "value"_a)
-      .def("with_extra", &sg::namespace_key::with_extra, "value"_a)
-      .def("with_field", &sg::namespace_key::with_field, "field"_a, "value"_a)
-      .def_prop_ro("tenant", &sg::namespace_key::tenant)
-      .def_prop_ro("knowledge_base", &sg::namespace_key::knowledge_base)
-      .def_prop_ro("adapter", &sg::namespace_key::adapter)
-      .def_prop_ro("model", &sg::namespace_key::model)
-      .def_prop_ro("extras", &sg::namespace_key::extras)
-      .def_prop_ro("is_shared", &sg::namespace_key::is_shared)
+      .def_static("shared", &hc::namespace_key::shared)
+      .def("with_tenant", &hc::namespace_key::with_tenant, "value"_a)
+      .def("with_knowledge_base", &hc::namespace_key::with_knowledge_base, "value"_a)
+      .def("with_adapter", &hc::namespace_key::with_adapter, "value"_a)
+      .def("with_model", &hc::namespace_key::with_model, "value"_a)
+      .def("with_extra", &hc::namespace_key::with_extra, "value"_a)
+      .def("with_field", &hc::namespace_key::with_field, "field"_a, "value"_a)
+      .def_prop_ro("tenant", &hc::namespace_key::tenant)
+      .def_prop_ro("knowledge_base", &hc::namespace_key::knowledge_base)
+      .def_prop_ro("adapter", &hc::namespace_key::adapter)
+      .def_prop_ro("model", &hc::namespace_key::model)
+      .def_prop_ro("extras", &hc::namespace_key::extras)
+      .def_prop_ro("is_shared", &hc::namespace_key::is_shared)
       .def(
           "to_bytes",
-          [](const sg::namespace_key& k) {
+          [](const hc::namespace_key& k) {
             const auto b = k.bytes();
             return nb::bytes(b.data(), b.size());
           },
@@ -122,64 +121,64 @@ inline void bind_segment(nb::module_& m) {
       .def_static(
           "decode",
           [](nb::bytes b) {
-            return sg::namespace_key::decode(std::string_view(b.c_str(), b.size()));
+            return hc::namespace_key::decode(std::string_view(b.c_str(), b.size()));
           },
           "data"_a, "Parses the byte encoding; raises InvalidArgument unless it is canonical.")
-      .def_static("parse", &sg::namespace_key::parse, "text"_a,
+      .def_static("parse", &hc::namespace_key::parse, "text"_a,
                   "Parses the text form, e.g. 'ns{tenant=org_1;extra=a}'.")
-      .def("__str__", &sg::namespace_key::to_string)
+      .def("__str__", &hc::namespace_key::to_string)
       .def("__repr__",
-           [](const sg::namespace_key& k) { return "namespace_key(" + k.to_string() + ")"; })
+           [](const hc::namespace_key& k) { return "namespace_key(" + k.to_string() + ")"; })
       .def(nb::self == nb::self)
       .def("__hash__",
-           [](const sg::namespace_key& k) { return std::hash<std::string_view>{}(k.bytes()); });
+           [](const hc::namespace_key& k) { return std::hash<std::string_view>{}(k.bytes()); });
 
-  nb::class_<sg::xxh3_hash>(s, "xxh3_hash",
+  nb::class_<hc::xxh3_hash>(s, "xxh3_hash",
                             "XXH3-128 keyed by a 192-byte secret; xxh3_hash() draws a random "
                             "secret, so keys are unpredictable to other processes.")
       .def(nb::init<>())
       .def(
           "__init__",
-          [](sg::xxh3_hash* self, nb::bytes secret) {
-            new (self) sg::xxh3_hash(std::span<const std::byte>(
+          [](hc::xxh3_hash* self, nb::bytes secret) {
+            new (self) hc::xxh3_hash(std::span<const std::byte>(
                 reinterpret_cast<const std::byte*>(secret.c_str()), secret.size()));
           },
           "secret"_a, "A caller-provided secret of exactly secret_size random bytes.")
-      .def_ro_static("secret_size", &sg::xxh3_hash::secret_size);
+      .def_ro_static("secret_size", &hc::xxh3_hash::secret_size);
 
-  nb::enum_<sg::segment_kind>(s, "segment_kind")
-      .value("position_independent", sg::segment_kind::position_independent)
-      .value("anchored", sg::segment_kind::anchored);
+  nb::enum_<hc::segment_kind>(s, "segment_kind")
+      .value("position_independent", hc::segment_kind::position_independent)
+      .value("anchored", hc::segment_kind::anchored);
 
   s.def(
       "segment_key",
-      [](const sg::xxh3_hash& h, const sg::namespace_key& ns, nb::handle tokens,
-         sg::segment_kind kind) {
+      [](const hc::xxh3_hash& h, const hc::namespace_key& ns, nb::handle tokens,
+         hc::segment_kind kind) {
         const token_ids t = to_token_ids(tokens);
         nb::gil_scoped_release unlocked;
-        return sg::segment_key(h, ns, t.view, kind);
+        return hc::segment_key(h, ns, t.view, kind);
       },
-      "hash"_a, "ns"_a, "tokens"_a, "kind"_a = sg::segment_kind::position_independent,
+      "hash"_a, "ns"_a, "tokens"_a, "kind"_a = hc::segment_kind::position_independent,
       "Position-independent key K(ns, tokens) = H('HCK1' | kind | len(ns) | ns | n | tokens).\n"
       "tokens: uint32 token ids (a NumPy array or a sequence of ints).");
   s.def(
       "root_key",
-      [](const sg::xxh3_hash& h, const sg::namespace_key& ns) { return sg::root_key(h, ns); },
+      [](const hc::xxh3_hash& h, const hc::namespace_key& ns) { return hc::root_key(h, ns); },
       "hash"_a, "ns"_a, "h_0 = H('HCK1' | 'R' | len(ns) | ns), the root of a namespace's chain.");
   s.def(
       "chain_key",
-      [](const sg::xxh3_hash& h, const sg::digest& prev, nb::handle block) {
+      [](const hc::xxh3_hash& h, const hc::digest& prev, nb::handle block) {
         const token_ids t = to_token_ids(block);
-        return sg::chain_key(h, prev, t.view);
+        return hc::chain_key(h, prev, t.view);
       },
       "hash"_a, "prev"_a, "block"_a, "h_i = H('HCK1' | 'B' | h_(i-1) | n | block).");
   s.def(
       "block_keys",
-      [](const sg::xxh3_hash& h, const sg::namespace_key& ns, nb::handle tokens,
+      [](const hc::xxh3_hash& h, const hc::namespace_key& ns, nb::handle tokens,
          std::size_t block_size) {
         const token_ids t = to_token_ids(tokens);
         nb::gil_scoped_release unlocked;
-        return sg::block_keys(h, ns, t.view, block_size);
+        return hc::block_keys(h, ns, t.view, block_size);
       },
       "hash"_a, "ns"_a, "tokens"_a, "block_size"_a,
       "Chained keys h_1..h_m of the m = len(tokens) // block_size full blocks; h_i identifies\n"

@@ -35,7 +35,7 @@ using gate_2d = in_array<Real, 2>;
 /// Keeps the (possibly converted) gate array alive while token_inputs points into it.
 template <class Real>
 struct token_inputs_holder {
-  hybridcache::state::token_inputs<Real> in;
+  hybridcache::token_inputs<Real> in;
   nb::object gate_keepalive;
 };
 
@@ -77,10 +77,10 @@ token_inputs_holder<Real> make_inputs(const in_array<Real, 2>& k, const in_array
 }
 
 /// rule=None picks delta when beta is given, additive otherwise.
-inline hybridcache::state::rule pick_rule(std::optional<hybridcache::state::rule> r,
-                                          bool has_beta) {
+inline hybridcache::transition_rule pick_rule(std::optional<hybridcache::transition_rule> r,
+                                              bool has_beta) {
   if (r) return *r;
-  return has_beta ? hybridcache::state::rule::delta : hybridcache::state::rule::additive;
+  return has_beta ? hybridcache::transition_rule::delta : hybridcache::transition_rule::additive;
 }
 
 template <class Real>
@@ -96,8 +96,7 @@ std::vector<Real> copy_vector(std::span<const Real> s) {
 template <class Real>
 void bind_state_for(nb::module_& s, const char* summary_name, const char* dtype_name) {
   namespace hc = hybridcache;
-  namespace st = hybridcache::state;
-  using summary = st::segment_summary<Real>;
+  using summary = hc::segment_summary<Real>;
   using matrix = in_array<Real, 2>;
 
   nb::class_<summary>(
@@ -163,25 +162,25 @@ void bind_state_for(nb::module_& s, const char* summary_name, const char* dtype_
           fresh_array, "T_C as a (dk, dk) array, for every family (a copy).")
       .def("__repr__", [summary_name](const summary& x) {
         return nb::str("{}(family={}, length={}, dk={}, dv={})")
-            .format(summary_name, std::string(st::to_string(x.family())), x.length(), x.dk(),
+            .format(summary_name, std::string(hc::to_string(x.family())), x.length(), x.dk(),
                     x.dv());
       });
 
   s.def(
       "summarize",
       [](matrix k, matrix v, std::optional<in_array<Real, 1>> beta, nb::object log_gate,
-         std::optional<st::rule> rule, st::summarize_method method, std::size_t chunk) {
+         std::optional<hc::transition_rule> rule, hc::summarize_method method, std::size_t chunk) {
         const auto h = make_inputs<Real>(k, v, beta, log_gate);
-        st::summarize_options o;
+        hc::summarize_options o;
         o.method = method;
         o.chunk = chunk;
-        const st::rule r = pick_rule(rule, beta.has_value());
+        const hc::transition_rule r = pick_rule(rule, beta.has_value());
         nb::gil_scoped_release unlocked;
-        return st::summarize(h.in, r, o);
+        return hc::summarize(h.in, r, o);
       },
       nb::arg("k"), nb::arg("v"), nb::arg("beta").none() = nb::none(),
       nb::arg("log_gate").none() = nb::none(), nb::arg("rule").none() = nb::none(),
-      nb::arg("method") = st::summarize_method::automatic, nb::arg("chunk") = 64,
+      nb::arg("method") = hc::summarize_method::automatic, nb::arg("chunk") = 64,
       "The summary (T_C, S_C|0) of one head's tokens. k: (L, dk), v: (L, dv); beta: (L,) write\n"
       "strengths (delta rule); log_gate: None, (L,) scalar or (L, dk) diagonal log-decays (<= 0).\n"
       "rule=None means delta if beta is given, else additive. Releases the GIL.");
@@ -189,14 +188,14 @@ void bind_state_for(nb::module_& s, const char* summary_name, const char* dtype_
   s.def(
       "run_recurrence",
       [](matrix k, matrix v, matrix initial_state, std::optional<in_array<Real, 1>> beta,
-         nb::object log_gate, std::optional<st::rule> rule) {
+         nb::object log_gate, std::optional<hc::transition_rule> rule) {
         const auto h = make_inputs<Real>(k, v, beta, log_gate);
-        const st::rule r = pick_rule(rule, beta.has_value());
+        const hc::transition_rule r = pick_rule(rule, beta.has_value());
         const std::size_t dk = h.in.dk, dv = h.in.dv;
         std::vector<Real> out;
         {
           nb::gil_scoped_release unlocked;
-          out = st::run_recurrence(h.in, r, as_span(initial_state));
+          out = hc::run_recurrence(h.in, r, as_span(initial_state));
         }
         return state_to_numpy(std::move(out), dk, dv);
       },
@@ -206,11 +205,11 @@ void bind_state_for(nb::module_& s, const char* summary_name, const char* dtype_
       "What an engine runs per token today, and how seam tokens are recomputed. Releases the GIL.");
 
   s.def(
-      "compose", [](const summary& first, const summary& then) { return st::compose(first, then); },
+      "compose", [](const summary& first, const summary& then) { return hc::compose(first, then); },
       nb::arg("first"), nb::arg("then"), nb::call_guard<nb::gil_scoped_release>(),
       "The summary of `first`, then `then`: (T_then T_first, T_then S_first + S_then).");
   s.def(
-      "fold", [](const std::vector<summary>& run) { return st::fold(run); }, nb::arg("run"),
+      "fold", [](const std::vector<summary>& run) { return hc::fold(run); }, nb::arg("run"),
       nb::call_guard<nb::gil_scoped_release>(),
       "Composes a run C_1..C_n (in order) into one summary (balanced tree).");
   s.def(
@@ -219,7 +218,7 @@ void bind_state_for(nb::module_& s, const char* summary_name, const char* dtype_
         std::vector<Real> out;
         {
           nb::gil_scoped_release unlocked;
-          out = st::apply(x, as_span(prefix_state));
+          out = hc::apply(x, as_span(prefix_state));
         }
         return state_to_numpy(std::move(out), x.dk(), x.dv());
       },
@@ -231,7 +230,7 @@ void bind_state_for(nb::module_& s, const char* summary_name, const char* dtype_
         std::vector<Real> out;
         {
           nb::gil_scoped_release unlocked;
-          out = st::apply(run, as_span(prefix_state));
+          out = hc::apply(run, as_span(prefix_state));
         }
         return state_to_numpy(std::move(out), prefix_state.shape(0), prefix_state.shape(1));
       },
@@ -240,22 +239,23 @@ void bind_state_for(nb::module_& s, const char* summary_name, const char* dtype_
 }
 
 inline void bind_state(nb::module_& m) {
-  namespace st = hybridcache::state;
+  namespace hc = hybridcache;
   nb::module_ s = m.def_submodule(
       "state",
       "Composition-law state algebra for linear-attention heads (HYPIC eq. 2, 4, 6): summarize, "
       "compose, fold, apply, run_recurrence. float64 and float32.");
-  nb::enum_<st::rule>(s, "rule", "Write rule: additive (u = k v^T) or delta (I - beta k k^T).")
-      .value("additive", st::rule::additive)
-      .value("delta", st::rule::delta);
-  nb::enum_<st::family>(s, "family", "Transition family: scalar < diagonal < dense.")
-      .value("scalar", st::family::scalar)
-      .value("diagonal", st::family::diagonal)
-      .value("dense", st::family::dense);
-  nb::enum_<st::summarize_method>(s, "summarize_method", "Dense-family summarize path.")
-      .value("automatic", st::summarize_method::automatic)
-      .value("per_token", st::summarize_method::per_token)
-      .value("chunked", st::summarize_method::chunked);
+  nb::enum_<hc::transition_rule>(s, "rule",
+                                 "Write rule: additive (u = k v^T) or delta (I - beta k k^T).")
+      .value("additive", hc::transition_rule::additive)
+      .value("delta", hc::transition_rule::delta);
+  nb::enum_<hc::transition_family>(s, "family", "Transition family: scalar < diagonal < dense.")
+      .value("scalar", hc::transition_family::scalar)
+      .value("diagonal", hc::transition_family::diagonal)
+      .value("dense", hc::transition_family::dense);
+  nb::enum_<hc::summarize_method>(s, "summarize_method", "Dense-family summarize path.")
+      .value("automatic", hc::summarize_method::automatic)
+      .value("per_token", hc::summarize_method::per_token)
+      .value("chunked", hc::summarize_method::chunked);
   // float64 first: inputs that need a conversion (lists, integers) become float64.
   bind_state_for<double>(s, "segment_summary", "float64");
   bind_state_for<float>(s, "segment_summary_f32", "float32");

@@ -40,7 +40,7 @@
 // but the copy does not compile. Tell nanobind (its documented customisation point).
 namespace nanobind::detail {
 template <>
-struct is_copy_constructible<hybridcache::store::last_k_cache> : std::false_type {};
+struct is_copy_constructible<hybridcache::last_k_cache> : std::false_type {};
 }  // namespace nanobind::detail
 
 namespace hybridcache_python {
@@ -48,14 +48,12 @@ namespace hybridcache_python {
 namespace store_detail {
 
 namespace hc = hybridcache;
-namespace hs = hybridcache::store;
-namespace sg = hybridcache::segment;
 
-using pool_t = hs::lru_pool<std::string, nb::object>;
+using pool_t = hc::lru_pool<std::string, nb::object>;
 using handle_t = pool_t::handle;
-using frozen_t = hs::frozen_pool<std::string, nb::object>;
-using virtual_t = hs::virtual_block_index<pool_t, sg::xxh3_hash>;
-using pic_t = hs::pic_store<nb::object, nb::object, sg::xxh3_hash>;
+using frozen_t = hc::frozen_pool<std::string, nb::object>;
+using virtual_t = hc::virtual_block_index<pool_t, hc::xxh3_hash>;
+using pic_t = hc::pic_store<nb::object, nb::object, hc::xxh3_hash>;
 using pic_handle_t = pic_t::public_handle;
 static_assert(std::is_same_v<pic_t::public_handle, pic_t::private_handle>);
 
@@ -65,8 +63,8 @@ inline std::string to_key(nb::handle k, const char* name = "key") {
     nb::bytes b = nb::borrow<nb::bytes>(k);
     return std::string(b.c_str(), b.size());
   }
-  if (nb::isinstance<sg::digest>(k)) {
-    const auto b = nb::cast<const sg::digest&>(k).to_bytes();
+  if (nb::isinstance<hc::digest>(k)) {
+    const auto b = nb::cast<const hc::digest&>(k).to_bytes();
     return std::string(reinterpret_cast<const char*>(b.data()), b.size());
   }
   hc::detail::throw_invalid(name, std::string(nb::repr(k.type()).c_str()),
@@ -86,7 +84,7 @@ struct py_pool : pool_t {
 
   static pool_t::release_callback make_callback(const std::shared_ptr<nb::object>& slot) {
     if (!slot) return {};
-    return [slot](const std::string& k, nb::object& v, hs::release_reason why) {
+    return [slot](const std::string& k, nb::object& v, hc::release_reason why) {
       nb::object f = *slot;  // kept alive for the call even if the slot is cleared meanwhile
       if (!f.is_valid() || f.is_none()) return;
       try {
@@ -117,8 +115,8 @@ inline PyType_Slot pool_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(pool
                                    {Py_tp_clear, reinterpret_cast<void*>(pool_clear)},
                                    {0, nullptr}};
 
-inline const sg::namespace_key& ns_or_shared(const std::optional<sg::namespace_key>& ns) {
-  static const sg::namespace_key shared = sg::namespace_key::shared();
+inline const hc::namespace_key& ns_or_shared(const std::optional<hc::namespace_key>& ns) {
+  static const hc::namespace_key shared = hc::namespace_key::shared();
   return ns ? *ns : shared;
 }
 
@@ -151,8 +149,8 @@ void bind_handle(nb::class_<Handle>& c) {
 
 /// pic_store.lookup's `segments`: (role, begin, end) triples, role 'leading' | 'reusable' |
 /// 'query'.
-inline sg::segmentation to_segmentation(nb::handle segments) {
-  sg::segmentation seg;
+inline hc::segmentation to_segmentation(nb::handle segments) {
+  hc::segmentation seg;
   std::size_t i = 0;
   for (nb::handle item : segments) {
     const std::string name = hc::detail::indexed("segments", i++);
@@ -161,13 +159,13 @@ inline sg::segmentation to_segmentation(nb::handle segments) {
       hc::detail::throw_invalid(name, std::string(nb::repr(item.type()).c_str()),
                                 "must be a (role, begin, end) tuple");
     const auto& [role, b, e] = t;
-    sg::segment_range r;
+    hc::segment_range r;
     if (role == "leading")
-      r.role = sg::segment_role::leading;
+      r.role = hc::segment_role::leading;
     else if (role == "reusable")
-      r.role = sg::segment_role::reusable;
+      r.role = hc::segment_role::reusable;
     else if (role == "query")
-      r.role = sg::segment_role::query;
+      r.role = hc::segment_role::query;
     else
       hc::detail::throw_invalid(name + ".role", role, "must be 'leading', 'reusable' or 'query'");
     if (b < 0 || e < b)
@@ -185,8 +183,6 @@ inline sg::segmentation to_segmentation(nb::handle segments) {
 
 inline void bind_store(nb::module_& m) {
   namespace hc = hybridcache;
-  namespace hs = hybridcache::store;
-  namespace sg = hybridcache::segment;
   namespace sd = store_detail;
   using namespace nb::literals;
   using sd::handle_t;
@@ -196,28 +192,28 @@ inline void bind_store(nb::module_& m) {
       "Cache stores: byte-budgeted LRU pool with pins, frozen pool, virtual blocks, HYPIC's "
       "public/private pic_store, last-K cache. Values are Python objects.");
 
-  nb::enum_<hs::entry_class>(s, "entry_class", "Budget class of an entry (COMB reservation).")
-      .value("ordinary", hs::entry_class::ordinary, "uses the shared budget C - R")
-      .value("reserved", hs::entry_class::reserved, "may use the reserved budget R");
-  nb::enum_<hs::release_reason>(s, "release_reason")
-      .value("evicted", hs::release_reason::evicted)
-      .value("erased", hs::release_reason::erased)
-      .value("cleared", hs::release_reason::cleared);
-  nb::enum_<hs::insert_status>(s, "insert_status")
-      .value("inserted", hs::insert_status::inserted)
-      .value("exists", hs::insert_status::exists)
-      .value("no_space", hs::insert_status::no_space);
+  nb::enum_<hc::entry_class>(s, "entry_class", "Budget class of an entry (COMB reservation).")
+      .value("ordinary", hc::entry_class::ordinary, "uses the shared budget C - R")
+      .value("reserved", hc::entry_class::reserved, "may use the reserved budget R");
+  nb::enum_<hc::release_reason>(s, "release_reason")
+      .value("evicted", hc::release_reason::evicted)
+      .value("erased", hc::release_reason::erased)
+      .value("cleared", hc::release_reason::cleared);
+  nb::enum_<hc::insert_status>(s, "insert_status")
+      .value("inserted", hc::insert_status::inserted)
+      .value("exists", hc::insert_status::exists)
+      .value("no_space", hc::insert_status::no_space);
 
-  nb::class_<hs::pool_stats>(s, "pool_stats", "A snapshot of a pool's accounting.")
-      .def_ro("capacity", &hs::pool_stats::capacity)
-      .def_ro("reserved", &hs::pool_stats::reserved)
-      .def_ro("used", &hs::pool_stats::used)
-      .def_ro("used_reserved", &hs::pool_stats::used_reserved)
-      .def_ro("entries", &hs::pool_stats::entries)
-      .def_ro("pinned_entries", &hs::pool_stats::pinned_entries)
-      .def_ro("evictions", &hs::pool_stats::evictions)
-      .def_ro("releases", &hs::pool_stats::releases)
-      .def_prop_ro("free", &hs::pool_stats::free);
+  nb::class_<hc::pool_stats>(s, "pool_stats", "A snapshot of a pool's accounting.")
+      .def_ro("capacity", &hc::pool_stats::capacity)
+      .def_ro("reserved", &hc::pool_stats::reserved)
+      .def_ro("used", &hc::pool_stats::used)
+      .def_ro("used_reserved", &hc::pool_stats::used_reserved)
+      .def_ro("entries", &hc::pool_stats::entries)
+      .def_ro("pinned_entries", &hc::pool_stats::pinned_entries)
+      .def_ro("evictions", &hc::pool_stats::evictions)
+      .def_ro("releases", &hc::pool_stats::releases)
+      .def_prop_ro("free", &hc::pool_stats::free);
 
   nb::class_<handle_t> handle_cls(
       s, "handle",
@@ -246,21 +242,21 @@ inline void bind_store(nb::module_& m) {
       .def(
           "insert",
           [](sd::py_pool& p, nb::handle key, nb::object value, std::size_t nbytes,
-             hs::entry_class cls) {
+             hc::entry_class cls) {
             return p.insert(sd::to_key(key), std::move(value), nbytes, cls).status;
           },
-          "key"_a, "value"_a.none(), "nbytes"_a, "cls"_a = hs::entry_class::ordinary,
+          "key"_a, "value"_a.none(), "nbytes"_a, "cls"_a = hc::entry_class::ordinary,
           "Inserts key -> value charging nbytes, evicting LRU unpinned entries; the new entry is\n"
           "unpinned at once (most recently used). Returns insert_status (no_space: pins prevent\n"
           "making room, nothing changed). Raises InvalidArgument if nbytes can never fit.")
       .def(
           "insert_pinned",
           [](sd::py_pool& p, nb::handle key, nb::object value, std::size_t nbytes,
-             hs::entry_class cls) {
+             hc::entry_class cls) {
             auto r = p.insert(sd::to_key(key), std::move(value), nbytes, cls);
             return std::make_tuple(r.status, std::move(r.pin));
           },
-          "key"_a, "value"_a.none(), "nbytes"_a, "cls"_a = hs::entry_class::ordinary,
+          "key"_a, "value"_a.none(), "nbytes"_a, "cls"_a = hc::entry_class::ordinary,
           "As insert, returning (status, handle): the handle pins the new (or existing) entry.")
       .def(
           "find", [](sd::py_pool& p, nb::handle key) { return p.find(sd::to_key(key)); }, "key"_a,
@@ -354,13 +350,13 @@ inline void bind_store(nb::module_& m) {
       "hit() pins the block while copy(block, source_position) runs and returns its result.")
       .def(
           "__init__",
-          [](sd::virtual_t* self, sd::py_pool& pool, std::optional<sg::xxh3_hash> hash) {
-            new (self) sd::virtual_t(pool, hash ? std::move(*hash) : sg::xxh3_hash{});
+          [](sd::virtual_t* self, sd::py_pool& pool, std::optional<hc::xxh3_hash> hash) {
+            new (self) sd::virtual_t(pool, hash ? std::move(*hash) : hc::xxh3_hash{});
           },
           "pool"_a, "hash"_a = nb::none(), nb::keep_alive<1, 2>())
       .def(
           "add_view",
-          [](sd::virtual_t& v, const sg::namespace_key& ns, nb::handle tokens, nb::handle physical,
+          [](sd::virtual_t& v, const hc::namespace_key& ns, nb::handle tokens, nb::handle physical,
              std::size_t source_position) {
             const token_ids t = to_token_ids(tokens);
             return v.add_view(ns, t.view, sd::to_key(physical, "physical"), source_position);
@@ -369,14 +365,14 @@ inline void bind_store(nb::module_& m) {
           "Adds the view (ns, tokens) -> pool key `physical`; False if that view exists.")
       .def(
           "remove_view",
-          [](sd::virtual_t& v, const sg::namespace_key& ns, nb::handle tokens) {
+          [](sd::virtual_t& v, const hc::namespace_key& ns, nb::handle tokens) {
             const token_ids t = to_token_ids(tokens);
             return v.remove_view(ns, t.view);
           },
           "ns"_a, "tokens"_a)
       .def(
           "hit",
-          [](sd::virtual_t& v, const sg::namespace_key& ns, nb::handle tokens,
+          [](sd::virtual_t& v, const hc::namespace_key& ns, nb::handle tokens,
              nb::handle copy) -> std::optional<nb::object> {
             const token_ids t = to_token_ids(tokens);
             return v.hit(ns, t.view, [&](const nb::object& block, std::size_t pos) {
@@ -388,54 +384,54 @@ inline void bind_store(nb::module_& m) {
           "otherwise (a view whose block was evicted is dropped).")
       .def("__len__", &sd::virtual_t::size);
 
-  nb::class_<hs::last_k_match>(s, "last_k_match")
-      .def_ro("depth", &hs::last_k_match::depth)
-      .def_ro("entry_length", &hs::last_k_match::entry_length)
-      .def_ro("entry_id", &hs::last_k_match::entry_id)
-      .def_prop_ro("hit", &hs::last_k_match::hit);
-  nb::class_<hs::last_k_overlap>(s, "last_k_overlap")
-      .def_ro("entry_id", &hs::last_k_overlap::entry_id)
-      .def_ro("depth", &hs::last_k_overlap::depth)
-      .def_ro("entry_length", &hs::last_k_overlap::entry_length);
-  nb::class_<hs::last_k_cache>(
+  nb::class_<hc::last_k_match>(s, "last_k_match")
+      .def_ro("depth", &hc::last_k_match::depth)
+      .def_ro("entry_length", &hc::last_k_match::entry_length)
+      .def_ro("entry_id", &hc::last_k_match::entry_id)
+      .def_prop_ro("hit", &hc::last_k_match::hit);
+  nb::class_<hc::last_k_overlap>(s, "last_k_overlap")
+      .def_ro("entry_id", &hc::last_k_overlap::entry_id)
+      .def_ro("depth", &hc::last_k_overlap::depth)
+      .def_ro("entry_length", &hc::last_k_overlap::entry_length);
+  nb::class_<hc::last_k_cache>(
       s, "last_k_cache",
       "The last K requests (oldest leaves first); depth = longest common prefix with a "
       "retained entry of the same namespace. ns=None is the shared namespace.")
       .def(nb::init<std::size_t>(), "k"_a)
       .def(
           "observe",
-          [](hs::last_k_cache& c, nb::handle tokens, std::optional<sg::namespace_key> ns) {
+          [](hc::last_k_cache& c, nb::handle tokens, std::optional<hc::namespace_key> ns) {
             const token_ids t = to_token_ids(tokens);
             return c.observe(sd::ns_or_shared(ns), t.view);
           },
           "tokens"_a, "ns"_a = nb::none(), "Matches, then retains tokens as the newest entry.")
       .def(
           "match",
-          [](const hs::last_k_cache& c, nb::handle tokens, std::optional<sg::namespace_key> ns) {
+          [](const hc::last_k_cache& c, nb::handle tokens, std::optional<hc::namespace_key> ns) {
             const token_ids t = to_token_ids(tokens);
             return c.match(sd::ns_or_shared(ns), t.view);
           },
           "tokens"_a, "ns"_a = nb::none())
       .def(
           "insert",
-          [](hs::last_k_cache& c, nb::handle tokens, std::optional<sg::namespace_key> ns) {
+          [](hc::last_k_cache& c, nb::handle tokens, std::optional<hc::namespace_key> ns) {
             const token_ids t = to_token_ids(tokens);
             return c.insert(sd::ns_or_shared(ns), t.view);
           },
           "tokens"_a, "ns"_a = nb::none(), "Retains tokens; returns the entry id.")
       .def(
           "overlaps",
-          [](const hs::last_k_cache& c, nb::handle tokens, std::optional<sg::namespace_key> ns) {
+          [](const hc::last_k_cache& c, nb::handle tokens, std::optional<hc::namespace_key> ns) {
             const token_ids t = to_token_ids(tokens);
-            std::vector<hs::last_k_overlap> out;
+            std::vector<hc::last_k_overlap> out;
             c.overlaps(sd::ns_or_shared(ns), t.view, out);
             return out;
           },
           "tokens"_a, "ns"_a = nb::none(),
           "Every retained entry of ns sharing >= 1 leading token, with its common-prefix length.")
-      .def("__len__", &hs::last_k_cache::size)
-      .def_prop_ro("capacity", &hs::last_k_cache::capacity)
-      .def("clear", &hs::last_k_cache::clear);
+      .def("__len__", &hc::last_k_cache::size)
+      .def_prop_ro("capacity", &hc::last_k_cache::capacity)
+      .def("clear", &hc::last_k_cache::clear);
 
   nb::class_<sd::pic_handle_t> pic_handle(s, "pic_handle", "A pin on one pic_store entry.");
   sd::bind_handle(pic_handle);
@@ -489,29 +485,29 @@ inline void bind_store(nb::module_& m) {
           "__init__",
           [](sd::pic_t* self, std::size_t public_capacity, std::size_t private_capacity,
              std::size_t public_reserved, std::size_t block_size,
-             std::optional<sg::xxh3_hash> hash) {
-            hs::pic_store_options o;
+             std::optional<hc::xxh3_hash> hash) {
+            hc::pic_store_options o;
             o.public_capacity = public_capacity;
             o.private_capacity = private_capacity;
             o.public_reserved = public_reserved;
             o.block_size = block_size;
-            new (self) sd::pic_t(o, hash ? std::move(*hash) : sg::xxh3_hash{});
+            new (self) sd::pic_t(o, hash ? std::move(*hash) : hc::xxh3_hash{});
           },
           "public_capacity"_a, "private_capacity"_a, "public_reserved"_a = 0, "block_size"_a = 64,
           "hash"_a = nb::none())
       .def(
           "put_segment",
-          [](sd::pic_t& p, const sg::namespace_key& ns, nb::handle tokens, nb::object value,
-             std::size_t nbytes, sg::segment_kind kind, hs::entry_class cls) {
+          [](sd::pic_t& p, const hc::namespace_key& ns, nb::handle tokens, nb::object value,
+             std::size_t nbytes, hc::segment_kind kind, hc::entry_class cls) {
             const token_ids t = to_token_ids(tokens);
             return p.put_segment(ns, t.view, std::move(value), nbytes, kind, cls).status;
           },
           "ns"_a, "tokens"_a, "value"_a.none(), "nbytes"_a,
-          "kind"_a = sg::segment_kind::position_independent, "cls"_a = hs::entry_class::reserved,
+          "kind"_a = hc::segment_kind::position_independent, "cls"_a = hc::entry_class::reserved,
           "Stores a segment entry (public pool) under K(ns, tokens); returns insert_status.")
       .def(
           "put_prefix",
-          [](sd::pic_t& p, const sg::namespace_key& ns, nb::handle prefix, nb::object value,
+          [](sd::pic_t& p, const hc::namespace_key& ns, nb::handle prefix, nb::object value,
              std::size_t nbytes) {
             const token_ids t = to_token_ids(prefix);
             return p.put_prefix(ns, t.view, std::move(value), nbytes).status;
@@ -520,9 +516,9 @@ inline void bind_store(nb::module_& m) {
           "Stores a running state after prefix (a positive multiple of block_size tokens).")
       .def(
           "lookup",
-          [](sd::pic_t& p, const sg::namespace_key& ns, nb::handle tokens, nb::handle segments) {
+          [](sd::pic_t& p, const hc::namespace_key& ns, nb::handle tokens, nb::handle segments) {
             const token_ids t = to_token_ids(tokens);
-            const sg::segmentation seg = sd::to_segmentation(segments);
+            const hc::segmentation seg = sd::to_segmentation(segments);
             return p.lookup(ns, t.view, seg);
           },
           "ns"_a, "tokens"_a, "segments"_a,

@@ -27,15 +27,15 @@ namespace hybridcache_python {
 
 namespace testing_detail {
 
-namespace hs = hybridcache::state;
+namespace hc = hybridcache;
 using arr1 = in_array<double, 1>;
 
 inline std::span<const double> span_or_empty(const std::optional<arr1>& a) {
   return a ? std::span<const double>(a->data(), a->size()) : std::span<const double>();
 }
 
-inline hs::precision precision_arg(const std::string& name, const std::string& v) {
-  const auto p = hs::parse_precision(v);
+inline hc::precision precision_arg(const std::string& name, const std::string& v) {
+  const auto p = hc::parse_precision(v);
   if (!p) hybridcache::detail::throw_invalid(name, v, "must be 'fp64', 'fp32', 'fp16' or 'bf16'");
   return *p;
 }
@@ -53,21 +53,21 @@ inline head_result head(const std::string& family, std::size_t L, std::size_t dk
   const std::span<const double> qs(q.data(), q.size()), ks(k.data(), k.size()),
       vs(v.data(), v.size()), gs = span_or_empty(g), bs = span_or_empty(beta),
                               init = span_or_empty(initial_state);
-  const double sc = scale ? *scale : hs::default_scale(dk);
-  hs::segment_outputs<double> out;
-  hs::bound_weights w;
+  const double sc = scale ? *scale : hc::default_scale(dk);
+  hc::segment_outputs<double> out;
+  hc::bound_weights w;
   if (family == "rwkv7") {
-    hs::dplr_inputs<double> in{L, dk, dv, ks, vs, span_or_empty(a), span_or_empty(b), gs};
-    out = hs::outputs(in, qs, scale, init);
-    w = hs::abs_bound_weights(in, qs, sc, init);
+    hc::dplr_inputs<double> in{L, dk, dv, ks, vs, span_or_empty(a), span_or_empty(b), gs};
+    out = hc::outputs(in, qs, scale, init);
+    w = hc::abs_bound_weights(in, qs, sc, init);
   } else if (family == "mamba1") {
-    hs::selective_inputs<double> in{L, dk, dv, ks, vs, span_or_empty(dt), span_or_empty(A)};
-    out = hs::outputs(in, qs, scale, init);
-    w = hs::abs_bound_weights(in, qs, sc, init);
+    hc::selective_inputs<double> in{L, dk, dv, ks, vs, span_or_empty(dt), span_or_empty(A)};
+    out = hc::outputs(in, qs, scale, init);
+    w = hc::abs_bound_weights(in, qs, sc, init);
   } else if (family == "gated_delta_product") {
-    hs::delta_product_inputs<double> in{L, dk, dv, num_householder, ks, vs, bs, gs};
-    out = hs::outputs(in, qs, scale, init);
-    w = hs::abs_bound_weights(in, qs, sc, init);
+    hc::delta_product_inputs<double> in{L, dk, dv, num_householder, ks, vs, bs, gs};
+    out = hc::outputs(in, qs, scale, init);
+    w = hc::abs_bound_weights(in, qs, sc, init);
   } else {
     const bool delta =
         family == "delta" || family == "deltanet" || family == "gated_deltanet" || family == "kda";
@@ -77,10 +77,10 @@ inline head_result head(const std::string& family, std::size_t L, std::size_t dk
                                          "must be linear, simple_gla, gla, deltanet, "
                                          "gated_deltanet, kda, rwkv7, gated_delta_product or "
                                          "mamba1");
-    hs::token_inputs<double> in{L, dk, dv, ks, vs, bs, gs};
-    const auto r = delta ? hs::rule::delta : hs::rule::additive;
-    out = hs::outputs(in, r, qs, scale, init);
-    w = hs::abs_bound_weights(in, r, qs, sc, init);
+    hc::token_inputs<double> in{L, dk, dv, ks, vs, bs, gs};
+    const auto r = delta ? hc::transition_rule::delta : hc::transition_rule::additive;
+    out = hc::outputs(in, r, qs, scale, init);
+    w = hc::abs_bound_weights(in, r, qs, sc, init);
   }
   return {to_numpy(std::move(out.o)), to_numpy(std::move(out.final_state)),
           to_numpy(std::move(w.o)), to_numpy(std::move(w.state)), w.depth_per_token};
@@ -94,13 +94,13 @@ inline numpy_array<double> tolerance(const arr1& weight, const arr1& depth, cons
   if (weight.size() != n || depth.size() != n || steps.size() != n)
     hybridcache::detail::throw_invalid("weight.size", weight.size(),
                                        "weight, depth, steps and ref must have one length");
-  const hs::error_model m{precision_arg("accumulate", accumulate),
+  const hc::error_model m{precision_arg("accumulate", accumulate),
                           precision_arg("state_storage", state_storage),
                           precision_arg("output", output)};
   std::vector<double> tol(n);
   for (std::size_t i = 0; i < n; ++i)
     tol[i] =
-        hs::element_tolerance(weight.data()[i], depth.data()[i], steps.data()[i], ref.data()[i], m);
+        hc::element_tolerance(weight.data()[i], depth.data()[i], steps.data()[i], ref.data()[i], m);
   return to_numpy(std::move(tol));
 }
 

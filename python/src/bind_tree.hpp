@@ -46,7 +46,6 @@ inline std::vector<std::size_t> to_ids(nb::handle obj, const char* name) {
 
 inline void bind_tree(nb::module_& m) {
   namespace hc = hybridcache;
-  namespace tr = hybridcache::tree;
   using namespace nb::literals;
 
   // ---- exact planner (top level, like place_optimal) ------------------------------------------
@@ -105,16 +104,16 @@ inline void bind_tree(nb::module_& m) {
       "tree",
       "The online prefix-tree state policy: match -> prefill_plan -> insert -> admit -> unpin, "
       "evict under pressure, periodic exact re-plans (docs/tree.md).");
-  t.attr("no_node") = tr::no_node;
+  t.attr("no_node") = hc::no_node;
 
-  nb::class_<tr::policy_options>(t, "policy_options", "Construction parameters of state_policy.")
+  nb::class_<hc::policy_options>(t, "policy_options", "Construction parameters of state_policy.")
       .def(
           "__init__",
-          [](tr::policy_options* o, std::size_t block_size, std::size_t state_bytes,
+          [](hc::policy_options* o, std::size_t block_size, std::size_t state_bytes,
              std::size_t capacity_bytes, double gamma, std::size_t replan_every, double hysteresis,
              bool snapshot_junction, bool snapshot_tail, bool fresh_prior, double replan_work,
              bool repeat_discount, bool age_value, bool prefill_prior, bool fill_free) {
-            new (o) tr::policy_options{block_size,    state_bytes, capacity_bytes,    gamma,
+            new (o) hc::policy_options{block_size,    state_bytes, capacity_bytes,    gamma,
                                        replan_every,  hysteresis,  snapshot_junction, snapshot_tail,
                                        fresh_prior,   replan_work, repeat_discount,   age_value,
                                        prefill_prior, fill_free};
@@ -124,63 +123,63 @@ inline void bind_tree(nb::module_& m) {
           "snapshot_tail"_a = true, "fresh_prior"_a = true, "replan_work"_a = 1.0,
           "repeat_discount"_a = true, "age_value"_a = true, "prefill_prior"_a = true,
           "fill_free"_a = true)
-      .def_rw("block_size", &tr::policy_options::block_size)
-      .def_rw("state_bytes", &tr::policy_options::state_bytes)
-      .def_rw("capacity_bytes", &tr::policy_options::capacity_bytes)
-      .def_rw("gamma", &tr::policy_options::gamma)
-      .def_rw("replan_every", &tr::policy_options::replan_every)
-      .def_rw("hysteresis", &tr::policy_options::hysteresis)
-      .def_rw("snapshot_junction", &tr::policy_options::snapshot_junction)
-      .def_rw("snapshot_tail", &tr::policy_options::snapshot_tail)
-      .def_rw("fresh_prior", &tr::policy_options::fresh_prior)
-      .def_rw("replan_work", &tr::policy_options::replan_work)
-      .def_rw("repeat_discount", &tr::policy_options::repeat_discount)
-      .def_rw("age_value", &tr::policy_options::age_value,
+      .def_rw("block_size", &hc::policy_options::block_size)
+      .def_rw("state_bytes", &hc::policy_options::state_bytes)
+      .def_rw("capacity_bytes", &hc::policy_options::capacity_bytes)
+      .def_rw("gamma", &hc::policy_options::gamma)
+      .def_rw("replan_every", &hc::policy_options::replan_every)
+      .def_rw("hysteresis", &hc::policy_options::hysteresis)
+      .def_rw("snapshot_junction", &hc::policy_options::snapshot_junction)
+      .def_rw("snapshot_tail", &hc::policy_options::snapshot_tail)
+      .def_rw("fresh_prior", &hc::policy_options::fresh_prior)
+      .def_rw("replan_work", &hc::policy_options::replan_work)
+      .def_rw("repeat_discount", &hc::policy_options::repeat_discount)
+      .def_rw("age_value", &hc::policy_options::age_value,
               "Scale a state's value by the learned P(hit | age) (EVA, default on; docs/tree.md).")
-      .def_rw("prefill_prior", &tr::policy_options::prefill_prior,
+      .def_rw("prefill_prior", &hc::policy_options::prefill_prior,
               "Prior for noted prefill ends, learned apart from turn ends (default on; "
               "docs/tree.md).")
-      .def_rw("fill_free", &tr::policy_options::fill_free,
+      .def_rw("fill_free", &hc::policy_options::fill_free,
               "prefill_plan also offers positions into the pool's free room (docs/tree.md).");
 
-  nb::class_<tr::match_result>(t, "match_result", "What state_policy.match found.")
-      .def_ro("node", &tr::match_result::node, "Deepest cached node (namespace root if none).")
-      .def_ro("matched_tokens", &tr::match_result::matched_tokens)
-      .def_ro("resume_node", &tr::match_result::resume_node,
+  nb::class_<hc::match_result>(t, "match_result", "What state_policy.match found.")
+      .def_ro("node", &hc::match_result::node, "Deepest cached node (namespace root if none).")
+      .def_ro("matched_tokens", &hc::match_result::matched_tokens)
+      .def_ro("resume_node", &hc::match_result::resume_node,
               "Deepest node holding a state (pinned until unpin).")
-      .def_ro("resume_tokens", &tr::match_result::resume_tokens)
-      .def_ro("replay_tokens", &tr::match_result::replay_tokens,
+      .def_ro("resume_tokens", &hc::match_result::resume_tokens)
+      .def_ro("replay_tokens", &hc::match_result::replay_tokens,
               "matched - resume: cached KV whose recurrent state is recomputed.")
       .def_prop_ro(
           "path",
-          [](const tr::match_result& r) {
+          [](const hc::match_result& r) {
             return to_numpy(std::vector<std::uint64_t>(r.path.begin(), r.path.end()));
           },
           fresh_array, "uint64 array: path[i] is the node of block i.")
-      .def("__repr__", [](const tr::match_result& r) {
+      .def("__repr__", [](const hc::match_result& r) {
         return nb::str("match_result(matched_tokens={}, resume_tokens={}, replay_tokens={})")
             .format(r.matched_tokens, r.resume_tokens, r.replay_tokens);
       });
 
-  nb::class_<tr::admit_result>(t, "admit_result", "What state_policy.admit did.")
-      .def_ro("admitted", &tr::admit_result::admitted)
-      .def_ro("victims", &tr::admit_result::victims, "States the engine must free now.");
+  nb::class_<hc::admit_result>(t, "admit_result", "What state_policy.admit did.")
+      .def_ro("admitted", &hc::admit_result::admitted)
+      .def_ro("victims", &hc::admit_result::victims, "States the engine must free now.");
 
-  nb::class_<tr::replan_result>(t, "replan_result", "What state_policy.replan did.")
-      .def_ro("adopted", &tr::replan_result::adopted)
-      .def_ro("expected_before", &tr::replan_result::expected_before)
-      .def_ro("expected_after", &tr::replan_result::expected_after)
-      .def_ro("planned", &tr::replan_result::planned);
+  nb::class_<hc::replan_result>(t, "replan_result", "What state_policy.replan did.")
+      .def_ro("adopted", &hc::replan_result::adopted)
+      .def_ro("expected_before", &hc::replan_result::expected_before)
+      .def_ro("expected_after", &hc::replan_result::expected_after)
+      .def_ro("planned", &hc::replan_result::planned);
 
-  nb::class_<tr::state_policy>(
+  nb::class_<hc::state_policy>(
       t, "state_policy",
       "Where to keep recurrent states in a prefix tree, learned online. Not thread-safe: call it\n"
       "under the engine's scheduler lock. Node ids are ints (slot + generation, 64 bits); the id\n"
       "of an erased node raises StaleHandleError in every call; no_node marks 'none'.")
-      .def(nb::init<tr::policy_options>(), "options"_a)
+      .def(nb::init<hc::policy_options>(), "options"_a)
       .def(
           "match",
-          [](tr::state_policy& p, const hc::segment::namespace_key& ns, nb::handle tokens) {
+          [](hc::state_policy& p, const hc::namespace_key& ns, nb::handle tokens) {
             const token_ids tk = to_token_ids(tokens);
             return p.match(ns, tk.view);
           },
@@ -189,7 +188,7 @@ inline void bind_tree(nb::module_& m) {
           "state (call unpin(resume_node) once it is loaded).")
       .def(
           "prefill_plan",
-          [](const tr::state_policy& p, const tr::match_result& r, std::size_t prompt_tokens,
+          [](const hc::state_policy& p, const hc::match_result& r, std::size_t prompt_tokens,
              nb::handle chunk_ends) {
             return to_numpy_index(
                 p.prefill_plan(r, prompt_tokens, to_ids(chunk_ends, "chunk_ends")));
@@ -198,43 +197,43 @@ inline void bind_tree(nb::module_& m) {
           "Token positions to snapshot during the prefill (int64 array, ascending).")
       .def(
           "insert",
-          [](tr::state_policy& p, const hc::segment::namespace_key& ns, nb::handle tokens) {
+          [](hc::state_policy& p, const hc::namespace_key& ns, nb::handle tokens) {
             const token_ids tk = to_token_ids(tokens);
             const auto path = p.insert(ns, tk.view);
             return to_numpy(std::vector<std::uint64_t>(path.begin(), path.end()));
           },
           "ns"_a, "tokens"_a, "Adds the full blocks; returns the node of each block (uint64).")
-      .def("admit", &tr::state_policy::admit, "node"_a, "bytes"_a,
+      .def("admit", &hc::state_policy::admit, "node"_a, "bytes"_a,
            "The engine stored a state at `node`; returns the victims to free first.")
-      .def("evict", &tr::state_policy::evict, "bytes"_a,
+      .def("evict", &hc::state_policy::evict, "bytes"_a,
            "Frees at least `bytes`: victims by least exact increase of E[r] per byte.")
-      .def("drop", &tr::state_policy::drop, "node"_a)
-      .def("pin", &tr::state_policy::pin, "node"_a)
-      .def("unpin", &tr::state_policy::unpin, "node"_a)
-      .def("erase", &tr::state_policy::erase, "node"_a,
+      .def("drop", &hc::state_policy::drop, "node"_a)
+      .def("pin", &hc::state_policy::pin, "node"_a)
+      .def("unpin", &hc::state_policy::unpin, "node"_a)
+      .def("erase", &hc::state_policy::erase, "node"_a,
            "Removes a leaf whose KV the engine evicted (its id is stale from then on).")
-      .def("replan", &tr::state_policy::replan, "Exact re-plan with hysteresis.")
-      .def("expected_recompute", &tr::state_policy::expected_recompute)
-      .def("has_state", &tr::state_policy::has_state, "node"_a)
-      .def("state_bytes", &tr::state_policy::state_bytes, "node"_a)
-      .def("planned", &tr::state_policy::planned, "node"_a)
-      .def("pinned", &tr::state_policy::pinned, "node"_a)
-      .def("contains", &tr::state_policy::contains, "node"_a)
-      .def("depth_tokens", &tr::state_policy::depth_tokens, "node"_a)
-      .def("parent", &tr::state_policy::parent, "node"_a)
-      .def("match_share", &tr::state_policy::match_share, "node"_a)
-      .def("hit_chance", &tr::state_policy::hit_chance, "node"_a,
+      .def("replan", &hc::state_policy::replan, "Exact re-plan with hysteresis.")
+      .def("expected_recompute", &hc::state_policy::expected_recompute)
+      .def("has_state", &hc::state_policy::has_state, "node"_a)
+      .def("state_bytes", &hc::state_policy::state_bytes, "node"_a)
+      .def("planned", &hc::state_policy::planned, "node"_a)
+      .def("pinned", &hc::state_policy::pinned, "node"_a)
+      .def("contains", &hc::state_policy::contains, "node"_a)
+      .def("depth_tokens", &hc::state_policy::depth_tokens, "node"_a)
+      .def("parent", &hc::state_policy::parent, "node"_a)
+      .def("match_share", &hc::state_policy::match_share, "node"_a)
+      .def("hit_chance", &hc::state_policy::hit_chance, "node"_a,
            "P(hit | age) of the state held at node (1 with age_value off).")
-      .def("note_prefill_end", &tr::state_policy::note_prefill_end, "node"_a,
+      .def("note_prefill_end", &hc::state_policy::note_prefill_end, "node"_a,
            "The prefill ended at node: its prior with prefill_prior on (before admit).")
-      .def("prefill_share", &tr::state_policy::prefill_share,
+      .def("prefill_share", &hc::state_policy::prefill_share,
            "EW share of noted prefill ends matched later, (h_P + 1)/(n_P + 2).")
-      .def_prop_ro("used_bytes", &tr::state_policy::used_bytes)
-      .def_prop_ro("capacity_bytes", &tr::state_policy::capacity_bytes)
-      .def_prop_ro("state_count", &tr::state_policy::state_count)
-      .def_prop_ro("node_count", &tr::state_policy::node_count)
-      .def_prop_ro("namespace_count", &tr::state_policy::namespace_count)
-      .def_prop_ro("observations", &tr::state_policy::observations);
+      .def_prop_ro("used_bytes", &hc::state_policy::used_bytes)
+      .def_prop_ro("capacity_bytes", &hc::state_policy::capacity_bytes)
+      .def_prop_ro("state_count", &hc::state_policy::state_count)
+      .def_prop_ro("node_count", &hc::state_policy::node_count)
+      .def_prop_ro("namespace_count", &hc::state_policy::namespace_count)
+      .def_prop_ro("observations", &hc::state_policy::observations);
 
   // ---- the candidate shadows' safeguard (tree/safeguard.hpp, docs/design/tree_safeguard.md) ----
   nb::class_<hc::leader_safeguard>(

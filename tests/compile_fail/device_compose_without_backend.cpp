@@ -9,5 +9,5 @@ namespace hc = hybridcache;
 int main() {
   hc::strided_view<const double, 2, hc::device_space> log_decay(nullptr, {2, 1});
   hc::strided_view<float, 3, hc::device_space> s(nullptr, {2, 4, 8});
-  hc::state::apply_elementwise(log_decay, s, s, s);
+  hc::apply_elementwise(log_decay, s, s, s);
 }

@@ -177,7 +177,7 @@ TEST_CASE("device summary entry points: mismatched extents throw before launchin
 // memory space of the views picks the backend, and the device result is a cudaError_t.
 namespace {
 template <class... A>
-using state_apply_dense_t = decltype(hc::state::apply_dense(std::declval<A>()...));
+using state_apply_dense_t = decltype(hc::apply_dense(std::declval<A>()...));
 using dv3 = hc::strided_view<float, 3, hc::device_space>;
 using cdv3 = hc::strided_view<const float, 3, hc::device_space>;
 using hv3 = hc::strided_view<float, 3>;
@@ -210,16 +210,16 @@ TEST_CASE_TEMPLATE("state:: view API: device overloads agree with the host overl
   const auto dlv = hc::cuda::make_view(static_cast<const double*>(dl.data()), {B, dk});
   const auto dov = hc::cuda::make_view(dout.data(), {B, dk, dv});
 
-  hc::state::apply_elementwise(hl, hs1, hs2, ho);
-  sync_ok(hc::state::apply_elementwise(dlv, dv_of(ds1, B, dk, dv), dv_of(ds2, B, dk, dv), dov));
+  hc::apply_elementwise(hl, hs1, hs2, ho);
+  sync_ok(hc::apply_elementwise(dlv, dv_of(ds1, B, dk, dv), dv_of(ds2, B, dk, dv), dov));
   auto got = download(dout);
   for (std::size_t e = 0; e < got.size(); ++e)
     CHECK(static_cast<double>(got[e]) ==
           doctest::Approx(static_cast<double>(host_out[e])).epsilon(tol<Real>()));
 
-  hc::state::apply_dense(ht, hs1, hs2, ho);
-  sync_ok(hc::state::apply_dense(dv_of(dt, B, dk, dk), dv_of(ds1, B, dk, dv), dv_of(ds2, B, dk, dv),
-                                 dov, cudaStream_t{}));
+  hc::apply_dense(ht, hs1, hs2, ho);
+  sync_ok(hc::apply_dense(dv_of(dt, B, dk, dk), dv_of(ds1, B, dk, dv), dv_of(ds2, B, dk, dv), dov,
+                          cudaStream_t{}));
   got = download(dout);
   for (std::size_t e = 0; e < got.size(); ++e)
     CHECK(static_cast<double>(got[e]) ==

@@ -144,7 +144,7 @@ TEST_CASE_TEMPLATE("host replay of the RoPE tile equals rotation at the new posi
 // entry with broadcasting resolved by index. Checked against e^ℓ·prev + add in long double.
 TEST_CASE_TEMPLATE("host replay of the element-wise summary kernels equals the definitions", Real,
                    float, double) {
-  namespace sd = hybridcache::state::detail;
+  namespace sd = hybridcache::detail;
   std::mt19937_64 rng(4);
   std::normal_distribution<double> n;
   std::uniform_real_distribution<double> u(-40.0, 0.0);

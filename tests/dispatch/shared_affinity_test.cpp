@@ -11,7 +11,7 @@
 #include <vector>
 
 namespace hc = hybridcache;
-using loc = hc::store::segment_location;
+using loc = hc::segment_location;
 
 TEST_CASE("jobs_from_locations maps each holder node to its worker (linear-scan reference)") {
   std::mt19937 rng(3);

@@ -80,9 +80,8 @@ void check_row(const row& r) {
   CHECK_MESSAGE(thrown, "nothing was thrown");
 }
 
-std::vector<hc::state::segment_summary<double>> two_shapes() {
-  return {hc::state::segment_summary<double>::identity(2, 2),
-          hc::state::segment_summary<double>::identity(3, 2)};
+std::vector<hc::segment_summary<double>> two_shapes() {
+  return {hc::segment_summary<double>::identity(2, 2), hc::segment_summary<double>::identity(3, 2)};
 }
 
 }  // namespace
@@ -296,76 +295,74 @@ TEST_CASE("segment: every public call rejects bad and absurd input with a typed 
   const std::vector<row> rows = {
       {"split(block_size 0)",
        [&] {
-         hc::segment::split_options o;
+         hc::split_options o;
          o.separator = 9;
          o.block_size = 0;
-         (void)hc::segment::split(toks, o);
+         (void)hc::split_request(toks, o);
        },
        expect::invalid_argument, "block_size"},
       {"split(pad == separator)",
        [&] {
-         hc::segment::split_options o;
+         hc::split_options o;
          o.separator = 9;
          o.pad_token = 9;
          o.block_size = 4;
-         (void)hc::segment::split(toks, o);
+         (void)hc::split_request(toks, o);
        },
        expect::invalid_argument, "pad_token"},
       {"split(block_size SIZE_MAX)",
        [&] {
-         hc::segment::split_options o;
+         hc::split_options o;
          o.separator = 9;
          o.pad_token = 0;
          o.block_size = huge;
-         (void)hc::segment::split(toks, o);
+         (void)hc::split_request(toks, o);
        },
        expect::invalid_argument, "spliced_length"},
       {"splice(begin > end)",
        [&] {
-         hc::segment::segmentation s;
-         hc::segment::segment_range r;
+         hc::segmentation s;
+         hc::segment_range r;
          r.begin = 4;
          r.end = 2;
          s.segments.push_back(r);
-         (void)hc::segment::splice(toks, s, 0);
+         (void)hc::splice_request(toks, s, 0);
        },
        expect::invalid_argument, "seg.segments[0]"},
       {"splice(padded_length SIZE_MAX)",
        [&] {
-         hc::segment::segmentation s;
-         hc::segment::segment_range r;
+         hc::segmentation s;
+         hc::segment_range r;
          r.begin = 0;
          r.end = 2;
          r.padded_length = huge;
          s.segments.push_back(r);
          s.segments.push_back(r);
-         (void)hc::segment::splice(toks, s, 0);
+         (void)hc::splice_request(toks, s, 0);
        },
        expect::invalid_argument, "spliced_length"},
       {"block_keys(block_size 0)",
        [&] {
-         hc::segment::xxh3_hash h;
-         (void)hc::segment::block_keys(h, hc::segment::namespace_key::shared(), toks, 0);
+         hc::xxh3_hash h;
+         (void)hc::block_keys(h, hc::namespace_key::shared(), toks, 0);
        },
        expect::invalid_argument, "block_size"},
       {"block_keys_into(out too small)",
        [&] {
-         hc::segment::xxh3_hash h;
-         std::vector<hc::segment::digest> out(1);
-         (void)hc::segment::block_keys_into(h, hc::segment::namespace_key::shared(), toks, 2,
-                                            std::span<hc::segment::digest>(out));
+         hc::xxh3_hash h;
+         std::vector<hc::digest> out(1);
+         (void)hc::block_keys_into(h, hc::namespace_key::shared(), toks, 2,
+                                   std::span<hc::digest>(out));
        },
        expect::invalid_argument, "out.size()"},
-      {"namespace_key::decode(garbage)",
-       [] { (void)hc::segment::namespace_key::decode("\xff\x00garbage"); },
+      {"namespace_key::decode(garbage)", [] { (void)hc::namespace_key::decode("\xff\x00garbage"); },
        expect::invalid_argument, nullptr},
-      {"namespace_key::parse(garbage)",
-       [] { (void)hc::segment::namespace_key::parse("no=such=field\x01"); },
+      {"namespace_key::parse(garbage)", [] { (void)hc::namespace_key::parse("no=such=field\x01"); },
        expect::invalid_argument, nullptr},
       {"namespace_key::with_tenant(oversize)",
        [] {
-         (void)hc::segment::namespace_key::shared().with_tenant(
-             std::string(hc::segment::namespace_key::max_field_bytes + 1, 'a'));
+         (void)hc::namespace_key::shared().with_tenant(
+             std::string(hc::namespace_key::max_field_bytes + 1, 'a'));
        },
        expect::invalid_argument, nullptr},
   };
@@ -373,78 +370,77 @@ TEST_CASE("segment: every public call rejects bad and absurd input with a typed 
 }
 
 TEST_CASE("store: every public call rejects bad and absurd input with a typed error") {
-  namespace st = hc::store;
   using hc::token_id;
   const std::vector<row> rows = {
-      {"lru_pool(10, reserved 20)", [] { st::lru_pool<int, int> p(10, 20); },
+      {"lru_pool(10, reserved 20)", [] { hc::lru_pool<int, int> p(10, 20); },
        expect::invalid_argument, "reserved"},
       {"lru_pool::insert(bytes > C - R)",
        [] {
-         st::lru_pool<int, int> p(10, 4);
+         hc::lru_pool<int, int> p(10, 4);
          (void)p.insert(1, 1, 7);
        },
        expect::invalid_argument, "bytes"},
       {"lru_pool::insert(reserved bytes > C)",
        [] {
-         st::lru_pool<int, int> p(10, 4);
-         (void)p.insert(1, 1, 11, st::entry_class::reserved);
+         hc::lru_pool<int, int> p(10, 4);
+         (void)p.insert(1, 1, 11, hc::entry_class::reserved);
        },
        expect::invalid_argument, "bytes"},
       {"frozen_pool(threshold 0)",
        [] {
-         st::lru_pool<int, int> p(10);
-         st::frozen_pool<int, int> f(p, 0.0);
+         hc::lru_pool<int, int> p(10);
+         hc::frozen_pool<int, int> f(p, 0.0);
        },
        expect::invalid_argument, "threshold"},
       {"frozen_pool::insert(bytes > C)",
        [] {
-         st::lru_pool<int, int> p(10);
-         st::frozen_pool<int, int> f(p, 1.0);
+         hc::lru_pool<int, int> p(10);
+         hc::frozen_pool<int, int> f(p, 1.0);
          (void)f.insert(1, 1, 11);
        },
        expect::invalid_argument, "bytes"},
-      {"last_k_cache(0)", [] { st::last_k_cache c(0); }, expect::invalid_argument, "k"},
+      {"last_k_cache(0)", [] { hc::last_k_cache c(0); }, expect::invalid_argument, "k"},
       {"pic_store(block_size 0)",
        [] {
-         st::pic_store_options o;
+         hc::pic_store_options o;
          o.block_size = 0;
-         st::pic_store<int, int> s(o);
+         hc::pic_store<int, int> s(o);
        },
        expect::invalid_argument, "block_size"},
       {"pic_store::put_prefix(not a multiple of the block)",
        [] {
-         st::pic_store_options o{100, 0, 100, 4};
-         st::pic_store<int, int> s(o);
+         hc::pic_store_options o{100, 0, 100, 4};
+         hc::pic_store<int, int> s(o);
          const std::vector<token_id> t{1, 2, 3};
-         (void)s.put_prefix(hc::segment::namespace_key::shared(), t, 1, 1);
+         (void)s.put_prefix(hc::namespace_key::shared(), t, 1, 1);
        },
        expect::invalid_argument, "prefix.size()"},
       {"pic_store::lookup(segment begin > end)",
        [] {
-         st::pic_store_options o{100, 0, 100, 4};
-         st::pic_store<int, int> s(o);
+         hc::pic_store_options o{100, 0, 100, 4};
+         hc::pic_store<int, int> s(o);
          const std::vector<token_id> t{1, 2, 3, 4, 5, 6};
-         hc::segment::segmentation seg;
-         hc::segment::segment_range r;
-         r.role = hc::segment::segment_role::reusable;
+         hc::segmentation seg;
+         hc::segment_range r;
+         r.role = hc::segment_role::reusable;
          r.begin = 5;
          r.end = 2;
          seg.segments.push_back(r);
-         (void)s.lookup(hc::segment::namespace_key::shared(), t, seg);
+         (void)s.lookup(hc::namespace_key::shared(), t, seg);
        },
        expect::invalid_argument, "seg.segments[0]"},
       {"pic_store::lookup(segment end > size)",
        [] {
-         st::pic_store_options o{100, 0, 100, 4};
-         st::pic_store<int, int> s(o);
+         hc::pic_store_options o{100, 0, 100, 4};
+         hc::pic_store<int, int> s(o);
          const std::vector<token_id> t{1, 2, 3};
-         hc::segment::segmentation seg;
-         hc::segment::segment_range r;
-         r.role = hc::segment::segment_role::leading;
+         hc::segmentation seg;
+         hc::segment_range r;
+         r.role = hc::segment_role::leading;
          r.begin = 0;
          r.end = 9;
          seg.segments.push_back(r);
-         (void)s.lookup(hc::segment::namespace_key::shared(), t, seg);
+         (void)s.lookup(hc::namespace_key::shared(), t, seg);
        },
        expect::invalid_argument, "seg.segments[0]"},
   };
@@ -452,8 +448,7 @@ TEST_CASE("store: every public call rejects bad and absurd input with a typed er
 }
 
 TEST_CASE("state: every public call rejects bad and absurd input with a typed error") {
-  namespace s = hc::state;
-  using sum = s::segment_summary<double>;
+  using sum = hc::segment_summary<double>;
   const std::vector<double> k4{1, 0, 0, 1}, v2{1, 2};
   const std::vector<row> rows = {
       {"segment_summary::identity(0, 1)", [] { (void)sum::identity(0, 1); },
@@ -477,78 +472,80 @@ TEST_CASE("state: every public call rejects bad and absurd input with a typed er
        expect::invalid_argument, "transition.size()"},
       {"summarize(length*dk wraps)",
        [&] {
-         s::token_inputs<double> in{(std::size_t{1} << 62) + 1, 4, 1, k4, v2, {}, {}};
-         (void)s::summarize(in, s::rule::additive);
+         hc::token_inputs<double> in{(std::size_t{1} << 62) + 1, 4, 1, k4, v2, {}, {}};
+         (void)hc::summarize(in, hc::transition_rule::additive);
        },
        expect::invalid_argument, "length * dk"},
       {"summarize(k.size() mismatch)",
        [&] {
-         s::token_inputs<double> in{2, 2, 1, std::span<const double>(k4).first(3), v2, {}, {}};
-         (void)s::summarize(in, s::rule::additive);
+         hc::token_inputs<double> in{2, 2, 1, std::span<const double>(k4).first(3), v2, {}, {}};
+         (void)hc::summarize(in, hc::transition_rule::additive);
        },
        expect::invalid_argument, "k.size()"},
       {"summarize(chunk 0)",
        [&] {
-         s::token_inputs<double> in{2, 2, 1, k4, v2, v2, {}};
-         s::summarize_options o;
+         hc::token_inputs<double> in{2, 2, 1, k4, v2, v2, {}};
+         hc::summarize_options o;
          o.chunk = 0;
-         (void)s::summarize(in, s::rule::delta, o);
+         (void)hc::summarize(in, hc::transition_rule::delta, o);
        },
        expect::invalid_argument, "opts.chunk"},
       {"token_inputs::slice(3, 1)",
        [&] {
-         s::token_inputs<double> in{2, 2, 1, k4, v2, {}, {}};
+         hc::token_inputs<double> in{2, 2, 1, k4, v2, {}, {}};
          (void)in.slice(3, 1);
        },
        expect::invalid_argument, "slice"},
       {"compose(shape mismatch)",
        [] {
          const auto v = two_shapes();
-         (void)s::compose(v[0], v[1]);
+         (void)hc::compose(v[0], v[1]);
        },
        expect::invalid_argument, nullptr},
-      {"fold(empty)", [] { (void)s::fold(std::vector<sum>{}); }, expect::invalid_argument, nullptr},
+      {"fold(empty)", [] { (void)hc::fold(std::vector<sum>{}); }, expect::invalid_argument,
+       nullptr},
       {"apply(wrong prefix size)",
        [] {
          const auto id = sum::identity(2, 2);
-         (void)s::apply(id, std::vector<double>(3));
+         (void)hc::apply(id, std::vector<double>(3));
        },
        expect::invalid_argument, nullptr},
       {"naive_addition(shape mismatch)",
        [] {
          const auto v = two_shapes();
-         (void)s::naive_addition(std::span<const sum>(v), std::vector<double>(4));
+         (void)hc::naive_addition(std::span<const sum>(v), std::vector<double>(4));
        },
        expect::invalid_argument, nullptr},
       {"to_float(inconsistent bf16 summary)",
        [] {
-         s::bf16_summary b;
+         hc::bf16_summary b;
          b.dk = 2;
          b.dv = 2;
          b.log_decay = {-1.0, -2.0};
-         (void)s::to_float(b);
+         (void)hc::to_float(b);
        },
        expect::invalid_argument, "log_decay.size()"},
       {"plan_seams({0})",
        [] {
-         (void)s::plan_seams(std::vector<std::size_t>{4, 0});
+         (void)hc::plan_seams(std::vector<std::size_t>{4, 0});
        },
        expect::invalid_argument, "segment_lengths[1]"},
       {"plan_seams({SIZE_MAX, 1}) total wraps",
        [] {
-         (void)s::plan_seams(std::vector<std::size_t>{huge, 1});
+         (void)hc::plan_seams(std::vector<std::size_t>{huge, 1});
        },
        expect::invalid_argument, "total_tokens"},
       {"splice(plan steps outside the request)",
        [&] {
-         s::seam_plan p;
+         hc::seam_plan p;
          p.total_tokens = 2;
-         s::splice_step st;
-         st.what = s::splice_step::kind::recompute;
+         hc::splice_step st;
+         st.what = hc::splice_step::kind::recompute;
          st.tokens = {0, 5};
          p.steps.push_back(st);
-         s::token_inputs<double> in{2, 2, 1, k4, v2, {}, {}};
-         (void)s::splice(p, std::vector<sum>{}, in, s::rule::additive, std::vector<double>(2));
+         hc::token_inputs<double> in{2, 2, 1, k4, v2, {}, {}};
+         (void)hc::splice(p, std::vector<sum>{}, in, hc::transition_rule::additive,
+                          std::vector<double>(2));
        },
        expect::invalid_argument, "plan.steps[0]"},
       {"rerotate_state(wrong size)",
@@ -557,19 +554,19 @@ TEST_CASE("state: every public call rejects bad and absurd input with a typed er
          rp.head_dim = 4;
          rp.rotary_dim = 4;
          std::vector<double> st(7);
-         s::rerotate_state(std::span<double>(st), 4, 2, 3, rp);
+         hc::rerotate_state(std::span<double>(st), 4, 2, 3, rp);
        },
        expect::invalid_argument, "state.size()"},
       {"run_recurrence(wrong initial state)",
        [&] {
-         s::token_inputs<double> in{2, 2, 1, k4, v2, {}, {}};
-         (void)s::run_recurrence(in, s::rule::additive, std::vector<double>(5));
+         hc::token_inputs<double> in{2, 2, 1, k4, v2, {}, {}};
+         (void)hc::run_recurrence(in, hc::transition_rule::additive, std::vector<double>(5));
        },
        expect::invalid_argument, "initial_state.size()"},
       {"apply_heads(wrong prefix size)",
        [] {
          const std::vector<std::vector<sum>> runs{{sum::identity(2, 2)}, {sum::identity(2, 2)}};
-         (void)s::apply_heads(std::span<const std::vector<sum>>(runs), std::vector<double>(5));
+         (void)hc::apply_heads(std::span<const std::vector<sum>>(runs), std::vector<double>(5));
        },
        expect::invalid_argument, "prefix_states.size()"},
   };

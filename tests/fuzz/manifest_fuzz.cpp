@@ -87,7 +87,7 @@ void check_accepted(const json& m) {
       if (count > 4096) continue;
       const std::size_t n = static_cast<std::size_t>(count);
       const std::vector<double> ref(n, 0.5), weight(n, 1.0), cand(n, 0.5);
-      const hybridcache::state::error_model model{};
+      const hybridcache::error_model model{};
       const auto plan = hv::plan_tolerance(e, model);
       double worst = 0;
       (void)hv::fused_check(cand.data(), ref.data(), weight.data(), n, plan, &worst);

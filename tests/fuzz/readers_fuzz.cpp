@@ -27,7 +27,7 @@
 namespace {
 
 namespace io = hybridcache_cli::sim_io;
-namespace sim = hybridcache::sim;
+namespace hc = hybridcache;
 
 [[noreturn]] void die(const char* what, std::string_view msg) {
   std::fprintf(stderr, "readers_fuzz: %s: %.*s\n", what,
@@ -47,7 +47,7 @@ void check_message(std::string_view msg) {
 
 void run(unsigned selector, std::string_view text) {
   constexpr std::string_view where = "fuzz.input";
-  const sim::arrival_options few{.requests = 8, .rate = 1.0, .zipf = 1.0, .seed = 1};
+  const hc::arrival_options few{.requests = 8, .rate = 1.0, .zipf = 1.0, .seed = 1};
   switch (selector % 8) {
     case 0:
       (void)io::parse_token_jsonl(text, where, "fuzz");
@@ -60,29 +60,29 @@ void run(unsigned selector, std::string_view text) {
       break;
     case 3: {
       const auto docs = io::parse_leval(text, where);
-      (void)sim::build_document_qa("fuzz", docs, few);
+      (void)hc::build_document_qa("fuzz", docs, few);
       break;
     }
     case 4: {
       const auto queries = io::parse_sharegpt_queries(text, where);
       const std::string prompts[] = {"a system prompt"};
-      (void)sim::build_system_prompts("fuzz", prompts, queries, few);
+      (void)hc::build_system_prompts("fuzz", prompts, queries, few);
       break;
     }
     case 5: {
       // A small block size keeps the expansion cheap while exercising the same checks.
       const auto recs = io::parse_block_hash_jsonl(text, where, 4);
-      (void)sim::build_block_hash_trace("fuzz", recs, 4);
+      (void)hc::build_block_hash_trace("fuzz", recs, 4);
       break;
     }
     case 6: {
       const auto prompts = io::parse_musique(text, where);
-      (void)sim::build_rag("fuzz", "instruction", prompts, few);
+      (void)hc::build_rag("fuzz", "instruction", prompts, few);
       break;
     }
     default: {
       const auto prompts = io::parse_multi_news(text, where);
-      (void)sim::build_rag("fuzz", "instruction", prompts, few);
+      (void)hc::build_rag("fuzz", "instruction", prompts, few);
       break;
     }
   }

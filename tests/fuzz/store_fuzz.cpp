@@ -28,23 +28,23 @@ namespace {
 }
 
 void fuzz_namespace(std::span<const std::uint8_t> data) {
-  namespace sg = hybridcache::segment;
+  namespace hc = hybridcache;
   const std::string_view bytes(reinterpret_cast<const char*>(data.data()), data.size());
-  sg::namespace_key k;
+  hc::namespace_key k;
   try {
-    k = sg::namespace_key::decode(bytes);
+    k = hc::namespace_key::decode(bytes);
   } catch (const hybridcache::invalid_argument&) {
     return;
   }
   if (k.bytes() != bytes) die("decode accepted a non-canonical encoding");
-  if (!(sg::namespace_key::parse(k.to_string()) == k)) die("text form does not round-trip");
-  sg::segment_index<int, sg::constant_hash> idx;
+  if (!(hc::namespace_key::parse(k.to_string()) == k)) die("text form does not round-trip");
+  hc::segment_index<int, hc::constant_hash> idx;
   const std::vector<hybridcache::token_id> t{1, 2, 3};
   idx.insert(k, t, 1);
-  idx.insert(sg::namespace_key::shared(), t, 2);
+  idx.insert(hc::namespace_key::shared(), t, 2);
   const auto got = idx.find(k, t);
   if (!got || *got != 1) die("lost an entry");
-  if (!k.is_shared() && idx.find(sg::namespace_key::shared(), t) != 2)
+  if (!k.is_shared() && idx.find(hc::namespace_key::shared(), t) != 2)
     die("namespaces not isolated");
 }
 }  // namespace

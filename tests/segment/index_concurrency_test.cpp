@@ -12,7 +12,7 @@
 #include <vector>
 
 using hybridcache::token_id;
-namespace sg = hybridcache::segment;
+namespace hc = hybridcache;
 
 namespace {
 struct payload {
@@ -22,11 +22,11 @@ struct payload {
 }  // namespace
 
 TEST_CASE_TEMPLATE("segment_index under 8 threads: every hit is the entry asked for", TestType,
-                   sg::xxh3_hash, sg::constant_hash) {
-  sg::segment_index<std::shared_ptr<const payload>, TestType> idx;
-  const sg::namespace_key nss[2] = {sg::namespace_key{}.with_tenant("0"),
-                                    sg::namespace_key{}.with_tenant("1")};
-  const int keys = std::is_same_v<TestType, sg::constant_hash> ? 24 : 512;
+                   hc::xxh3_hash, hc::constant_hash) {
+  hc::segment_index<std::shared_ptr<const payload>, TestType> idx;
+  const hc::namespace_key nss[2] = {hc::namespace_key{}.with_tenant("0"),
+                                    hc::namespace_key{}.with_tenant("1")};
+  const int keys = std::is_same_v<TestType, hc::constant_hash> ? 24 : 512;
   std::atomic<long> wrong{0}, hits{0};
   std::vector<std::thread> threads;
   for (int th = 0; th < 8; ++th) {

@@ -12,13 +12,13 @@
 #include <vector>
 
 using hybridcache::token_id;
-namespace sg = hybridcache::segment;
+namespace hc = hybridcache;
 
 namespace {
 /// A forging adversary: a hash that depends on the first token only, so every entry with the
 /// same first token collides.
 struct first_token_hash {
-  sg::digest operator()(std::span<const std::byte> head, std::span<const std::byte> body) const {
+  hc::digest operator()(std::span<const std::byte> head, std::span<const std::byte> body) const {
     (void)head;
     std::uint64_t x = 0;
     for (std::size_t i = 0; i < body.size() && i < 4; ++i)
@@ -28,12 +28,12 @@ struct first_token_hash {
 };
 }  // namespace
 
-TEST_CASE_TEMPLATE("segment_index agrees with std::map on random operations", TestType, sg::xxh3_hash,
-                   sg::constant_hash, first_token_hash) {
-  sg::segment_index<int, TestType> idx;
+TEST_CASE_TEMPLATE("segment_index agrees with std::map on random operations", TestType,
+                   hc::xxh3_hash, hc::constant_hash, first_token_hash) {
+  hc::segment_index<int, TestType> idx;
   std::map<std::pair<std::string, std::vector<token_id>>, int> ref;
-  const sg::namespace_key nss[3] = {sg::namespace_key{}, sg::namespace_key{}.with_tenant("a"),
-                                    sg::namespace_key{}.with_tenant("a").with_adapter("l")};
+  const hc::namespace_key nss[3] = {hc::namespace_key{}, hc::namespace_key{}.with_tenant("a"),
+                                    hc::namespace_key{}.with_tenant("a").with_adapter("l")};
   std::mt19937 rng(99);
   for (int i = 0; i < 6000; ++i) {
     const auto& ns = nss[rng() % 3];
@@ -68,7 +68,7 @@ TEST_CASE_TEMPLATE("segment_index agrees with std::map on random operations", Te
   }
   // Every reference entry is findable, with its value.
   for (const auto& [k, v] : ref) {
-    const auto ns = sg::namespace_key::decode(k.first);
+    const auto ns = hc::namespace_key::decode(k.first);
     CHECK(idx.find(ns, k.second) == std::optional<int>(v));
   }
   idx.clear();
@@ -76,9 +76,9 @@ TEST_CASE_TEMPLATE("segment_index agrees with std::map on random operations", Te
 }
 
 TEST_CASE("forged collisions never produce a hit (constant-output policy)") {
-  sg::segment_index<std::string, sg::constant_hash> idx;
-  const auto a = sg::namespace_key{}.with_tenant("victim");
-  const auto b = sg::namespace_key{}.with_tenant("attacker");
+  hc::segment_index<std::string, hc::constant_hash> idx;
+  const auto a = hc::namespace_key{}.with_tenant("victim");
+  const auto b = hc::namespace_key{}.with_tenant("attacker");
   const std::vector<token_id> secret_doc{42, 43, 44};
   idx.insert(a, secret_doc, "victim-kv");
   // Same digest for everything: the attacker's identical tokens in another namespace miss,
@@ -96,8 +96,8 @@ TEST_CASE("forged collisions never produce a hit (constant-output policy)") {
 }
 
 TEST_CASE("segment_index: a precomputed wrong digest only causes a miss") {
-  sg::segment_index<int> idx;
-  const sg::namespace_key ns;
+  hc::segment_index<int> idx;
+  const hc::namespace_key ns;
   const std::vector<token_id> t{1, 2}, u{3, 4};
   idx.insert(ns, t, 1);
   CHECK(idx.find_at(idx.key_of(ns, t), ns, t) == std::optional<int>(1));
@@ -106,8 +106,8 @@ TEST_CASE("segment_index: a precomputed wrong digest only causes a miss") {
 }
 
 TEST_CASE("segment_index grows and shrinks through many entries (backward-shift deletion)") {
-  sg::segment_index<std::size_t> idx;
-  const sg::namespace_key ns;
+  hc::segment_index<std::size_t> idx;
+  const hc::namespace_key ns;
   const std::size_t n = 50000;
   for (std::size_t i = 0; i < n; ++i) {
     const std::vector<token_id> t{static_cast<token_id>(i), 7};

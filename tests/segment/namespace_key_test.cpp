@@ -12,8 +12,8 @@
 #include <vector>
 
 using hybridcache::token_id;
-namespace sg = hybridcache::segment;
-using sg::namespace_key;
+namespace hc = hybridcache;
+using hc::namespace_key;
 
 TEST_CASE("namespace encoding follows the documented byte format") {
   // Written from docs/design/key_format.md, not from the encoder's output.
@@ -56,7 +56,7 @@ TEST_CASE("namespace aliasing cases of real engines encode differently") {
 }
 
 TEST_CASE("aliasing namespaces share nothing in the index (paired isolation)") {
-  sg::segment_index<int> idx;
+  hc::segment_index<int> idx;
   const auto a = namespace_key{}.with_extra("org_1").with_extra("2345");
   const auto b = namespace_key{}.with_extra("org_12345").with_extra("");
   const std::vector<token_id> doc{1, 2, 3, 4};

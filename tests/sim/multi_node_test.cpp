@@ -16,12 +16,12 @@
 
 #include "support/multi_node_reference.hpp"
 
-namespace sim = hybridcache::sim;
+namespace hc = hybridcache;
 
 namespace {
 
-sim::trace small_rag(std::uint64_t seed) {
-  sim::synthetic_rag_options o;
+hc::trace small_rag(std::uint64_t seed) {
+  hc::synthetic_rag_options o;
   o.requests = 300;
   o.passages = 60;
   o.min_passage = 20;
@@ -29,7 +29,7 @@ sim::trace small_rag(std::uint64_t seed) {
   o.min_k = 2;
   o.max_k = 6;
   o.seed = seed;
-  return sim::synthetic_rag(o);
+  return hc::synthetic_rag(o);
 }
 
 }  // namespace
@@ -40,10 +40,10 @@ TEST_CASE("multi_node: counts, transfers and TTFT equal the reference on RAG tra
     for (std::size_t nodes : {1u, 3u, 5u}) {
       for (std::size_t cap : {100u, 600u, 5000u, 1000000u}) {
         for (bool shared : {false, true}) {
-          sim::multi_node_options o;
+          hc::multi_node_options o;
           o.nodes = nodes;
           o.pool_tokens = cap;
-          const auto r = sim::simulate_multi_node(t, o, shared);
+          const auto r = hc::simulate_multi_node(t, o, shared);
           const auto ref = hcref::multi_node_reference(t, nodes, cap, shared);
           CAPTURE(seed);
           CAPTURE(nodes);
@@ -65,8 +65,8 @@ TEST_CASE("multi_node: counts, transfers and TTFT equal the reference on RAG tra
             std::vector<char> h(ref.hit[i].begin(), ref.hit[i].end());
             std::unique_ptr<bool[]> hb(new bool[h.size() + 1]());
             for (std::size_t s = 0; s < h.size(); ++s) hb[s] = h[s] != 0;
-            double x = sim::composition_ttft(lengths, std::span<const bool>(hb.get(), h.size()),
-                                             t.piece(q.pieces.back()).size(), 1, o.reuse)
+            double x = hc::composition_ttft(lengths, std::span<const bool>(hb.get(), h.size()),
+                                            t.piece(q.pieces.back()).size(), 1, o.reuse)
                            .total;
             double remote = 0.0;
             for (std::size_t l : ref.remote_len[i]) remote += static_cast<double>(l);
@@ -93,21 +93,21 @@ TEST_CASE("multi_node: closed forms — unbounded pools, one node, namespaces ne
           *q.ns, std::vector<hybridcache::token_id>(tok.begin(), tok.end())};
       if (std::find(seen.begin(), seen.end(), key) == seen.end()) seen.push_back(key);
     }
-  sim::multi_node_options o;
+  hc::multi_node_options o;
   o.nodes = 4;
   o.pool_tokens = 1u << 30;
   // With unbounded pools and the shared index every distinct segment is prefilled exactly once.
-  const auto shared = sim::simulate_multi_node(t, o, true);
+  const auto shared = hc::simulate_multi_node(t, o, true);
   CHECK(shared.misses == seen.size());
   // Without it, once per node that sees it: at least as many misses.
-  const auto local = sim::simulate_multi_node(t, o, false);
+  const auto local = hc::simulate_multi_node(t, o, false);
   CHECK(local.misses >= shared.misses);
   CHECK(local.remote_hits == 0);
   CHECK(local.misses + local.local_hits == shared.misses + shared.local_hits + shared.remote_hits);
   CHECK(shared.hit_rate() >= local.hit_rate());
   // One node: the index changes nothing.
   o.nodes = 1;
-  const auto a = sim::simulate_multi_node(t, o, false), b = sim::simulate_multi_node(t, o, true);
+  const auto a = hc::simulate_multi_node(t, o, false), b = hc::simulate_multi_node(t, o, true);
   CHECK(a.misses == b.misses);
   CHECK(a.ttft_mean == b.ttft_mean);
   // Unbounded pools and free transfers: every request's hits with the index include its hits
@@ -115,23 +115,23 @@ TEST_CASE("multi_node: closed forms — unbounded pools, one node, namespaces ne
   o.nodes = 4;
   o.transfer_ms_per_token = 0.0;
   o.reuse.compose.transfer_fixed = 0.0;
-  CHECK(sim::simulate_multi_node(t, o, true).ttft_mean <=
-        sim::simulate_multi_node(t, o, false).ttft_mean);
+  CHECK(hc::simulate_multi_node(t, o, true).ttft_mean <=
+        hc::simulate_multi_node(t, o, false).ttft_mean);
 }
 
 TEST_CASE("multi_node: bad input") {
   const auto t = small_rag(1);
-  sim::multi_node_options o;
+  hc::multi_node_options o;
   o.nodes = 0;
-  CHECK_THROWS_AS(sim::simulate_multi_node(t, o, true), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::simulate_multi_node(t, o, true), hybridcache::invalid_argument);
   o.nodes = 65;
-  CHECK_THROWS_AS(sim::simulate_multi_node(t, o, true), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::simulate_multi_node(t, o, true), hybridcache::invalid_argument);
   o.nodes = 2;
   o.transfer_ms_per_token = -1.0;
-  CHECK_THROWS_AS(sim::simulate_multi_node(t, o, true), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::simulate_multi_node(t, o, true), hybridcache::invalid_argument);
   o.transfer_ms_per_token = std::nan("");
-  CHECK_THROWS_AS(sim::simulate_multi_node(t, o, true), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::simulate_multi_node(t, o, true), hybridcache::invalid_argument);
   o.transfer_ms_per_token = 0.0;
-  CHECK_THROWS_AS(sim::simulate_multi_node(sim::trace("empty"), o, true),
+  CHECK_THROWS_AS(hc::simulate_multi_node(hc::trace("empty"), o, true),
                   hybridcache::invalid_argument);
 }

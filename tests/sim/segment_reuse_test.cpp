@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace sim = hybridcache::sim;
+namespace hc = hybridcache;
 
 namespace {
 std::vector<std::uint32_t> run_of(std::uint32_t start, std::size_t n) {
@@ -18,7 +18,7 @@ std::vector<std::uint32_t> run_of(std::uint32_t start, std::size_t n) {
 }  // namespace
 
 TEST_CASE("prefill cost model: closed form and the HYPIC Fig. 14 calibration") {
-  const auto m = sim::hypic_fig14_prefill();
+  const auto m = hc::hypic_fig14_prefill();
   // The calibration as stated (HYPIC §6.5, sim/model.hpp): α·n + β·(n·p + n(n+1)/2) with
   // α = 0.072241 ms/token and β = 1.1875e-6 ms/pair, written out independently of the model's form.
   const double alpha = 0.072241, beta = 1.1875e-6;
@@ -41,15 +41,15 @@ TEST_CASE("prefill cost model: closed form and the HYPIC Fig. 14 calibration") {
   const hybridcache::prefill_cost_model h{.per_token = 2.0, .per_token_sq = 0.5, .overhead = 10.0};
   CHECK(h.cost(3, 4) == 32.5);
   CHECK(h.cost(3, 0) == h.cost(3));
-  CHECK(sim::hypic_fig14_composition.compose_per_segment == 2.3);
-  CHECK(sim::hypic_fig14_composition.combine_fixed == 45.0);
-  CHECK(sim::hypic_fig14_composition.transfer_fixed == 34.0);
+  CHECK(hc::hypic_fig14_composition.compose_per_segment == 2.3);
+  CHECK(hc::hypic_fig14_composition.combine_fixed == 45.0);
+  CHECK(hc::hypic_fig14_composition.transfer_fixed == 34.0);
 }
 
 TEST_CASE("cold dispatch: LPT on equal segments gives ceil(n/m) segments per worker") {
-  sim::segment_reuse_options o;
+  hc::segment_reuse_options o;
   o.workers = {1, 2, 4, 8, 16};
-  const auto rows = sim::cold_dispatch(11, 2400, o);
+  const auto rows = hc::cold_dispatch(11, 2400, o);
   REQUIRE(rows.size() == 5);
   const double seg = o.cost.cost(2400);
   const std::size_t per_worker[] = {11, 6, 3, 2, 1};
@@ -67,10 +67,10 @@ TEST_CASE("cold dispatch: LPT on equal segments gives ceil(n/m) segments per wor
 }
 
 TEST_CASE("composition TTFT: hits cost nothing to prefill, seams and query are recomputed") {
-  sim::segment_reuse_options o;
+  hc::segment_reuse_options o;
   const std::vector<std::size_t> len{100, 200, 300};
   const bool all_hit[] = {true, true, true};
-  const auto b = sim::composition_ttft(len, all_hit, 20, 4, o);
+  const auto b = hc::composition_ttft(len, all_hit, 20, 4, o);
   CHECK(b.dispatch == 0.0);
   CHECK(b.transfer == 0.0);
   const double seams = o.cost.cost(16, 100 - 8) + o.cost.cost(16, 300 - 8);
@@ -78,26 +78,26 @@ TEST_CASE("composition TTFT: hits cost nothing to prefill, seams and query are r
                                      seams + o.cost.cost(20, 600)));
   // One small cold segment: fanning out would only add transfer, so it stays local.
   const bool one_cold[] = {true, false, true};
-  const auto c = sim::composition_ttft(len, one_cold, 20, 4, o);
+  const auto c = hc::composition_ttft(len, one_cold, 20, 4, o);
   CHECK(c.workers_used == 1);
   CHECK(c.dispatch == doctest::Approx(o.cost.cost(200)));
-  CHECK_THROWS_AS(sim::composition_ttft(len, std::span<const bool>(all_hit, 2), 0, 1, o),
+  CHECK_THROWS_AS(hc::composition_ttft(len, std::span<const bool>(all_hit, 2), 0, 1, o),
                   hybridcache::invalid_argument);
   // Prefix first (HYPIC's lookup order): with the first segment restored from the prefix cache,
   // its seam and its composition disappear; with all three, only the query is left.
-  const auto p1 = sim::composition_ttft(len, all_hit, 20, 4, o, 1);
+  const auto p1 = hc::composition_ttft(len, all_hit, 20, 4, o, 1);
   CHECK(p1.combine == doctest::Approx(o.compose.combine_fixed + 2 * o.compose.compose_per_segment +
                                       seams + o.cost.cost(20, 600)));
-  const auto p2 = sim::composition_ttft(len, all_hit, 20, 4, o, 2);
+  const auto p2 = hc::composition_ttft(len, all_hit, 20, 4, o, 2);
   CHECK(p2.combine == doctest::Approx(o.compose.combine_fixed + 1 * o.compose.compose_per_segment +
                                       o.cost.cost(16, 300 - 8) + o.cost.cost(20, 600)));
-  const auto p3 = sim::composition_ttft(len, one_cold, 20, 4, o, 3);
+  const auto p3 = hc::composition_ttft(len, one_cold, 20, 4, o, 3);
   CHECK(p3.total == doctest::Approx(o.cost.cost(20, 600)));
-  CHECK_THROWS_AS(sim::composition_ttft(len, all_hit, 20, 4, o, 4), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::composition_ttft(len, all_hit, 20, 4, o, 4), hybridcache::invalid_argument);
 }
 
 TEST_CASE("segment index: hits and misses per namespace, hand-computed") {
-  sim::trace t("seg");
+  hc::trace t("seg");
   const auto s1 = t.add_piece(run_of(0, 50));
   const auto s2 = t.add_piece(run_of(100, 60));
   const auto q1 = t.add_piece(run_of(900, 5));
@@ -109,12 +109,12 @@ TEST_CASE("segment index: hits and misses per namespace, hand-computed") {
   t.add_request({.pieces = {s1, s2, q1}, .ns = "b", .ends_with_query = true});
   t.add_request({.pieces = {s1, s2, q2}, .ends_with_query = true});
   t.add_request({.pieces = {s1, s2, q1}, .ns = "a", .ends_with_query = true});
-  const auto r = sim::simulate_segment_reuse(t);
+  const auto r = hc::simulate_segment_reuse(t);
   REQUIRE(r.namespaces.size() == 3);
   // Reported in order: the shared namespace (requests without a tenant), then tenants by name.
   CHECK(r.namespaces[0].ns.is_shared());
-  CHECK(r.namespaces[1].ns == hybridcache::segment::namespace_key{}.with_tenant("a"));
-  CHECK(r.namespaces[2].ns == hybridcache::segment::namespace_key{}.with_tenant("b"));
+  CHECK(r.namespaces[1].ns == hybridcache::namespace_key{}.with_tenant("a"));
+  CHECK(r.namespaces[2].ns == hybridcache::namespace_key{}.with_tenant("b"));
   for (const auto& n : r.namespaces) {
     if (n.ns.tenant() == std::optional<std::string>("a")) {
       CHECK(n.lookups == 6);
@@ -130,7 +130,7 @@ TEST_CASE("segment index: hits and misses per namespace, hand-computed") {
   // Prefix cache: only request 5 repeats request 1 exactly (same namespace): p = 50 + 60 + 5.
   CHECK(r.prefix_hit_tokens == 115.0);
   // Full recompute mean = mean of cost(n).
-  const auto m = sim::hypic_fig14_prefill();
+  const auto m = hc::hypic_fig14_prefill();
   const double full = (3 * m.cost(115) + m.cost(117) + m.cost(117)) / 5.0;
   CHECK(r.ttft[0].method == "full");
   CHECK(r.ttft[0].mean == doctest::Approx(full));
@@ -141,7 +141,7 @@ TEST_CASE("segment index: hits and misses per namespace, hand-computed") {
 }
 
 TEST_CASE("prefix and segment caches compare tokens, not piece ids or hashes") {
-  sim::trace t("exact");
+  hc::trace t("exact");
   // Two piece ids holding the same tokens are the same segment; a piece differing only in its
   // first token is not.
   const auto a1 = t.add_piece(run_of(0, 40));
@@ -155,7 +155,7 @@ TEST_CASE("prefix and segment caches compare tokens, not piece ids or hashes") {
       {.pieces = {a2, q}, .ends_with_query = true});  // equal tokens: full prompt hit, p = 43
   t.add_request({.pieces = {b, q}, .ends_with_query = true});  // token 0 differs: p = 0, a miss
   t.add_request({.pieces = {a2, q}, .ns = "x", .ends_with_query = true});  // other namespace: p = 0
-  const auto r = sim::simulate_segment_reuse(t);
+  const auto r = hc::simulate_segment_reuse(t);
   CHECK(r.prefix_hit_tokens == 43.0);
   REQUIRE(r.namespaces.size() == 2);
   CHECK(r.namespaces[0].ns.is_shared());
@@ -167,16 +167,16 @@ TEST_CASE("prefix and segment caches compare tokens, not piece ids or hashes") {
 }
 
 TEST_CASE("segment-reuse simulation is deterministic and rejects bad input") {
-  sim::synthetic_rag_options o;
+  hc::synthetic_rag_options o;
   o.requests = 300;
-  const auto a = sim::simulate_segment_reuse(sim::synthetic_rag(o));
-  const auto b = sim::simulate_segment_reuse(sim::synthetic_rag(o));
+  const auto a = hc::simulate_segment_reuse(hc::synthetic_rag(o));
+  const auto b = hc::simulate_segment_reuse(hc::synthetic_rag(o));
   REQUIRE(a.ttft.size() == b.ttft.size());
   for (std::size_t i = 0; i < a.ttft.size(); ++i) CHECK(a.ttft[i].mean == b.ttft[i].mean);
   CHECK(a.namespaces.size() == 2);
-  sim::segment_reuse_options bad;
+  hc::segment_reuse_options bad;
   bad.workers = {2, 0};
-  CHECK_THROWS_AS(sim::simulate_segment_reuse(sim::synthetic_rag(o), bad),
+  CHECK_THROWS_AS(hc::simulate_segment_reuse(hc::synthetic_rag(o), bad),
                   hybridcache::invalid_argument);
-  CHECK_THROWS_AS(sim::simulate_segment_reuse(sim::trace{}), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::simulate_segment_reuse(hc::trace{}), hybridcache::invalid_argument);
 }

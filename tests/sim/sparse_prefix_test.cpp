@@ -11,18 +11,18 @@
 
 #include "support/sim_reference.hpp"
 
-namespace sim = hybridcache::sim;
-using sim::strategy;
+namespace hc = hybridcache;
+using hc::placement_strategy;
 
 namespace {
 
-sim::trace make_trace(const std::vector<std::vector<std::uint32_t>>& reqs) {
-  sim::trace t("hand");
+hc::trace make_trace(const std::vector<std::vector<std::uint32_t>>& reqs) {
+  hc::trace t("hand");
   for (const auto& r : reqs) t.add_request({.pieces = {t.add_piece(r)}});
   return t;
 }
 
-std::vector<std::vector<std::uint32_t>> tokens_of(const sim::trace& t) {
+std::vector<std::vector<std::uint32_t>> tokens_of(const hc::trace& t) {
   std::vector<std::vector<std::uint32_t>> out;
   std::vector<std::uint32_t> buf;
   for (const auto& r : t.requests()) {
@@ -38,51 +38,55 @@ TEST_CASE("hand-computed four-request trace: depths, recompute, savings, reducti
   // A = 1..10, B = 1..6 99 98, C = A, D = 1 2 3 50; K = 2, B = 1 (token granularity).
   const std::vector<std::uint32_t> a{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
   const auto t = make_trace({a, {1, 2, 3, 4, 5, 6, 99, 98}, a, {1, 2, 3, 50}});
-  sim::sparse_prefix_options o;
+  hc::sparse_prefix_options o;
   o.cache_entries = 2;
   o.granularity = 1;
   o.budgets = {1, 2};
-  o.strategies = {strategy::kv_only, strategy::last, strategy::balanced, strategy::block};
-  const auto r = sim::simulate_sparse_prefix(t, o);
+  o.strategies = {placement_strategy::kv_only, placement_strategy::last,
+                  placement_strategy::balanced, placement_strategy::block};
+  const auto r = hc::simulate_sparse_prefix(t, o);
   // Worked by hand (see docs/simulate.md): depths 0, 6, 10, 3.
   CHECK(r.depths == std::vector<std::uint32_t>{0, 6, 10, 3});
   CHECK(r.hits == 3);
   CHECK(r.depth_tokens == 19.0);
   // last: {10},{8},{10} -> r = 6, 0, 3.
-  CHECK(r.find(strategy::last)->recomputed_tokens == 9.0);
+  CHECK(r.find(placement_strategy::last)->recomputed_tokens == 9.0);
   // balanced M=1: A {5}, B {4} -> r = 1, 5, 3.   M=2: A {3,7}, B {3,6} -> r = 3, 3, 0.
-  CHECK(r.find(strategy::balanced, 1)->recomputed_tokens == 9.0);
-  CHECK(r.find(strategy::balanced, 2)->recomputed_tokens == 6.0);
-  CHECK(r.find(strategy::balanced, 2)->reduction == doctest::Approx(19.0 / 6.0));
-  CHECK(r.find(strategy::balanced, 2)->savings == doctest::Approx(1.0 - 6.0 / 19.0));
-  CHECK(r.find(strategy::kv_only)->recomputed_tokens == 19.0);
-  CHECK(r.find(strategy::kv_only)->reduction == 1.0);
+  CHECK(r.find(placement_strategy::balanced, 1)->recomputed_tokens == 9.0);
+  CHECK(r.find(placement_strategy::balanced, 2)->recomputed_tokens == 6.0);
+  CHECK(r.find(placement_strategy::balanced, 2)->reduction == doctest::Approx(19.0 / 6.0));
+  CHECK(r.find(placement_strategy::balanced, 2)->savings == doctest::Approx(1.0 - 6.0 / 19.0));
+  CHECK(r.find(placement_strategy::kv_only)->recomputed_tokens == 19.0);
+  CHECK(r.find(placement_strategy::kv_only)->reduction == 1.0);
   // Every token stored: nothing to recompute, reduction +inf.
-  CHECK(r.find(strategy::block)->recomputed_tokens == 0.0);
-  CHECK(std::isinf(r.find(strategy::block)->reduction));
+  CHECK(r.find(placement_strategy::block)->recomputed_tokens == 0.0);
+  CHECK(std::isinf(r.find(placement_strategy::block)->reduction));
   // Mean checkpoints per entry: balanced M=2 stores 2 in each of the 4 entries.
-  CHECK(r.find(strategy::balanced, 2)->mean_checkpoints == 2.0);
-  CHECK(r.find(strategy::last)->mean_checkpoints == 1.0);
+  CHECK(r.find(placement_strategy::balanced, 2)->mean_checkpoints == 2.0);
+  CHECK(r.find(placement_strategy::last)->mean_checkpoints == 1.0);
 }
 
 TEST_CASE("fixed strategies match the token-by-token reference on random traces") {
   for (std::uint64_t seed : {1u, 2u, 3u}) {
     for (std::size_t b : {1u, 16u, 64u}) {
-      const auto t = sim::synthetic_document_qa({.requests = 300, .length = 256, .seed = seed});
+      const auto t = hc::synthetic_document_qa({.requests = 300, .length = 256, .seed = seed});
       const auto toks = tokens_of(t);
-      sim::sparse_prefix_options o;
+      hc::sparse_prefix_options o;
       o.cache_entries = 5;
       o.granularity = b;
       o.budgets = {1, 3, 8};
-      o.strategies = {strategy::last, strategy::block, strategy::sqrt, strategy::balanced};
-      const auto r = sim::simulate_sparse_prefix(t, o);
+      o.strategies = {placement_strategy::last, placement_strategy::block, placement_strategy::sqrt,
+                      placement_strategy::balanced};
+      const auto r = hc::simulate_sparse_prefix(t, o);
       const auto last = sim_ref::replay_fixed(toks, 5, "last", 0, b);
       CHECK(std::vector<std::size_t>(r.depths.begin(), r.depths.end()) == last.depths);
-      CHECK(r.find(strategy::last)->recomputed_tokens == last.recomputed);
-      CHECK(r.find(strategy::block)->recomputed_tokens == sim_ref::replay_fixed(toks, 5, "block", 0, b).recomputed);
-      CHECK(r.find(strategy::sqrt)->recomputed_tokens == sim_ref::replay_fixed(toks, 5, "sqrt", 0, b).recomputed);
+      CHECK(r.find(placement_strategy::last)->recomputed_tokens == last.recomputed);
+      CHECK(r.find(placement_strategy::block)->recomputed_tokens ==
+            sim_ref::replay_fixed(toks, 5, "block", 0, b).recomputed);
+      CHECK(r.find(placement_strategy::sqrt)->recomputed_tokens ==
+            sim_ref::replay_fixed(toks, 5, "sqrt", 0, b).recomputed);
       for (std::size_t m : {1u, 3u, 8u}) {
-        CHECK(r.find(strategy::balanced, m)->recomputed_tokens ==
+        CHECK(r.find(placement_strategy::balanced, m)->recomputed_tokens ==
               sim_ref::replay_fixed(toks, 5, "balanced", m, b).recomputed);
       }
     }
@@ -90,35 +94,35 @@ TEST_CASE("fixed strategies match the token-by-token reference on random traces"
 }
 
 TEST_CASE("overlap depths agree with store::last_k_cache") {
-  const auto t = sim::synthetic_system_prompt({.requests = 400, .length = 512, .seed = 7});
+  const auto t = hc::synthetic_system_prompt({.requests = 400, .length = 512, .seed = 7});
   const auto toks = tokens_of(t);
-  sim::sparse_prefix_options o;
+  hc::sparse_prefix_options o;
   o.cache_entries = 20;
-  o.strategies = {strategy::kv_only};
-  const auto r = sim::simulate_sparse_prefix(t, o);
-  hybridcache::store::last_k_cache cache(20);
+  o.strategies = {placement_strategy::kv_only};
+  const auto r = hc::simulate_sparse_prefix(t, o);
+  hybridcache::last_k_cache cache(20);
   for (std::size_t i = 0; i < toks.size(); ++i) {
     CHECK(cache.observe(toks[i]).depth == r.depths[i]);
   }
 }
 
 TEST_CASE("namespaces: entries of another namespace never give depth") {
-  sim::trace t("ns");
+  hc::trace t("ns");
   const auto p = t.add_piece(std::vector<std::uint32_t>{5, 6, 7, 8});
   t.add_request({.pieces = {p}, .ns = "a"});
   t.add_request({.pieces = {p}, .ns = "b"});
   t.add_request({.pieces = {p}});
   t.add_request({.pieces = {p}, .ns = "a"});
-  sim::sparse_prefix_options o;
+  hc::sparse_prefix_options o;
   o.granularity = 1;
-  o.strategies = {strategy::kv_only};
-  const auto r = sim::simulate_sparse_prefix(t, o);
+  o.strategies = {placement_strategy::kv_only};
+  const auto r = hc::simulate_sparse_prefix(t, o);
   CHECK(r.depths == std::vector<std::uint32_t>{0, 0, 0, 4});
 }
 
 TEST_CASE("DP on a point-mass workload: hand-computed recompute and the fallback") {
   // Every request = the same 128-token document + its own 64 tokens; B = 64, R = 1.
-  sim::trace t("spike");
+  hc::trace t("spike");
   std::vector<std::uint32_t> doc(128);
   for (std::uint32_t i = 0; i < 128; ++i) doc[i] = i;
   const auto d = t.add_piece(doc);
@@ -127,26 +131,26 @@ TEST_CASE("DP on a point-mass workload: hand-computed recompute and the fallback
     std::vector<std::uint32_t> tail(64, 1000 + i);
     t.add_request({.pieces = {d, t.add_piece(tail)}});
   }
-  sim::sparse_prefix_options o;
+  hc::sparse_prefix_options o;
   o.cache_entries = 4;
   o.replan_every = 1;
   o.budgets = {1};
-  o.strategies = {strategy::balanced, strategy::dp};
+  o.strategies = {placement_strategy::balanced, placement_strategy::dp};
   o.law = hybridcache::law_kind::pooled;  // the paper's setting
   o.safeguard = false;
-  const auto r = sim::simulate_sparse_prefix(t, o);
+  const auto r = hc::simulate_sparse_prefix(t, o);
   // Request 1 misses; every later one overlaps to depth 128.
   CHECK(r.depth_tokens == 128.0 * (n - 1));
   // Entry 1 was placed before any hit: balanced fallback ⌊193/2⌋ = 96 -> block 64, so request 2
   // recomputes 64; every later entry has the DP checkpoint at 128 and later requests recompute 0.
-  CHECK(r.find(strategy::dp, 1)->recomputed_tokens == 64.0);
+  CHECK(r.find(placement_strategy::dp, 1)->recomputed_tokens == 64.0);
   CHECK(r.dp_fallbacks == 1);
   // Balanced M=1 always stores 64: 64 per hit.
-  CHECK(r.find(strategy::balanced, 1)->recomputed_tokens == 64.0 * (n - 1));
+  CHECK(r.find(placement_strategy::balanced, 1)->recomputed_tokens == 64.0 * (n - 1));
   // Oracle: the law (all mass at 128) is known before the first entry is placed.
   o.oracle = true;
-  const auto oracle = sim::simulate_sparse_prefix(t, o);
-  CHECK(oracle.find(strategy::dp, 1)->recomputed_tokens == 0.0);
+  const auto oracle = hc::simulate_sparse_prefix(t, o);
+  CHECK(oracle.find(placement_strategy::dp, 1)->recomputed_tokens == 0.0);
   CHECK(oracle.dp_fallbacks == 0);
   CHECK(oracle.depths == r.depths);
 }
@@ -154,7 +158,7 @@ TEST_CASE("DP on a point-mass workload: hand-computed recompute and the fallback
 TEST_CASE("tail law: each request reads its predecessor up to 5 tokens before its end") {
   // Request i = doc[0, c_i) ++ 5 tokens of its own, c_i = 20, 30, 40, ...: it overlaps entry i−1
   // at depth c_{i−1} = L_{i−1} − 5, a depth no earlier request had. B = 1, M = 1, R = 1.
-  sim::trace t("tail");
+  hc::trace t("tail");
   std::vector<std::uint32_t> doc(400);
   for (std::uint32_t i = 0; i < 400; ++i) doc[i] = i;
   const std::size_t n = 30;
@@ -165,27 +169,27 @@ TEST_CASE("tail law: each request reads its predecessor up to 5 tokens before it
     reqs.push_back(q);
   }
   const auto tr = make_trace(reqs);
-  sim::sparse_prefix_options o;
+  hc::sparse_prefix_options o;
   o.granularity = 1;
   o.replan_every = 1;
   o.budgets = {1};
-  o.strategies = {strategy::dp};
+  o.strategies = {placement_strategy::dp};
   o.safeguard = false;
-  o.law = sim::sparse_prefix_options::depth_law::tail;
-  const auto r = sim::simulate_sparse_prefix(tr, o);
+  o.law = hc::sparse_prefix_options::depth_law::tail;
+  const auto r = hc::simulate_sparse_prefix(tr, o);
   // Entry 1 (L = 25) is placed before any hit: balanced ⌊26/2⌋ = 13; request 2 hits it at 20 and
   // recomputes 7. From then on the law is u = 5: entry i gets {L_i − 5} = {c_i}; recompute 0.
-  CHECK(r.find(strategy::dp, 1)->recomputed_tokens == 7.0);
+  CHECK(r.find(placement_strategy::dp, 1)->recomputed_tokens == 7.0);
   // The pooled law never saw the depth the next request will have.
-  o.law = sim::sparse_prefix_options::depth_law::pooled;
-  const auto pooled = sim::simulate_sparse_prefix(tr, o);
-  CHECK(pooled.find(strategy::dp, 1)->recomputed_tokens > 7.0 * 10);
+  o.law = hc::sparse_prefix_options::depth_law::pooled;
+  const auto pooled = hc::simulate_sparse_prefix(tr, o);
+  CHECK(pooled.find(placement_strategy::dp, 1)->recomputed_tokens > 7.0 * 10);
 }
 
 TEST_CASE("DP placements are optimal for the re-solved EW histogram (brute force)") {
   // Three 96-token documents read up to a random multiple of 8, then 8–48 tokens of one's own:
   // requests of <= 144 tokens, so <= 9 block candidates (B = 16) and 2^9 subsets to enumerate.
-  hybridcache::sim::detail::rng g(5);
+  hybridcache::detail::rng g(5);
   std::vector<std::vector<std::uint32_t>> docs(3, std::vector<std::uint32_t>(96));
   for (auto& d : docs) {
     for (auto& x : d) x = static_cast<std::uint32_t>(g.below(50));
@@ -199,17 +203,17 @@ TEST_CASE("DP placements are optimal for the re-solved EW histogram (brute force
   }
   const auto t = make_trace(reqs);
   const auto toks = tokens_of(t);
-  sim::sparse_prefix_options o;
+  hc::sparse_prefix_options o;
   o.cache_entries = 6;
   o.granularity = 16;
   o.replan_every = 3;
   o.gamma = 0.9;
   o.budgets = {1, 2, 4};
-  o.strategies = {strategy::dp};
+  o.strategies = {placement_strategy::dp};
   o.law = hybridcache::law_kind::pooled;  // the reference below is the pooled EW law
   o.safeguard = false;
   o.joint_placement = false;  // each entry's own optimum (the joint one is tested below)
-  sim::sparse_prefix_simulator s(o, t.max_length());
+  hc::sparse_prefix_simulator s(o, t.max_length());
   sim_ref::ew_reference ref{0.9, {}};
   std::vector<double> snapshot;  // the reference pmf at the last re-solve
   std::size_t checked = 0;
@@ -221,7 +225,7 @@ TEST_CASE("DP placements are optimal for the re-solved EW histogram (brute force
     for (std::size_t x = 0; x < toks[i].size() && x < snapshot.size(); ++x) mass += snapshot[x];
     if (mass <= 0) continue;  // fallback placement, covered elsewhere
     for (std::size_t m : {1u, 2u, 4u}) {
-      const auto c32 = s.newest_checkpoints(strategy::dp, m);
+      const auto c32 = s.newest_checkpoints(placement_strategy::dp, m);
       const std::vector<std::size_t> c(c32.begin(), c32.end());
       CHECK(c.size() <= m);
       const double got = sim_ref::expected_recompute(snapshot, toks[i].size(), c);
@@ -234,24 +238,28 @@ TEST_CASE("DP placements are optimal for the re-solved EW histogram (brute force
 }
 
 TEST_CASE("dp_frontier keeps all but the tolerance of the achievable savings") {
-  const auto t = sim::synthetic_document_qa({.requests = 600, .length = 512, .seed = 3});
-  sim::sparse_prefix_options o;
+  const auto t = hc::synthetic_document_qa({.requests = 600, .length = 512, .seed = 3});
+  hc::sparse_prefix_options o;
   o.cache_entries = 10;
   o.budgets = {2, 8};
-  o.strategies = {strategy::dp, strategy::dp_frontier};
-  const auto r = sim::simulate_sparse_prefix(t, o);
+  o.strategies = {placement_strategy::dp, placement_strategy::dp_frontier};
+  const auto r = hc::simulate_sparse_prefix(t, o);
   for (std::size_t m : {2u, 8u}) {
-    CHECK(r.find(strategy::dp_frontier, m)->mean_checkpoints <= r.find(strategy::dp, m)->mean_checkpoints + 1e-12);
-    CHECK(r.find(strategy::dp, m)->mean_checkpoints <= static_cast<double>(m));
+    CHECK(r.find(placement_strategy::dp_frontier, m)->mean_checkpoints <=
+          r.find(placement_strategy::dp, m)->mean_checkpoints + 1e-12);
+    CHECK(r.find(placement_strategy::dp, m)->mean_checkpoints <= static_cast<double>(m));
   }
 }
 
 TEST_CASE("a seed names the result; another seed gives another trace") {
-  sim::sparse_prefix_options o;
+  hc::sparse_prefix_options o;
   o.cache_entries = 35;
-  const auto a = sim::simulate_sparse_prefix(sim::synthetic_document_qa({.requests = 500, .length = 512, .seed = 11}), o);
-  const auto b = sim::simulate_sparse_prefix(sim::synthetic_document_qa({.requests = 500, .length = 512, .seed = 11}), o);
-  const auto c = sim::simulate_sparse_prefix(sim::synthetic_document_qa({.requests = 500, .length = 512, .seed = 12}), o);
+  const auto a = hc::simulate_sparse_prefix(
+      hc::synthetic_document_qa({.requests = 500, .length = 512, .seed = 11}), o);
+  const auto b = hc::simulate_sparse_prefix(
+      hc::synthetic_document_qa({.requests = 500, .length = 512, .seed = 11}), o);
+  const auto c = hc::simulate_sparse_prefix(
+      hc::synthetic_document_qa({.requests = 500, .length = 512, .seed = 12}), o);
   CHECK(a.depths == b.depths);
   REQUIRE(a.rows.size() == b.rows.size());
   for (std::size_t i = 0; i < a.rows.size(); ++i) {
@@ -262,16 +270,17 @@ TEST_CASE("a seed names the result; another seed gives another trace") {
 }
 
 TEST_CASE("dominance checks compare like with like") {
-  const auto t = sim::synthetic_document_qa({.requests = 400, .length = 512, .seed = 2});
-  sim::sparse_prefix_options o;
+  const auto t = hc::synthetic_document_qa({.requests = 400, .length = 512, .seed = 2});
+  hc::sparse_prefix_options o;
   o.budgets = {1, 4, 64};
-  const auto r = sim::simulate_sparse_prefix(t, o);
-  CHECK(r.find(strategy::block)->max_checkpoints == t.max_length() / 64);  // every block of the longest request
-  const auto checks = sim::check_dominance(r);
+  const auto r = hc::simulate_sparse_prefix(t, o);
+  CHECK(r.find(placement_strategy::block)->max_checkpoints ==
+        t.max_length() / 64);  // every block of the longest request
+  const auto checks = hc::check_dominance(r);
   for (const auto& c : checks) {
-    if (sim::uses_budget(c.baseline)) {
+    if (hc::uses_budget(c.baseline)) {
       CHECK(c.baseline_reduction == r.find(c.baseline, c.budget)->reduction);
-    } else if (c.status == sim::dominance_status::not_comparable) {
+    } else if (c.status == hc::dominance_status::not_comparable) {
       CHECK(r.find(c.baseline)->max_checkpoints > c.budget);  // listed, not compared
     } else {
       CHECK(c.baseline_max_checkpoints <= c.budget);
@@ -283,43 +292,45 @@ TEST_CASE("dominance checks compare like with like") {
 
 TEST_CASE("state bytes follow the model shape") {
   const auto t = make_trace({{1, 2, 3, 4}, {1, 2, 3, 4}});
-  sim::sparse_prefix_options o;
+  hc::sparse_prefix_options o;
   o.granularity = 1;
   o.budgets = {2};
-  o.strategies = {strategy::no_cache, strategy::balanced};
-  o.model = sim::qwen3_next_80b_a3b;
-  const auto r = sim::simulate_sparse_prefix(t, o);
-  const auto* bal = r.find(strategy::balanced, 2);
+  o.strategies = {placement_strategy::no_cache, placement_strategy::balanced};
+  o.model = hc::qwen3_next_80b_a3b;
+  const auto r = hc::simulate_sparse_prefix(t, o);
+  const auto* bal = r.find(placement_strategy::balanced, 2);
   CHECK(bal->checkpoint_bytes == 2.0 * 36 * 32 * 128 * 128 * 2);
   CHECK(bal->kv_bytes == 4.0 * 12 * 2 * 2 * 256 * 2);
   CHECK(bal->cache_bytes == 35.0 * (bal->checkpoint_bytes + bal->kv_bytes));
-  CHECK(r.find(strategy::no_cache)->kv_bytes == 0.0);
+  CHECK(r.find(placement_strategy::no_cache)->kv_bytes == 0.0);
 }
 
 TEST_CASE("bad options and over-long requests are rejected") {
-  sim::sparse_prefix_options o;
+  hc::sparse_prefix_options o;
   o.cache_entries = 0;
-  CHECK_THROWS_AS(sim::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
   o = {};
   o.gamma = 1.5;
-  CHECK_THROWS_AS(sim::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
   o = {};
   o.budgets = {};
-  CHECK_THROWS_AS(sim::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
   o = {};
   o.oracle = true;
   o.oracle_weights = {1.0, 2.0};
-  CHECK_THROWS_AS(sim::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::sparse_prefix_simulator(o, 10), hybridcache::invalid_argument);
   o = {};
   o.budgets = {4, 0};
-  CHECK_THROWS_WITH_AS(sim::sparse_prefix_simulator(o, 10), doctest::Contains("budgets[1]"), hybridcache::invalid_argument);
+  CHECK_THROWS_WITH_AS(hc::sparse_prefix_simulator(o, 10), doctest::Contains("budgets[1]"),
+                       hybridcache::invalid_argument);
   o = {};
-  CHECK_THROWS_AS(sim::sparse_prefix_simulator(o, 0), hybridcache::invalid_argument);
-  sim::sparse_prefix_simulator s({}, 3);
+  CHECK_THROWS_AS(hc::sparse_prefix_simulator(o, 0), hybridcache::invalid_argument);
+  hc::sparse_prefix_simulator s({}, 3);
   const std::vector<std::uint32_t> four{1, 2, 3, 4};
   CHECK_THROWS_AS(s.step(four), hybridcache::invalid_argument);
-  CHECK_THROWS_AS(sim::simulate_sparse_prefix(sim::trace{}, {}), hybridcache::invalid_argument);
-  CHECK_THROWS_AS((void)s.newest_checkpoints(strategy::dp, 3), hybridcache::not_found_error);
+  CHECK_THROWS_AS(hc::simulate_sparse_prefix(hc::trace{}, {}), hybridcache::invalid_argument);
+  CHECK_THROWS_AS((void)s.newest_checkpoints(placement_strategy::dp, 3),
+                  hybridcache::not_found_error);
 }
 
 TEST_CASE("prefix matching verifies tokens: requests differing at token 0 never hit") {
@@ -328,12 +339,12 @@ TEST_CASE("prefix matching verifies tokens: requests differing at token 0 never 
   b[0] = 4;
   c[600] = 9;  // shares 600 tokens with a
   const auto t = make_trace({a, b, c});
-  sim::sparse_prefix_options o;
-  o.strategies = {strategy::kv_only, strategy::block};
-  const auto r = sim::simulate_sparse_prefix(t, o);
+  hc::sparse_prefix_options o;
+  o.strategies = {placement_strategy::kv_only, placement_strategy::block};
+  const auto r = hc::simulate_sparse_prefix(t, o);
   CHECK(r.depths == std::vector<std::uint32_t>{0, 0, 600});
   // block stores 64, 128, …, 640 in a: c resumes from 576.
-  CHECK(r.find(strategy::block)->recomputed_tokens == 24.0);
+  CHECK(r.find(placement_strategy::block)->recomputed_tokens == 24.0);
 }
 
 TEST_CASE("safeguard: documents with short questions switch the DP's entries to `last` (hand-computed)") {
@@ -351,39 +362,40 @@ TEST_CASE("safeguard: documents with short questions switch the DP's entries to 
     reqs.push_back(q);
   }
   const auto t = make_trace(reqs);
-  sim::sparse_prefix_options o;
+  hc::sparse_prefix_options o;
   o.cache_entries = 10;
   o.replan_every = 1;
   o.budgets = {1};
-  o.strategies = {strategy::last, strategy::dp};
+  o.strategies = {placement_strategy::last, placement_strategy::dp};
   o.law = hybridcache::law_kind::pooled;
   o.safeguard = true;
-  const auto r = sim::simulate_sparse_prefix(t, o);
-  CHECK(r.find(strategy::last)->recomputed_tokens == 0.0);
+  const auto r = hc::simulate_sparse_prefix(t, o);
+  CHECK(r.find(placement_strategy::last)->recomputed_tokens == 0.0);
   // Entries 0, 1, 2 are placed before any hit (pooled law empty: balanced fallback
   // ⌊651/2⌋ → 320, ⌊1291/2⌋ → 640, ⌊1931/2⌋ → 960). Request 3 hits entry 0 at 640 and is scored
   // (held out): DP (= the fallback) 320, last 0, balanced 320, block (deepest 1) 0, sqrt 0,
   // logarithmic ⌊651^{1/2}⌋ = 25 → nothing on the grid, 640. The re-plan picks `last`, which
   // never scores worse afterwards. Requests 3, 4, 5 recompute 640 − 320, 1280 − 640, 1920 − 960;
   // every later request hits an entry placed by `last`.
-  CHECK(r.find(strategy::dp, 1)->recomputed_tokens == 320.0 + 640.0 + 960.0);
-  CHECK(r.find(strategy::dp, 1)->placed_by == std::array<std::size_t, 6>{3, 27, 0, 0, 0, 0});
+  CHECK(r.find(placement_strategy::dp, 1)->recomputed_tokens == 320.0 + 640.0 + 960.0);
+  CHECK(r.find(placement_strategy::dp, 1)->placed_by ==
+        std::array<std::size_t, 6>{3, 27, 0, 0, 0, 0});
   // Without the safeguard the pooled DP keeps recomputing on documents 1 and 2 at M = 1.
   o.safeguard = false;
-  const auto plain = sim::simulate_sparse_prefix(t, o);
-  CHECK(plain.find(strategy::dp, 1)->recomputed_tokens > 1920.0 + 1000.0);
+  const auto plain = hc::simulate_sparse_prefix(t, o);
+  CHECK(plain.find(placement_strategy::dp, 1)->recomputed_tokens > 1920.0 + 1000.0);
 }
 
 TEST_CASE("dominance: nothing to save is reported as such, not as a pass") {
   const auto t = make_trace({{1, 2, 3}, {4, 5, 6}, {7, 8, 9}});  // no overlap at all
-  sim::sparse_prefix_options o;
+  hc::sparse_prefix_options o;
   o.granularity = 1;
   o.budgets = {1};
-  const auto r = sim::simulate_sparse_prefix(t, o);
-  const auto checks = sim::check_dominance(r);
+  const auto r = hc::simulate_sparse_prefix(t, o);
+  const auto checks = hc::check_dominance(r);
   REQUIRE(!checks.empty());
   for (const auto& c : checks) {
-    CHECK(c.status == sim::dominance_status::nothing_to_save);
+    CHECK(c.status == hc::dominance_status::nothing_to_save);
     CHECK_FALSE(c.holds());
     CHECK_FALSE(c.compared());
   }
@@ -408,11 +420,11 @@ TEST_CASE("joint placement: entries sharing a prefix store different depths (han
     reqs.push_back(q);
   }
   const auto t = make_trace(reqs);
-  sim::sparse_prefix_options o;
+  hc::sparse_prefix_options o;
   o.cache_entries = 50;
   o.replan_every = 1;
   o.budgets = {1};
-  o.strategies = {strategy::dp};
+  o.strategies = {placement_strategy::dp};
   o.safeguard = false;
   o.oracle = true;
   o.oracle_weights.assign(1290, 0.0);
@@ -421,8 +433,8 @@ TEST_CASE("joint placement: entries sharing a prefix store different depths (han
   // Per entry, E[r] = 640/3 for a checkpoint at 640 and 2·640/3 at 1280: every entry stores 640,
   // and each of a_2, a_4, …, a_10 recomputes 1280 − 640.
   o.joint_placement = false;
-  const auto alone = sim::simulate_sparse_prefix(t, o);
-  CHECK(alone.find(strategy::dp, 1)->recomputed_tokens == 5 * 640.0);
+  const auto alone = hc::simulate_sparse_prefix(t, o);
+  CHECK(alone.find(placement_strategy::dp, 1)->recomputed_tokens == 5 * 640.0);
   // Joint, in shadow: a_0 stores 640 (nothing covered); b_1 and a_2 see 640 covered by a_0 and
   // store 1280; from a_4 on an a entry sees 640 and 1280 covered (a_0, a_2 share 1280 tokens
   // with it) and stores nothing, a b entry sees 640 covered (a b entry's 1280 lies beyond the
@@ -432,10 +444,10 @@ TEST_CASE("joint placement: entries sharing a prefix store different depths (han
   // coverage: a_4 sees only 640 covered and stores 1280, b_5, b_7, … store 1280, a_6, a_8, a_10
   // nothing. a_2 and a_4 recompute 640 (their matched a entry holds 640), a_6 … a_10 nothing.
   o.joint_placement = true;
-  const auto joint = sim::simulate_sparse_prefix(t, o);
-  CHECK(joint.find(strategy::dp, 1)->recomputed_tokens == 2 * 640.0);
-  CHECK(joint.find(strategy::dp, 1)->joint_placed == 8);  // entries a_4 … b_11
-  CHECK(joint.find(strategy::dp, 1)->mean_checkpoints == 9.0 / 12.0);
+  const auto joint = hc::simulate_sparse_prefix(t, o);
+  CHECK(joint.find(placement_strategy::dp, 1)->recomputed_tokens == 2 * 640.0);
+  CHECK(joint.find(placement_strategy::dp, 1)->joint_placed == 8);  // entries a_4 … b_11
+  CHECK(joint.find(placement_strategy::dp, 1)->mean_checkpoints == 9.0 / 12.0);
 }
 
 TEST_CASE(
@@ -466,11 +478,11 @@ TEST_CASE(
   const std::vector<std::vector<std::uint32_t>> reqs{
       cat({p, own(100000, 60)}), cat({p, q, own(200000, 10)}), cat({p, q, own(300000, 10)}),
       own(900000, 100), cat({p, own(400000, 60)})};
-  sim::sparse_prefix_options o;
+  hc::sparse_prefix_options o;
   o.cache_entries = 3;
   o.replan_every = 1;
   o.budgets = {1};
-  o.strategies = {strategy::dp, strategy::balanced};
+  o.strategies = {placement_strategy::dp, placement_strategy::balanced};
   o.safeguard = false;
   o.joint_placement = false;
   o.oracle = true;
@@ -480,29 +492,31 @@ TEST_CASE(
   for (const bool handover : {false, true}) {
     CAPTURE(handover);
     o.handover = handover;
-    sim::sparse_prefix_simulator s(o, 1290);
+    hc::sparse_prefix_simulator s(o, 1290);
     const std::array<std::size_t, 5> depths{0, 640, 1280, 0, 640};
     for (std::size_t i = 0; i < 4; ++i) CHECK(s.step(reqs[i]) == depths[i]);
-    CHECK(s.result().find(strategy::dp, 1)->recomputed_tokens == 0.0);
-    CHECK(s.result().find(strategy::dp, 1)->handed_over == (handover ? 1U : 0U));
+    CHECK(s.result().find(placement_strategy::dp, 1)->recomputed_tokens == 0.0);
+    CHECK(s.result().find(placement_strategy::dp, 1)->handed_over == (handover ? 1U : 0U));
     CHECK(s.step(reqs[4]) == 640);
     const auto r = s.result();
-    CHECK(r.find(strategy::dp, 1)->depth_tokens == 2560.0);
-    CHECK(r.find(strategy::dp, 1)->recomputed_tokens == (handover ? 0.0 : 640.0));
-    CHECK(r.find(strategy::dp, 1)->max_checkpoints == 1);    // never more than M
-    CHECK(r.find(strategy::balanced, 1)->handed_over == 0);  // fixed baselines never hand over
+    CHECK(r.find(placement_strategy::dp, 1)->depth_tokens == 2560.0);
+    CHECK(r.find(placement_strategy::dp, 1)->recomputed_tokens == (handover ? 0.0 : 640.0));
+    CHECK(r.find(placement_strategy::dp, 1)->max_checkpoints == 1);  // never more than M
+    CHECK(r.find(placement_strategy::balanced, 1)->handed_over ==
+          0);  // fixed baselines never hand over
   }
 }
 
 TEST_CASE("hand-over: no entry ever holds more than M, and fixed baselines are untouched") {
-  const auto t = sim::synthetic_document_qa({.requests = 400, .seed = 5});
-  sim::sparse_prefix_options o;
+  const auto t = hc::synthetic_document_qa({.requests = 400, .seed = 5});
+  hc::sparse_prefix_options o;
   o.cache_entries = 6;
   o.budgets = {1, 2, 3, 5};
-  o.strategies = {strategy::dp, strategy::dp_frontier, strategy::balanced, strategy::last};
-  const auto on = sim::simulate_sparse_prefix(t, o);
+  o.strategies = {placement_strategy::dp, placement_strategy::dp_frontier,
+                  placement_strategy::balanced, placement_strategy::last};
+  const auto on = hc::simulate_sparse_prefix(t, o);
   o.handover = false;
-  const auto off = sim::simulate_sparse_prefix(t, o);
+  const auto off = hc::simulate_sparse_prefix(t, o);
   std::size_t taken = 0;
   for (const auto& row : on.rows) {
     CHECK(row.max_checkpoints <= std::max<std::size_t>(row.budget, 1));
@@ -511,7 +525,7 @@ TEST_CASE("hand-over: no entry ever holds more than M, and fixed baselines are u
     REQUIRE(twin != nullptr);
     CHECK(twin->handed_over == 0);
     CHECK(row.depth_tokens == twin->depth_tokens);
-    if (row.kind == strategy::balanced || row.kind == strategy::last)
+    if (row.kind == placement_strategy::balanced || row.kind == placement_strategy::last)
       CHECK(row.recomputed_tokens == twin->recomputed_tokens);
   }
   CHECK(taken > 0);  // the trace shares prefixes across evictions: something was offered

@@ -38,7 +38,7 @@ hc::tree_cost_model cost_for(hc::kv_mode mode, const hc::tree_trace& t) {
 const char* const names[] = {"vllm_all", "marconi", "sglang_no_buffer", "trtllm", "llamacpp"};
 
 std::unique_ptr<hc::portfolio_policy> make_portfolio(const hc::tree_options& o,
-                                                     hc::tree::policy_options exact = {}) {
+                                                     hc::policy_options exact = {}) {
   std::vector<std::unique_ptr<hc::tree_policy>> c;
   c.push_back(std::make_unique<hc::library_policy>(exact));
   for (auto n : names) c.push_back(hc::make_tree_policy(n, o));
@@ -114,7 +114,7 @@ TEST_CASE("portfolio: follows a much better candidate, within 5 % of it") {
   // candidate (checked first, so the test can fail): the row must switch and end within 1.05x
   // of the best.
   const auto t = small_trace(11);
-  hc::tree::policy_options weak;
+  hc::policy_options weak;
   weak.fresh_prior = weak.repeat_discount = weak.age_value = weak.prefill_prior = false;
   weak.fill_free = false;
   weak.replan_work = 0.0;

@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-namespace sim = hybridcache::sim;
+namespace hc = hybridcache;
 
 namespace {
 
-using tokens = std::vector<sim::token_id>;
+using tokens = std::vector<hc::token_id>;
 
-tokens iota_tokens(sim::token_id first, std::size_t n) {
+tokens iota_tokens(hc::token_id first, std::size_t n) {
   tokens t(n);
   std::iota(t.begin(), t.end(), first);
   return t;
@@ -34,12 +34,12 @@ tokens cat(tokens a, const tokens& b) {
 struct run_result {
   std::vector<std::size_t> resumes;
   std::vector<std::vector<bool>> held;  // per request: held[j] = state at path[j] after it
-  sim::tree_metrics metrics;
+  hc::tree_metrics metrics;
 };
 
-run_result run(const sim::tree_trace& t, sim::tree_policy& p, std::size_t budget) {
-  const auto usable = sim::usable_matches(t);
-  sim::tree_replayer r(t, p, budget, usable);
+run_result run(const hc::tree_trace& t, hc::tree_policy& p, std::size_t budget) {
+  const auto usable = hc::usable_matches(t);
+  hc::tree_replayer r(t, p, budget, usable);
   run_result out;
   for (std::size_t i = 0; i < t.size(); ++i) {
     REQUIRE(r.step());
@@ -77,7 +77,7 @@ std::vector<std::size_t> brute_usable(const std::vector<tokens>& reqs,
 }  // namespace
 
 TEST_CASE("tree trace: block trie, partial blocks, namespaces never share nodes") {
-  sim::tree_trace_builder b("t", 4);
+  hc::tree_trace_builder b("t", 4);
   const tokens x = iota_tokens(1, 10);  // blocks [1..4] [5..8] + partial [9 10]
   b.add_tokens(x, 10, std::string("a"));
   b.add_tokens(x, 10, std::string("b"));
@@ -94,13 +94,13 @@ TEST_CASE("tree trace: block trie, partial blocks, namespaces never share nodes"
   CHECK(t.namespace_count() == 3);
   CHECK(t.node_count() == 3 + 3 * 2);
   CHECK(t.depth(t.requests()[0].path[1]) == 2);
-  const auto u = sim::usable_matches(t);
+  const auto u = hc::usable_matches(t);
   CHECK(u == std::vector<std::size_t>{0, 0, 2, 0});
 }
 
 TEST_CASE("tree trace: bad input is a typed error") {
-  CHECK_THROWS_AS(sim::tree_trace("t", 0), hybridcache::invalid_argument);
-  sim::tree_trace_builder b("t", 4);
+  CHECK_THROWS_AS(hc::tree_trace("t", 0), hybridcache::invalid_argument);
+  hc::tree_trace_builder b("t", 4);
   const tokens x = iota_tokens(1, 8);
   CHECK_THROWS_AS(b.add_tokens(x, 0), hybridcache::invalid_argument);
   CHECK_THROWS_AS(b.add_tokens(x, 9), hybridcache::invalid_argument);
@@ -108,18 +108,18 @@ TEST_CASE("tree trace: bad input is a typed error") {
   CHECK_THROWS_AS(b.add_block_ids(ids, 4), hybridcache::invalid_argument);  // 2 ids need > 4 tokens
   CHECK_THROWS_AS(b.add_block_ids(ids, 9), hybridcache::invalid_argument);
   CHECK_THROWS_AS(b.add_block_ids({}, 1), hybridcache::invalid_argument);
-  sim::tree_request r;
+  hc::tree_request r;
   r.prompt_tokens = 4;
   r.root = 5;  // no such node
   CHECK_THROWS_AS(b.trace().add_request(r), hybridcache::invalid_argument);
   CHECK(b.trace().size() == 0);
-  sim::multi_turn_options o;
+  hc::multi_turn_options o;
   o.sessions = 0;
-  CHECK_THROWS_AS(sim::synthetic_multi_turn(o), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::synthetic_multi_turn(o), hybridcache::invalid_argument);
 }
 
 TEST_CASE("tree trace: block ids share leading ids only") {
-  sim::tree_trace_builder b("ids", 512);
+  hc::tree_trace_builder b("ids", 512);
   b.add_block_ids(std::vector<std::uint64_t>{1, 2, 3}, 1500);  // 2 full blocks + partial
   b.add_block_ids(std::vector<std::uint64_t>{1, 2, 9}, 1536);  // 3 full blocks
   b.add_block_ids(std::vector<std::uint64_t>{5, 2}, 1024);     // id 2 under another parent
@@ -128,7 +128,7 @@ TEST_CASE("tree trace: block ids share leading ids only") {
   CHECK(t.requests()[1].path.size() == 3);
   CHECK(t.requests()[1].path[1] == t.requests()[0].path[1]);
   CHECK(t.requests()[2].path[1] != t.requests()[0].path[1]);
-  CHECK(sim::usable_matches(t) == std::vector<std::size_t>{0, 2, 0});
+  CHECK(hc::usable_matches(t) == std::vector<std::size_t>{0, 2, 0});
 }
 
 TEST_CASE("tree trace: block-id nodes equal a brute-force prefix set, for colliding ids (#21)") {
@@ -143,7 +143,7 @@ TEST_CASE("tree trace: block-id nodes equal a brute-force prefix set, for collid
     for (auto& x : ids) x = alphabet[rng() % (r % 3 == 0 ? 2 : alphabet.size())];
     reqs.push_back(ids);
   }
-  sim::tree_trace_builder b("ids", 4);
+  hc::tree_trace_builder b("ids", 4);
   for (const auto& ids : reqs) b.add_block_ids(ids, ids.size() * 4);
   const auto& t = b.trace();
   std::set<std::vector<std::uint64_t>> prefixes;
@@ -165,25 +165,25 @@ TEST_CASE("usable match equals a brute-force longest common prefix") {
   std::vector<tokens> reqs;
   std::vector<std::size_t> prompt;
   std::vector<std::string> ns;
-  sim::detail::rng rng(3);
+  hc::detail::rng rng(3);
   std::vector<tokens> bases{iota_tokens(1, 40), iota_tokens(1000, 25)};
   for (int i = 0; i < 60; ++i) {
     tokens r = bases[rng.below(2)];
     r.resize(rng.between(1, r.size()));
     const std::size_t extra = rng.below(12);
-    for (std::size_t k = 0; k < extra; ++k) r.push_back(static_cast<sim::token_id>(rng.below(3)));
+    for (std::size_t k = 0; k < extra; ++k) r.push_back(static_cast<hc::token_id>(rng.below(3)));
     if (r.empty()) r.push_back(1);
     reqs.push_back(r);
     prompt.push_back(rng.between(1, r.size()));
     ns.push_back(rng.below(4) == 0 ? "x" : "y");
   }
   for (std::size_t B : {1, 3, 8}) {
-    sim::tree_trace_builder b("lcp", B);
+    hc::tree_trace_builder b("lcp", B);
     for (std::size_t i = 0; i < reqs.size(); ++i) b.add_tokens(reqs[i], prompt[i], ns[i]);
-    CHECK(sim::usable_matches(b.trace()) == brute_usable(reqs, prompt, ns, B));
+    CHECK(hc::usable_matches(b.trace()) == brute_usable(reqs, prompt, ns, B));
     // With states at every block and a budget above the node count, vLLM `all` resumes at the
     // usable match whenever the matched blocks were prompt blocks of an earlier request.
-    sim::vllm_all_policy all;
+    hc::vllm_all_policy all;
     const auto res = run(b.trace(), all, b.trace().node_count());
     CHECK(res.metrics.recomputed_tokens <= res.metrics.usable_tokens);
   }
@@ -195,27 +195,27 @@ TEST_CASE("usable match equals a brute-force longest common prefix") {
 TEST_CASE("sglang no_buffer snapshots at chunk ends and the request end; LRU eviction") {
   // B = 4, chunk C = 8 tokens. R1: prompt 20, output 2 → path of ⌊22/4⌋ = 5 blocks. Chunk ends
   // at 8 and 16 tokens (j = 2, 4), request end j = 5.
-  sim::tree_trace_builder b("nobuf", 4);
+  hc::tree_trace_builder b("nobuf", 4);
   b.add_tokens(iota_tokens(1, 22), 20);
-  sim::sglang_no_buffer_policy p(8);
+  hc::sglang_no_buffer_policy p(8);
   auto r = run(b.trace(), p, 10);
   CHECK(r.held[0] == std::vector<bool>{false, true, false, true, true});
   // Budget 2: the oldest of the three snapshots (j = 2) is evicted when j = 5 arrives.
-  sim::sglang_no_buffer_policy q(8);
+  hc::sglang_no_buffer_policy q(8);
   r = run(b.trace(), q, 2);
   CHECK(r.held[0] == std::vector<bool>{false, false, false, true, true});
   CHECK(r.metrics.states_peak == 2);
 }
 
 TEST_CASE("marconi keeps at most the leaf and the branch-off point") {
-  sim::tree_trace_builder b("marconi", 4);
+  hc::tree_trace_builder b("marconi", 4);
   b.add_tokens(iota_tokens(1, 20), 12);                           // 5 blocks, output 8
   b.add_tokens(cat(iota_tokens(1, 8), iota_tokens(70, 12)), 16);  // branches off at m = 2
-  sim::marconi_policy p(1.0, false);
+  hc::marconi_policy p(1.0, false);
   const auto r = run(b.trace(), p, 10);
   CHECK(r.held[0] == std::vector<bool>{false, false, false, false, true});
   CHECK(r.held[1] == std::vector<bool>{false, true, false, false, true});
-  CHECK_THROWS_AS(sim::marconi_policy(-1.0), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::marconi_policy(-1.0), hybridcache::invalid_argument);
 }
 
 TEST_CASE(
@@ -223,25 +223,25 @@ TEST_CASE(
   // B = 4. R1: 40 tokens (10 blocks) → leaf state at j = 10. R2: another 8-token sequence → leaf
   // j = 2. R3: a third 8-token sequence; budget 2 forces an eviction. R1's state saves FLOPs of
   // 40 tokens, R2's of 8: α = 0 evicts the least recent (R1), α = 2 evicts R2's.
-  sim::tree_trace_builder b("evict", 4);
+  hc::tree_trace_builder b("evict", 4);
   b.add_tokens(iota_tokens(1, 40), 40);
   b.add_tokens(iota_tokens(500, 8), 8);
   b.add_tokens(iota_tokens(900, 8), 8);
-  sim::marconi_policy lru(0.0, false);
+  hc::marconi_policy lru(0.0, false);
   auto r = run(b.trace(), lru, 2);
   CHECK_FALSE(r.held[2].empty());
   const auto& t = b.trace();
-  const auto usable = sim::usable_matches(t);
+  const auto usable = hc::usable_matches(t);
   {
-    sim::marconi_policy p(0.0, false);
-    sim::tree_replayer rep(t, p, 2, usable);
+    hc::marconi_policy p(0.0, false);
+    hc::tree_replayer rep(t, p, 2, usable);
     rep.run();
     CHECK_FALSE(rep.pool().holds(t.requests()[0].path.back()));
     CHECK(rep.pool().holds(t.requests()[1].path.back()));
   }
   {
-    sim::marconi_policy p(2.0, false);
-    sim::tree_replayer rep(t, p, 2, usable);
+    hc::marconi_policy p(2.0, false);
+    hc::tree_replayer rep(t, p, 2, usable);
     rep.run();
     CHECK(rep.pool().holds(t.requests()[0].path.back()));
     CHECK_FALSE(rep.pool().holds(t.requests()[1].path.back()));
@@ -251,13 +251,13 @@ TEST_CASE(
 TEST_CASE("oracle: admits only states a later request can use, evicts the furthest next use") {
   // B = 4, budget 1. A (8 tokens) then B (8 tokens) then A' (A ++ 4) then B' (B ++ 4), then A'
   // again.
-  sim::tree_trace_builder b("oracle", 4);
+  hc::tree_trace_builder b("oracle", 4);
   const tokens A = iota_tokens(1, 8), Bt = iota_tokens(100, 8);
   b.add_tokens(A, 8);
   b.add_tokens(Bt, 8);
   b.add_tokens(cat(A, iota_tokens(200, 4)), 12);
   b.add_tokens(cat(Bt, iota_tokens(300, 4)), 12);
-  sim::oracle_policy p;
+  hc::oracle_policy p;
   const auto r = run(b.trace(), p, 1);
   // Request 0 snapshots A's block 2 (blocks 1 and 2 are next used by request 2: the deeper one
   // is kept). Request 1's block 2 is next used at
@@ -268,56 +268,56 @@ TEST_CASE("oracle: admits only states a later request can use, evicts the furthe
 }
 
 TEST_CASE("the engine rejects a policy that cheats") {
-  sim::tree_trace_builder b("cheat", 4);
+  hc::tree_trace_builder b("cheat", 4);
   b.add_tokens(iota_tokens(1, 12), 12);
   b.add_tokens(iota_tokens(1, 12), 12);
-  const auto usable = sim::usable_matches(b.trace());
-  struct resume_without_state final : sim::tree_policy {
+  const auto usable = hc::usable_matches(b.trace());
+  struct resume_without_state final : hc::tree_policy {
     std::string name() const override { return "x"; }
-    void reset(const sim::tree_context&) override {}
-    std::size_t resume(const sim::tree_step& s) override { return s.usable; }
-    void finish(const sim::tree_step&) override {}
+    void reset(const hc::tree_context&) override {}
+    std::size_t resume(const hc::tree_step& s) override { return s.usable; }
+    void finish(const hc::tree_step&) override {}
   } a;
-  CHECK_THROWS_AS(sim::replay_tree(b.trace(), a, 4, usable), hybridcache::invalid_argument);
-  struct snapshot_uncomputed final : sim::tree_policy {
-    sim::tree_context c;
+  CHECK_THROWS_AS(hc::replay_tree(b.trace(), a, 4, usable), hybridcache::invalid_argument);
+  struct snapshot_uncomputed final : hc::tree_policy {
+    hc::tree_context c;
     std::string name() const override { return "y"; }
-    void reset(const sim::tree_context& ctx) override { c = ctx; }
-    std::size_t resume(const sim::tree_step&) override { return 0; }
-    void finish(const sim::tree_step& s) override {
+    void reset(const hc::tree_context& ctx) override { c = ctx; }
+    std::size_t resume(const hc::tree_step&) override { return 0; }
+    void finish(const hc::tree_step& s) override {
       if (s.index == 1) c.pool->add(c.trace->requests()[0].path[0] + 100);
     }
   } y;
-  CHECK_THROWS_AS(sim::replay_tree(b.trace(), y, 4, usable), hybridcache::invalid_argument);
-  struct overfill final : sim::tree_policy {
-    sim::tree_context c;
+  CHECK_THROWS_AS(hc::replay_tree(b.trace(), y, 4, usable), hybridcache::invalid_argument);
+  struct overfill final : hc::tree_policy {
+    hc::tree_context c;
     std::string name() const override { return "z"; }
-    void reset(const sim::tree_context& ctx) override { c = ctx; }
-    std::size_t resume(const sim::tree_step&) override { return 0; }
-    void plan_prefill(const sim::tree_step& s, std::vector<std::size_t>& pos) override {
+    void reset(const hc::tree_context& ctx) override { c = ctx; }
+    std::size_t resume(const hc::tree_step&) override { return 0; }
+    void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& pos) override {
       for (std::size_t j = 1; j <= s.prompt_blocks; ++j) pos.push_back(j);
     }
-    void after_prefill(const sim::tree_step& s) override {
+    void after_prefill(const hc::tree_step& s) override {
       for (auto v : s.path()) c.pool->add(v);
     }
   } z;
-  CHECK_THROWS_AS(sim::replay_tree(b.trace(), z, 2, usable), hybridcache::capacity_error);
+  CHECK_THROWS_AS(hc::replay_tree(b.trace(), z, 2, usable), hybridcache::capacity_error);
 }
 
 TEST_CASE("every policy stays within budget on the synthetic workload; namespaces stay apart") {
-  sim::multi_turn_options o;
+  hc::multi_turn_options o;
   o.sessions = 40;
   o.block = 32;
   o.system_tokens = 256;
   o.max_turns = 6;
   o.user_max = 120;
   o.output_max = 160;
-  const auto t = sim::synthetic_multi_turn(o);
-  CHECK(sim::synthetic_multi_turn(o).node_count() == t.node_count());  // deterministic
-  sim::tree_options so;
+  const auto t = hc::synthetic_multi_turn(o);
+  CHECK(hc::synthetic_multi_turn(o).node_count() == t.node_count());  // deterministic
+  hc::tree_options so;
   so.budgets = {0, 1, 3, 17};
   so.marconi_alphas = {0.0, 1.0};
-  const auto res = sim::simulate_tree(t, so);
+  const auto res = hc::simulate_tree(t, so);
   // + the static optimum per budget when the tree placement is built in
   REQUIRE(res.rows.size() ==
           (so.policies.size() + (HYBRIDCACHE_SIM_HAS_TREE_POLICY ? 1 : 0)) * so.budgets.size());
@@ -331,28 +331,28 @@ TEST_CASE("every policy stays within budget on the synthetic workload; namespace
     if (m.budget == 0) CHECK(m.resumed_tokens == 0.0);
   }
   // Two namespaces with identical tokens: the second never matches the first.
-  sim::tree_trace_builder b("ns", 4);
+  hc::tree_trace_builder b("ns", 4);
   b.add_tokens(iota_tokens(1, 16), 16, std::string("t1"));
   b.add_tokens(iota_tokens(1, 16), 16, std::string("t2"));
   b.add_tokens(iota_tokens(1, 16), 16, std::string("t1"));
-  for (std::string_view name : sim::tree_policy_names) {
-    auto p = sim::make_tree_policy(name, so);
+  for (std::string_view name : hc::tree_policy_names) {
+    auto p = hc::make_tree_policy(name, so);
     const auto r = run(b.trace(), *p, 8);
     CAPTURE(name);
     CHECK(r.resumes[1] == 0);
   }
-  CHECK_THROWS_AS(sim::make_tree_policy("lru", so), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::make_tree_policy("lru", so), hybridcache::invalid_argument);
 }
 
 TEST_CASE("synthetic multi-turn: turn t+1 extends turn t's input and output") {
-  sim::multi_turn_options o;
+  hc::multi_turn_options o;
   o.sessions = 1;
   o.max_turns = 10;
   o.block = 8;
   o.agent_fraction = 0.0;
   o.branch_probability = 0.0;
   o.seed = 11;
-  const auto t = sim::synthetic_multi_turn(o);
+  const auto t = hc::synthetic_multi_turn(o);
   for (std::size_t i = 1; i < t.size(); ++i) {
     const auto& a = t.requests()[i - 1];
     const auto& r = t.requests()[i];
@@ -363,14 +363,14 @@ TEST_CASE("synthetic multi-turn: turn t+1 extends turn t's input and output") {
 }
 
 TEST_CASE("modelled TTFT and FLOPs follow the cost model for one request") {
-  sim::tree_trace_builder b("cost", 64);
+  hc::tree_trace_builder b("cost", 64);
   b.add_tokens(iota_tokens(1, 1000), 1000);
   b.add_tokens(iota_tokens(1, 1000), 1000);
-  sim::vllm_align_policy p;
+  hc::vllm_align_policy p;
   const auto r = run(b.trace(), p, 4);
   // R2 resumes at ⌊999/64⌋ = 15 blocks (R1 snapshotted j = ⌊1000/64⌋ = 15): n = 40, p = 960.
   CHECK(r.resumes[1] == 15);
-  const sim::tree_cost_model c;
+  const hc::tree_cost_model c;
   const double t1 = c.time.cost(1000, 0), t2 = c.time.cost(40, 960);
   CHECK(r.metrics.ttft_ms == doctest::Approx((t1 + t2) / 2));
   const double f = 1.6e9 * 1000 + 49152.0 * (1000.0 * 1001 / 2) + 1.6e9 * 40 +
@@ -382,18 +382,18 @@ TEST_CASE("modelled TTFT and FLOPs follow the cost model for one request") {
 TEST_CASE("the library's policy through its public API: tail snapshot, budget, namespaces") {
   // B = 4. R1 = 1..16 (prompt 12, output 4): the policy snapshots the tail (j = n = 4). R2 extends
   // R1's prompt and output: it resumes from R1's tail (usable ⌊23/4⌋ = 5 > 4).
-  sim::tree_trace_builder b("lib", 4);
+  hc::tree_trace_builder b("lib", 4);
   b.add_tokens(iota_tokens(1, 16), 12, std::string("t1"));
   b.add_tokens(cat(iota_tokens(1, 16), iota_tokens(40, 8)), 24, std::string("t1"));
   b.add_tokens(cat(iota_tokens(1, 16), iota_tokens(40, 8)), 24, std::string("t2"));
-  sim::library_policy p;
+  hc::library_policy p;
   const auto r = run(b.trace(), p, 2);
   CHECK(r.resumes[0] == 0);
   CHECK(r.held[0].back());
   CHECK(r.resumes[1] == 4);
   CHECK(r.resumes[2] == 0);  // another namespace
   CHECK(r.metrics.states_peak <= 2);
-  sim::library_policy none;
+  hc::library_policy none;
   CHECK(run(b.trace(), none, 0).metrics.resumed_tokens == 0.0);
 }
 
@@ -405,12 +405,12 @@ TEST_CASE("the library's policy plans the prompt's tail at match time: a re-ask 
   // usable min(3, ⌊19/4⌋) = 3, so it resumes at 3 (before the causal protocol it resumed at 0:
   // the plan then ran over the whole path and its tail was j = 4; the separate offer of the
   // prefill's end that fixed it then, `library_policy`'s `prefill_end`, was removed in 0.2).
-  sim::tree_trace_builder b("reask", 4);
+  hc::tree_trace_builder b("reask", 4);
   b.add_tokens(iota_tokens(1, 16), 12);
   b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 8)), 20);
-  hybridcache::tree::policy_options o;
+  hybridcache::policy_options o;
   o.fill_free = false;  // free room would hold j = 3 anyway (see the fill_free test below)
-  sim::library_policy p(o, "hybridcache");
+  hc::library_policy p(o, "hybridcache");
   const auto r = run(b.trace(), p, 2);
   CHECK(r.resumes[1] == 3u);
   CHECK(r.held[0] == std::vector<bool>{false, false, true, true});
@@ -425,10 +425,10 @@ TEST_CASE("the library's policy always admits: a full pool takes the request's t
   // priors) exceeds what a4 would hold: a new state is never refused (admission by value was
   // removed in 0.2). R2 re-asks the prompt: no state on its usable path (a4 lies beyond it), so
   // it resumes at 0.
-  sim::tree_trace_builder b("reask1", 4);
+  hc::tree_trace_builder b("reask1", 4);
   b.add_tokens(iota_tokens(1, 16), 12);
   b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 8)), 20);
-  sim::library_policy p;
+  hc::library_policy p;
   const auto r = run(b.trace(), p, 1);
   CHECK(r.held[0] == std::vector<bool>{false, false, false, true});
   CHECK(r.resumes[1] == 0u);
@@ -444,14 +444,14 @@ TEST_CASE("the library's policy filling free memory: a later branch resumes at a
   // weight, so the least recently admitted, j = 2, goes. Without `fill_free`: j = 5, then 6.
   // R2 = 1..12 ++ 60..71 (prompt 24) leaves R1 after block 3 (usable 3): it resumes at 3 with
   // the filled states, from the root without them.
-  sim::tree_trace_builder b("branch", 4);
+  hc::tree_trace_builder b("branch", 4);
   b.add_tokens(iota_tokens(1, 24), 20);
   b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(60, 12)), 24);
   for (bool fill : {true, false}) {
     CAPTURE(fill);
-    hybridcache::tree::policy_options o;
+    hybridcache::policy_options o;
     o.fill_free = fill;
-    sim::library_policy p(o, "hybridcache_fill");
+    hc::library_policy p(o, "hybridcache_fill");
     const auto r = run(b.trace(), p, 4);
     CHECK(r.held[0] == (fill ? std::vector<bool>{false, false, true, true, true, true}
                              : std::vector<bool>{false, false, false, false, true, true}));
@@ -466,14 +466,14 @@ TEST_CASE("the library's policy filling free memory: a later branch resumes at a
 TEST_CASE("static optimum: the best fixed set for the realised matches") {
   // B = 4, document D = 1..12 under three questions of 4 tokens: requests 1 and 2 match D's three
   // blocks (usable ⌊15/4⌋ = 3). One state at D's end serves both: 0 recomputed; none: 2 · 12.
-  sim::tree_trace_builder b("static", 4);
-  for (sim::token_id q : {100, 200, 300})
+  hc::tree_trace_builder b("static", 4);
+  for (hc::token_id q : {100, 200, 300})
     b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(q, 4)), 16);
-  const auto usable = sim::usable_matches(b.trace());
-  const auto one = sim::static_optimum(b.trace(), 1, usable);
+  const auto usable = hc::usable_matches(b.trace());
+  const auto one = hc::static_optimum(b.trace(), 1, usable);
   CHECK(one.recomputed_tokens == 0.0);
   CHECK(one.resumed_tokens == 24.0);
-  CHECK(sim::static_optimum(b.trace(), 0, usable).recomputed_tokens == 24.0);
+  CHECK(hc::static_optimum(b.trace(), 0, usable).recomputed_tokens == 24.0);
 }
 #endif
 
@@ -482,29 +482,29 @@ TEST_CASE("static optimum: the best fixed set for the realised matches") {
 TEST_CASE("causal protocol: each call sees only the blocks known then") {
   // B = 4. R = 1..22, prompt 10: pb = 2, path n = ⌊22/4⌋ = 5. The probe records blocks_known()
   // and path().size() at every call.
-  sim::tree_trace_builder b("known", 4);
+  hc::tree_trace_builder b("known", 4);
   b.add_tokens(iota_tokens(1, 22), 10);
-  struct probe final : sim::tree_policy {
+  struct probe final : hc::tree_policy {
     std::vector<std::pair<std::string, std::size_t>> seen;
     std::string name() const override { return "probe"; }
-    void reset(const sim::tree_context&) override {}
-    std::size_t resume(const sim::tree_step& s) override {
+    void reset(const hc::tree_context&) override {}
+    std::size_t resume(const hc::tree_step& s) override {
       seen.emplace_back("resume", s.path().size());
       return 0;
     }
-    void plan_prefill(const sim::tree_step& s, std::vector<std::size_t>&) override {
+    void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>&) override {
       seen.emplace_back("plan", s.blocks_known());
     }
-    void after_prefill(const sim::tree_step& s) override {
+    void after_prefill(const hc::tree_step& s) override {
       seen.emplace_back("prefill", s.path().size());
     }
-    void on_decode_block(const sim::tree_step& s, std::size_t j) override {
+    void on_decode_block(const hc::tree_step& s, std::size_t j) override {
       CHECK(s.path().size() == j);
       seen.emplace_back("decode", s.path().size());
     }
-    void finish(const sim::tree_step& s) override { seen.emplace_back("finish", s.path().size()); }
+    void finish(const hc::tree_step& s) override { seen.emplace_back("finish", s.path().size()); }
   } p;
-  sim::replay_tree(b.trace(), p, 4, sim::usable_matches(b.trace()));
+  hc::replay_tree(b.trace(), p, 4, hc::usable_matches(b.trace()));
   const std::vector<std::pair<std::string, std::size_t>> want{
       {"resume", 2}, {"plan", 2},   {"prefill", 2}, {"decode", 3},
       {"decode", 4}, {"decode", 5}, {"finish", 5}};
@@ -513,27 +513,27 @@ TEST_CASE("causal protocol: each call sees only the blocks known then") {
 
 TEST_CASE("causal protocol: the replay rejects any snapshot not announced before its tokens") {
   // B = 4. R = 1..22, prompt 10 (pb = 2, n = 5). `mode` picks the cheat.
-  sim::tree_trace_builder b("announce", 4);
+  hc::tree_trace_builder b("announce", 4);
   b.add_tokens(iota_tokens(1, 22), 10);
-  const auto usable = sim::usable_matches(b.trace());
-  struct cheat final : sim::tree_policy {
+  const auto usable = hc::usable_matches(b.trace());
+  struct cheat final : hc::tree_policy {
     int mode = 0;
-    sim::tree_context c;
+    hc::tree_context c;
     std::string name() const override { return "cheat"; }
-    void reset(const sim::tree_context& ctx) override { c = ctx; }
-    std::size_t resume(const sim::tree_step&) override { return 0; }
-    void plan_prefill(const sim::tree_step&, std::vector<std::size_t>& pos) override {
+    void reset(const hc::tree_context& ctx) override { c = ctx; }
+    std::size_t resume(const hc::tree_step&) override { return 0; }
+    void plan_prefill(const hc::tree_step&, std::vector<std::size_t>& pos) override {
       if (mode == 0 || mode == 1) pos.push_back(2);  // the prompt's last full block
       if (mode == 2) pos.push_back(3);               // beyond the prompt: not a prefill position
     }
-    void after_prefill(const sim::tree_step& s) override {
+    void after_prefill(const hc::tree_step& s) override {
       if (mode == 0) c.pool->add(s.path()[1]);  // announced: fine
       if (mode == 1) c.pool->add(s.path()[0]);  // j = 1 was not announced
     }
-    void on_decode_block(const sim::tree_step& s, std::size_t j) override {
+    void on_decode_block(const hc::tree_step& s, std::size_t j) override {
       if (mode == 3 && j == 4) c.pool->add(s.path()[2]);  // block 3 passed a block ago
     }
-    void finish(const sim::tree_step& s) override {
+    void finish(const hc::tree_step& s) override {
       if (mode == 4) c.pool->add(s.path()[3]);  // not the end
       if (mode == 0) c.pool->add(s.path()[4]);  // the end: fine
     }
@@ -542,11 +542,11 @@ TEST_CASE("causal protocol: the replay rejects any snapshot not announced before
     CAPTURE(mode);
     p.mode = mode;
     if (mode == 0) {
-      const auto m = sim::replay_tree(b.trace(), p, 4, usable);
+      const auto m = hc::replay_tree(b.trace(), p, 4, usable);
       CHECK(m.states_peak == 2);
       CHECK(m.chunk_boundaries == 1.0);  // j = 2: 8 < P = 10 splits the prefill
     } else {
-      CHECK_THROWS_AS(sim::replay_tree(b.trace(), p, 4, usable), hybridcache::invalid_argument);
+      CHECK_THROWS_AS(hc::replay_tree(b.trace(), p, 4, usable), hybridcache::invalid_argument);
     }
   }
 }
@@ -558,44 +558,44 @@ struct req {
   tokens seq;
   std::size_t prompt = 0;
 };
-sim::tree_trace build(const std::vector<req>& rs, std::size_t B) {
-  sim::tree_trace_builder b("causal", B);
+hc::tree_trace build(const std::vector<req>& rs, std::size_t B) {
+  hc::tree_trace_builder b("causal", B);
   for (const auto& r : rs) b.add_tokens(r.seq, r.prompt);
   return b.take();
 }
 // Records what the wrapped policy decided at match time and after each prefill.
-struct recorder final : sim::tree_policy {
-  sim::tree_policy& inner;
-  sim::tree_context c;
+struct recorder final : hc::tree_policy {
+  hc::tree_policy& inner;
+  hc::tree_context c;
   std::vector<std::size_t> resumes;
   std::vector<std::vector<std::size_t>> announced;
   std::vector<std::vector<std::uint32_t>> after_prefill_held;
-  explicit recorder(sim::tree_policy& p) : inner(p) {}
+  explicit recorder(hc::tree_policy& p) : inner(p) {}
   std::string name() const override { return inner.name(); }
-  void reset(const sim::tree_context& ctx) override {
+  void reset(const hc::tree_context& ctx) override {
     c = ctx;
     inner.reset(ctx);
   }
-  std::size_t resume(const sim::tree_step& s) override {
+  std::size_t resume(const hc::tree_step& s) override {
     resumes.push_back(inner.resume(s));
     return resumes.back();
   }
-  void plan_prefill(const sim::tree_step& s, std::vector<std::size_t>& pos) override {
+  void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& pos) override {
     const auto before = pos.size();
     inner.plan_prefill(s, pos);
     announced.emplace_back(pos.begin() + static_cast<std::ptrdiff_t>(before), pos.end());
   }
-  void after_prefill(const sim::tree_step& s) override {
+  void after_prefill(const hc::tree_step& s) override {
     inner.after_prefill(s);
     std::vector<std::uint32_t> h;
     for (std::uint32_t v = 0; v < c.trace->node_count(); ++v)
       if (c.pool->holds(v)) h.push_back(v);
     after_prefill_held.push_back(h);
   }
-  void on_decode_block(const sim::tree_step& s, std::size_t j) override {
+  void on_decode_block(const hc::tree_step& s, std::size_t j) override {
     inner.on_decode_block(s, j);
   }
-  void finish(const sim::tree_step& s) override { inner.finish(s); }
+  void finish(const hc::tree_step& s) override { inner.finish(s); }
   void on_dropped(std::uint32_t v) override { inner.on_dropped(v); }
   void on_evicted(std::uint32_t v) override { inner.on_evicted(v); }
 };
@@ -608,9 +608,9 @@ TEST_CASE("the library's row has no hindsight: a request's output never changes 
   // library decided up to request i's prefill (resume points, announced positions, states held
   // after each prefill) must be identical. Before the causal protocol the plan ran over prompt ++
   // output (a longer output moved the fill positions and the tail), so this check failed.
-  sim::detail::rng rng(7);
+  hc::detail::rng rng(7);
   std::vector<req> rs;
-  sim::token_id next = 1;
+  hc::token_id next = 1;
   auto fresh = [&](std::size_t n) {
     tokens t(n);
     for (auto& x : t) x = next++;
@@ -632,10 +632,10 @@ TEST_CASE("the library's row has no hindsight: a request's output never changes 
       alt[i].seq.resize(alt[i].prompt);
       alt[i].seq = cat(alt[i].seq, fresh(rs[i].seq.size() - rs[i].prompt + 37));
       const auto ta = build(rs, 4), tb = build(alt, 4);
-      sim::library_policy la, lb;
+      hc::library_policy la, lb;
       recorder ra(la), rb(lb);
-      sim::tree_replayer pa(ta, ra, budget, sim::usable_matches(ta));
-      sim::tree_replayer pb(tb, rb, budget, sim::usable_matches(tb));
+      hc::tree_replayer pa(ta, ra, budget, hc::usable_matches(ta));
+      hc::tree_replayer pb(tb, rb, budget, hc::usable_matches(tb));
       pa.run(i + 1);
       pb.run(i + 1);
       CHECK(ra.resumes == rb.resumes);
@@ -666,26 +666,26 @@ TEST_CASE("KV budget: separate and joint pools, hand-worked") {
   //   older than the leaf R2b2 → dropped → 56; then R2b2 (before its state) → evicted with its
   //   state → 40. Capacity 0: j = 4 takes the now-leaf R1b1's KV (40 − 32 → 1 slot), j = 3, 2, 1
   //   each evict the previous → holds R3b1. Evicted 3, dropped 3.
-  sim::tree_trace_builder b("kv", 4);
+  hc::tree_trace_builder b("kv", 4);
   b.add_tokens(iota_tokens(1, 8), 8);
   b.add_tokens(cat(iota_tokens(1, 4), iota_tokens(50, 4)), 8);
   b.add_tokens(iota_tokens(200, 16), 16);
-  sim::tree_cost_model c;
-  c.model = sim::model_shape{"toy", 1, 1, 1, 1, 8, 1, 1, 1};
+  hc::tree_cost_model c;
+  c.model = hc::model_shape{"toy", 1, 1, 1, 1, 8, 1, 1, 1};
   REQUIRE(c.model.checkpoint_bytes() == 8.0);
   REQUIRE(c.model.kv_bytes_per_token() == 2.0);
   const auto& t = b.trace();
-  for (auto mode : {sim::kv_mode::separate, sim::kv_mode::joint}) {
-    CAPTURE(sim::to_string(mode));
+  for (auto mode : {hc::kv_mode::separate, hc::kv_mode::joint}) {
+    CAPTURE(hc::to_string(mode));
     c.kv = {mode, 32.0};
-    const auto usable = sim::usable_matches(t, c);
+    const auto usable = hc::usable_matches(t, c);
     CHECK(usable == std::vector<std::size_t>{0, 1, 0});
-    sim::vllm_all_policy p;
-    sim::tree_replayer r(t, p, 1, usable, c);
+    hc::vllm_all_policy p;
+    hc::tree_replayer r(t, p, 1, usable, c);
     std::vector<std::size_t> resumes;
     while (r.step()) resumes.push_back(r.last_resume());
     const auto m = r.metrics();
-    const bool joint = mode == sim::kv_mode::joint;
+    const bool joint = mode == hc::kv_mode::joint;
     CHECK(resumes == std::vector<std::size_t>{0, 1, 0});
     CHECK(m.kv_evicted_blocks == 3.0);
     CHECK(m.states_dropped == (joint ? 3.0 : 1.0));
@@ -697,7 +697,7 @@ TEST_CASE("KV budget: separate and joint pools, hand-worked") {
     CHECK_FALSE(r.tree().present(t.requests()[0].path[0]));
   }
   // Unlimited KV: R1b1 keeps its state (it entered the LRU last), so R2 resumes at 1.
-  sim::vllm_all_policy p;
+  hc::vllm_all_policy p;
   CHECK(run(t, p, 1).resumes == std::vector<std::size_t>{0, 1, 0});
 }
 
@@ -708,54 +708,54 @@ TEST_CASE("KV budget: a state whose KV is gone cannot be resumed") {
   // (vllm_align also took j = ⌊(P − 1)/B⌋ = 1 there). R3's allocation then evicts R2b2 and
   // R2b1 with their states. A policy resuming at 2, where the unlimited replay's state was, is
   // rejected.
-  sim::tree_trace_builder b("kvgone", 4);
+  hc::tree_trace_builder b("kvgone", 4);
   b.add_tokens(iota_tokens(1, 8), 8);
   b.add_tokens(iota_tokens(100, 8), 8);
   b.add_tokens(iota_tokens(1, 12), 12);
-  sim::tree_cost_model c;
-  c.model = sim::model_shape{"toy", 1, 1, 1, 1, 8, 1, 1, 1};
-  c.kv = {sim::kv_mode::separate, 24.0};
+  hc::tree_cost_model c;
+  c.model = hc::model_shape{"toy", 1, 1, 1, 1, 8, 1, 1, 1};
+  c.kv = {hc::kv_mode::separate, 24.0};
   const auto& t = b.trace();
-  const auto usable = sim::usable_matches(t, c);
+  const auto usable = hc::usable_matches(t, c);
   CHECK(usable == std::vector<std::size_t>{0, 0, 1});
-  CHECK(sim::usable_matches(t) == std::vector<std::size_t>{0, 0, 2});
-  sim::vllm_align_policy a;
-  const auto m = sim::replay_tree(t, a, 4, usable, c);
+  CHECK(hc::usable_matches(t) == std::vector<std::size_t>{0, 0, 2});
+  hc::vllm_align_policy a;
+  const auto m = hc::replay_tree(t, a, 4, usable, c);
   CHECK(m.states_dropped == 3.0);  // R1b2's at R2's allocation, R2b2's and R2b1's at R3's
   CHECK(m.resumed_tokens == 4.0);
-  struct stale final : sim::tree_policy {
+  struct stale final : hc::tree_policy {
     std::string name() const override { return "stale"; }
-    void reset(const sim::tree_context&) override {}
-    std::size_t resume(const sim::tree_step& s) override { return s.index == 2 ? 2 : 0; }
+    void reset(const hc::tree_context&) override {}
+    std::size_t resume(const hc::tree_step& s) override { return s.index == 2 ? 2 : 0; }
   } st;
-  CHECK_THROWS_AS(sim::replay_tree(t, st, 4, usable, c), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::replay_tree(t, st, 4, usable, c), hybridcache::invalid_argument);
 }
 
 TEST_CASE("KV budget: every policy runs within both pools on the synthetic workload") {
-  sim::multi_turn_options o;
+  hc::multi_turn_options o;
   o.sessions = 30;
   o.block = 32;
   o.system_tokens = 256;
   o.max_turns = 5;
   o.user_max = 120;
   o.output_max = 160;
-  const auto t = sim::synthetic_multi_turn(o);
-  for (auto mode : {sim::kv_mode::separate, sim::kv_mode::joint}) {
-    CAPTURE(sim::to_string(mode));
-    sim::tree_options so;
+  const auto t = hc::synthetic_multi_turn(o);
+  for (auto mode : {hc::kv_mode::separate, hc::kv_mode::joint}) {
+    CAPTURE(hc::to_string(mode));
+    hc::tree_options so;
     so.budgets = {0, 2, 9};
     so.marconi_alphas = {0.0, 1.0};
     // KV for about a third of the trace's distinct blocks: eviction happens.
     so.cost.kv = {mode, static_cast<double>(t.node_count()) / 3.0 * 32.0 *
                             so.cost.model.kv_bytes_per_token()};
-    const auto res = sim::simulate_tree(t, so);
+    const auto res = hc::simulate_tree(t, so);
     for (const auto& m : res.rows) {
       CAPTURE(m.policy);
       CAPTURE(m.budget);
       CHECK(m.kv == mode);
       if (m.policy != "static_optimum") CHECK(m.kv_evicted_blocks > 0.0);
       CHECK(m.resumed_tokens + m.recomputed_tokens == doctest::Approx(m.usable_tokens));
-      if (mode == sim::kv_mode::separate) CHECK(m.states_peak <= m.budget);
+      if (mode == hc::kv_mode::separate) CHECK(m.states_peak <= m.budget);
     }
   }
 }
@@ -767,16 +767,15 @@ TEST_CASE("tree::state_policy: extend_keys + note_sequence_end insert exactly as
   // (note_sequence_end). Both match first and admit the prompt's end and the sequence's end.
   // Their node ids, states, expected recompute and the tail's hit chance must agree throughout
   // (the fresh-end prior included).
-  using hybridcache::segment::digest;
-  namespace ht = hybridcache::tree;
-  ht::policy_options o;
+  using hybridcache::digest;
+  hc::policy_options o;
   o.block_size = 1;
   o.state_bytes = 1;
   o.capacity_bytes = 3;
   o.replan_every = 4;
-  ht::state_policy a(o), b(o);
-  const auto ns = hybridcache::segment::namespace_key{}.with_tenant("t");
-  sim::detail::rng rng(5);
+  hc::state_policy a(o), b(o);
+  const auto ns = hybridcache::namespace_key{}.with_tenant("t");
+  hc::detail::rng rng(5);
   std::vector<std::vector<std::uint32_t>> seqs;  // symbols
   std::map<std::vector<std::uint32_t>, std::uint64_t> key_of;
   auto key = [&](const std::vector<std::uint32_t>& prefix) {
@@ -804,7 +803,7 @@ TEST_CASE("tree::state_policy: extend_keys + note_sequence_end insert exactly as
     const auto mb = b.match_keys(ns, std::span(keys).first(pl - 1));
     REQUIRE(ma.resume_node == mb.resume_node);
     const auto na = a.insert_keys(ns, keys);
-    auto nb = b.extend_keys(ns, ht::no_node, std::span(keys).first(pl));
+    auto nb = b.extend_keys(ns, hc::no_node, std::span(keys).first(pl));
     for (std::size_t j = pl; j < keys.size(); ++j)
       nb.push_back(b.extend_keys(ns, nb.back(), std::span(keys).subspan(j, 1)).front());
     b.note_sequence_end(nb.back());
@@ -832,17 +831,16 @@ TEST_CASE("tree::state_policy: set_capacity_bytes frees what evict would, then p
   // (set_capacity_bytes), B frees 3 bytes by evict: the same victims in the same order. Then A
   // plans (fill_free) with room for 0 more states: no fill position; with the capacity back at
   // 4, the free room of 3 states takes the three other grid positions of a 4-block prompt.
-  using hybridcache::segment::digest;
-  namespace ht = hybridcache::tree;
-  ht::policy_options o;
+  using hybridcache::digest;
+  hc::policy_options o;
   o.block_size = 1;
   o.state_bytes = 1;
   o.capacity_bytes = 4;
   o.replan_every = 0;
   o.snapshot_tail = false;
   o.snapshot_junction = false;
-  ht::state_policy a(o), b(o);
-  const auto ns = hybridcache::segment::namespace_key{}.with_tenant("t");
+  hc::state_policy a(o), b(o);
+  const auto ns = hybridcache::namespace_key{}.with_tenant("t");
   for (std::uint64_t i = 1; i <= 4; ++i) {
     const std::vector<digest> k{digest{i, 7}};
     for (auto* p : {&a, &b}) {
@@ -858,7 +856,7 @@ TEST_CASE("tree::state_policy: set_capacity_bytes frees what evict would, then p
   CHECK(a.capacity_bytes() == 1);
   CHECK(a.used_bytes() == 1);
   CHECK_THROWS_AS(a.set_capacity_bytes(0), hybridcache::invalid_argument);
-  const ht::match_result none = a.match_keys(ns, std::vector<digest>{});
+  const hc::match_result none = a.match_keys(ns, std::vector<digest>{});
   const std::vector<std::size_t> grid{1, 2, 3, 4};
   CHECK(a.prefill_plan(none, 4, grid).empty());
   CHECK(a.set_capacity_bytes(4).empty());

@@ -44,8 +44,8 @@ TEST_CASE("bf16 drift: state stored in bf16 between tokens, fp32 compute, 2k-32k
     std::size_t done = 0;
     for (std::size_t cp : checkpoints) {
       ref = hc_ref::run_state(t, ref, done, cp);
-      st = hcs::run_recurrence(in.view().slice(done, cp), in.rule,
-                               std::span<const hybridcache::bfloat16>(st));
+      st = hc::run_recurrence(in.view().slice(done, cp), in.rule,
+                              std::span<const hybridcache::bfloat16>(st));
       done = cp;
       std::vector<float> got(st.size());
       for (std::size_t i = 0; i < st.size(); ++i) got[i] = static_cast<float>(st[i]);
@@ -70,10 +70,10 @@ TEST_CASE("bf16 summaries: 32 cached segments of 1024 tokens applied with a bf16
     std::vector<float> cur(16, 0.0f);
     double worst = 0;
     for (std::size_t b = 0; b < 32768; b += 1024) {
-      const auto packed = hcs::to_bf16(hcs::summarize(in.view().slice(b, b + 1024), in.rule));
+      const auto packed = hc::to_bf16(hc::summarize(in.view().slice(b, b + 1024), in.rule));
       CHECK(packed.bytes() <= 2 * (64 + 16) + 8 * 8);
-      cur = hcs::apply(packed, std::span<const float>(cur));
-      for (auto& x : cur) x = hcs::round_to_bf16(x);
+      cur = hc::apply(packed, std::span<const float>(cur));
+      for (auto& x : cur) x = hc::round_to_bf16(x);
       ref = hc_ref::run_state(t, ref, b, b + 1024);
       worst = std::max(worst, hc_ref::rel_err(cur, ref.a));
     }
@@ -85,11 +85,11 @@ TEST_CASE("bf16 summaries: 32 cached segments of 1024 tokens applied with a bf16
   // Round trip: the fp32 summary of a bf16 summary holds exactly the rounded values.
   std::mt19937_64 rng(4);
   auto in = own<float>(hc_ref::random_tokens(rng, 40, 4, 3, true, gate::diagonal));
-  const auto s = hcs::summarize(in.view(), in.rule);
-  const auto back = hcs::to_float(hcs::to_bf16(s));
+  const auto s = hc::summarize(in.view(), in.rule);
+  const auto back = hc::to_float(hc::to_bf16(s));
   CHECK(back.family() == s.family());
   for (std::size_t i = 0; i < s.end_state().size(); ++i)
-    CHECK(back.end_state()[i] == hcs::round_to_bf16(s.end_state()[i]));
+    CHECK(back.end_state()[i] == hc::round_to_bf16(s.end_state()[i]));
   for (std::size_t i = 0; i < s.transition().size(); ++i)
-    CHECK(back.transition()[i] == hcs::round_to_bf16(s.transition()[i]));
+    CHECK(back.transition()[i] == hc::round_to_bf16(s.transition()[i]));
 }

@@ -15,15 +15,15 @@
 
 #include "support/state_reference.hpp"
 
-namespace hcs = hybridcache::state;
+namespace hc = hybridcache;
 
 /// Owning arrays behind a token_inputs<Real>.
 template <class Real>
 struct owned_inputs {
   std::vector<Real> k, v, beta, g;
   hc_ref::tokens ref;  // the same numbers in double (rounded through Real)
-  hcs::rule rule = hcs::rule::additive;
-  hcs::token_inputs<Real> view() const { return {ref.L, ref.dk, ref.dv, k, v, beta, g}; }
+  hc::transition_rule rule = hc::transition_rule::additive;
+  hc::token_inputs<Real> view() const { return {ref.L, ref.dk, ref.dv, k, v, beta, g}; }
 };
 
 template <class Real>
@@ -34,7 +34,7 @@ owned_inputs<Real> own(const hc_ref::tokens& t) {
   o.v.assign(o.ref.v.begin(), o.ref.v.end());
   o.beta.assign(o.ref.beta.begin(), o.ref.beta.end());
   o.g.assign(o.ref.log_gate.begin(), o.ref.log_gate.end());
-  o.rule = t.delta ? hcs::rule::delta : hcs::rule::additive;
+  o.rule = t.delta ? hc::transition_rule::delta : hc::transition_rule::additive;
   return o;
 }
 

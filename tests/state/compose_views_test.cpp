@@ -16,7 +16,6 @@
 #include "support/state_reference.hpp"
 
 namespace hc = hybridcache;
-namespace hcs = hybridcache::state;
 
 namespace {
 
@@ -84,7 +83,7 @@ TEST_CASE_TEMPLATE("apply_elementwise over strided host views matches Diag(e^l)Â
     fill(prev, rng);
     fill(add, rng);
     const hc::strided_view<const double, 2> lv(log.data(), {B, n});
-    hcs::apply_elementwise(lv, prev.cview(), add.cview(), out.view());
+    hc::apply_elementwise(lv, prev.cview(), add.cview(), out.view());
     for (std::size_t b = 0; b < B; ++b) {
       const auto want =
           hc_ref::add(hc_ref::mul(diag_transition(log, b, n, dk), prev.entry(b)), add.entry(b));
@@ -94,7 +93,7 @@ TEST_CASE_TEMPLATE("apply_elementwise over strided host views matches Diag(e^l)Â
     for (std::size_t j = 0; j < dv; ++j) CHECK(out.at(0, dk - 1, j) == add.at(0, dk - 1, j));
     // In place (out aliases prev) gives the same values bit for bit.
     auto in_place = prev;
-    hcs::apply_elementwise(lv, in_place.view(), add.cview(), in_place.view());
+    hc::apply_elementwise(lv, in_place.view(), add.cview(), in_place.view());
     for (std::size_t b = 0; b < B; ++b) CHECK(in_place.entry(b).a == out.entry(b).a);
   }
 }
@@ -117,9 +116,9 @@ TEST_CASE_TEMPLATE("compose_elementwise adds log-decays and maps the first state
       batch<Real> s1(B, dk, dv, 1, 2), s2(B, dk, dv, 0, 0), so(B, dk, dv, 3, 1);
       fill(s1, rng);
       fill(s2, rng);
-      hcs::compose_elementwise(hc::strided_view<const double, 2>(l1.data(), {B, n1}), s1.cview(),
-                               hc::strided_view<const double, 2>(l2.data(), {B, n2}), s2.cview(),
-                               hc::strided_view<double, 2>(lo.data(), {B, no}), so.view());
+      hc::compose_elementwise(hc::strided_view<const double, 2>(l1.data(), {B, n1}), s1.cview(),
+                              hc::strided_view<const double, 2>(l2.data(), {B, n2}), s2.cview(),
+                              hc::strided_view<double, 2>(lo.data(), {B, no}), so.view());
       for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t i = 0; i < no; ++i) {
           const double want = l1[b * n1 + (n1 == 1 ? 0 : i)] + l2[b * n2 + (n2 == 1 ? 0 : i)];
@@ -146,13 +145,13 @@ TEST_CASE_TEMPLATE("apply_dense and compose_dense match explicit matrix products
   fill(s1, rng);
   fill(s2, rng);
   batch<Real> out(B, dk, dv, 1, 1);
-  hcs::apply_dense(t2.cview(), s1.cview(), s2.cview(), out.view());
+  hc::apply_dense(t2.cview(), s1.cview(), s2.cview(), out.view());
   for (std::size_t b = 0; b < B; ++b) {
     const auto want = hc_ref::add(hc_ref::mul(t2.entry(b), s1.entry(b)), s2.entry(b));
     CHECK(hc_ref::rel_err(out.entry(b).a, want.a) < 10 * tol<Real>());
   }
   batch<Real> to(B, dk, dk, 0, 2), so(B, dk, dv, 0, 0);
-  hcs::compose_dense(t1.cview(), s1.cview(), t2.cview(), s2.cview(), to.view(), so.view());
+  hc::compose_dense(t1.cview(), s1.cview(), t2.cview(), s2.cview(), to.view(), so.view());
   for (std::size_t b = 0; b < B; ++b) {
     const auto want_t = hc_ref::mul(t2.entry(b), t1.entry(b));
     const auto want_s = hc_ref::add(hc_ref::mul(t2.entry(b), s1.entry(b)), s2.entry(b));
@@ -161,7 +160,7 @@ TEST_CASE_TEMPLATE("apply_dense and compose_dense match explicit matrix products
   }
   // out_s may alias then_s.
   auto alias = s2;
-  hcs::compose_dense(t1.cview(), s1.cview(), t2.cview(), alias.cview(), to.view(), alias.view());
+  hc::compose_dense(t1.cview(), s1.cview(), t2.cview(), alias.cview(), to.view(), alias.view());
   for (std::size_t b = 0; b < B; ++b) CHECK(alias.entry(b).a == so.entry(b).a);
 }
 
@@ -172,31 +171,30 @@ TEST_CASE("batched apply/compose: empty batches do nothing, bad shapes throw nam
   const hc::strided_view<float, 3> bad(buf.data(), {2, 4, 3});
   const hc::strided_view<float, 3> empty(buf.data(), {0, 3, 4});
   const hc::strided_view<const double, 2> l(log.data(), {2, 3});
-  hcs::apply_elementwise(hc::strided_view<const double, 2>(log.data(), {0, 1}), empty, empty,
-                         empty);
+  hc::apply_elementwise(hc::strided_view<const double, 2>(log.data(), {0, 1}), empty, empty, empty);
   CHECK(buf[0] == 1.0f);
-  CHECK_THROWS_WITH_AS(hcs::apply_elementwise(l, s, bad, s), doctest::Contains("add.extent(1)"),
+  CHECK_THROWS_WITH_AS(hc::apply_elementwise(l, s, bad, s), doctest::Contains("add.extent(1)"),
                        hc::invalid_argument);
   CHECK_THROWS_WITH_AS(
-      hcs::apply_elementwise(hc::strided_view<const double, 2>(log.data(), {2, 2}), s, s, s),
+      hc::apply_elementwise(hc::strided_view<const double, 2>(log.data(), {2, 2}), s, s, s),
       doctest::Contains("log_decay.extent(1)"), hc::invalid_argument);
   const hc::strided_view<float, 3> strided_rows(buf.data(), {2, 3, 2}, {12, 4, 2});
-  CHECK_THROWS_WITH_AS(hcs::apply_elementwise(hc::strided_view<const double, 2>(log.data(), {2, 1}),
-                                              strided_rows, strided_rows, strided_rows),
+  CHECK_THROWS_WITH_AS(hc::apply_elementwise(hc::strided_view<const double, 2>(log.data(), {2, 1}),
+                                             strided_rows, strided_rows, strided_rows),
                        doctest::Contains("prev.stride(2)"), hc::invalid_argument);
   const hc::strided_view<float, 3> tv(t.data(), {2, 3, 3});
-  CHECK_THROWS_WITH_AS(hcs::apply_dense(tv, s, s, bad), doctest::Contains("out.extent(1)"),
+  CHECK_THROWS_WITH_AS(hc::apply_dense(tv, s, s, bad), doctest::Contains("out.extent(1)"),
                        hc::invalid_argument);
   std::vector<double> lo(2 * 2);
   CHECK_THROWS_WITH_AS(
-      hcs::compose_elementwise(l, s, l, s, hc::strided_view<double, 2>(lo.data(), {2, 2}), s),
+      hc::compose_elementwise(l, s, l, s, hc::strided_view<double, 2>(lo.data(), {2, 2}), s),
       doctest::Contains("out_log"), hc::invalid_argument);
 }
 
 namespace {
 template <class... A>
 concept can_apply_elementwise = requires(A... a) {
-  hcs::apply_elementwise(a...);
+  hc::apply_elementwise(a...);
 };
 
 using ld_view = hc::strided_view<const double, 2>;

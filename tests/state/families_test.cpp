@@ -49,7 +49,7 @@ struct own_selective {
         v(cast<Real>(ref.v)),
         dt(cast<Real>(ref.dt)),
         a(cast<Real>(ref.a)) {}
-  hcs::selective_inputs<Real> view() const { return {ref.L, ref.dk, ref.dv, k, v, dt, a}; }
+  hc::selective_inputs<Real> view() const { return {ref.L, ref.dk, ref.dv, k, v, dt, a}; }
 };
 template <class Real>
 struct own_dplr {
@@ -62,7 +62,7 @@ struct own_dplr {
         a(cast<Real>(ref.a)),
         b(cast<Real>(ref.b)),
         w(cast<Real>(ref.w)) {}
-  hcs::dplr_inputs<Real> view() const { return {ref.L, ref.dk, ref.dv, k, v, a, b, w}; }
+  hc::dplr_inputs<Real> view() const { return {ref.L, ref.dk, ref.dv, k, v, a, b, w}; }
 };
 template <class Real>
 struct own_product {
@@ -74,7 +74,7 @@ struct own_product {
         v(cast<Real>(ref.v)),
         beta(cast<Real>(ref.beta)),
         g(cast<Real>(ref.g)) {}
-  hcs::delta_product_inputs<Real> view() const {
+  hc::delta_product_inputs<Real> view() const {
     return {ref.L, ref.dk, ref.dv, ref.nh, k, v, beta, g};
   }
 };
@@ -89,7 +89,7 @@ TEST_CASE_TEMPLATE("selective SSM: summary, recurrence, apply and splits match t
   for (std::size_t L : lengths) {
     CAPTURE(L);
     own_selective<Real> in(hc_ref::random_selective(rng, L, 5, 7));
-    const auto s = hcs::summarize(in.view());
+    const auto s = hc::summarize(in.view());
     const auto ref0 = hc_ref::run(in.ref, hc_ref::mat(5, 7), 0, L, /*explicit_matrix=*/L <= 65);
     CHECK(s.length() == L);
     CHECK(hc_ref::rel_err(s.end_state(), ref0.S.a, 1e-12) < tol<Real>());
@@ -100,15 +100,15 @@ TEST_CASE_TEMPLATE("selective SSM: summary, recurrence, apply and splits match t
     const auto s0 = hc_ref::random_state(rng, 5, 7);
     const auto ref = hc_ref::run(in.ref, s0, 0, L);
     const auto s0r = to_real<Real>(s0);
-    CHECK(hc_ref::rel_err(hcs::run_recurrence(in.view(), s0r), ref.S.a) < tol<Real>());
-    CHECK(hc_ref::rel_err(hcs::apply(s, s0r), ref.S.a) < tol<Real>());
+    CHECK(hc_ref::rel_err(hc::run_recurrence(in.view(), s0r), ref.S.a) < tol<Real>());
+    CHECK(hc_ref::rel_err(hc::apply(s, s0r), ref.S.a) < tol<Real>());
     // Split anywhere and compose: the same affine map.
     const std::size_t mid = L / 3;
-    const auto a = hcs::summarize(in.view().slice(0, mid));
-    const auto b = hcs::summarize(in.view().slice(mid, L));
-    const auto ab = hcs::compose(a, b);
+    const auto a = hc::summarize(in.view().slice(0, mid));
+    const auto b = hc::summarize(in.view().slice(mid, L));
+    const auto ab = hc::compose(a, b);
     CHECK(ab.length() == L);
-    CHECK(hc_ref::rel_err(hcs::apply(ab, s0r), ref.S.a) < tol<Real>());
+    CHECK(hc_ref::rel_err(hc::apply(ab, s0r), ref.S.a) < tol<Real>());
   }
 }
 
@@ -125,19 +125,19 @@ TEST_CASE_TEMPLATE("elementwise promotion: GLA then Mamba1 then RetNet composes 
   st = hc_ref::run(mam.ref, st, 0, 30).S;
   st = hc_ref::run_state(ret.ref, st, 0, 20);
 
-  const auto sg = hcs::summarize(gla.view(), gla.rule);
-  const auto sm = hcs::summarize(mam.view());
-  const auto sr = hcs::summarize(ret.view(), ret.rule);
-  const auto all = hcs::compose(hcs::compose(sg, sm), sr);
+  const auto sg = hc::summarize(gla.view(), gla.rule);
+  const auto sm = hc::summarize(mam.view());
+  const auto sr = hc::summarize(ret.view(), ret.rule);
+  const auto all = hc::compose(hc::compose(sg, sm), sr);
   CHECK(all.length() == 70);
-  CHECK(hc_ref::rel_err(hcs::apply(all, to_real<Real>(s0)), st.a) < tol<Real>());
+  CHECK(hc_ref::rel_err(hc::apply(all, to_real<Real>(s0)), st.a) < tol<Real>());
 
   // Elementwise and dense do not compose: a clear error, both orders.
   auto dn = own<Real>(hc_ref::random_tokens(rng, 5, dk, dv, true, hc_ref::gate::none));
-  const auto sd = hcs::summarize(dn.view(), dn.rule);
-  CHECK_THROWS_WITH_AS(hcs::compose(sd, sm), doctest::Contains("first.family()"),
+  const auto sd = hc::summarize(dn.view(), dn.rule);
+  CHECK_THROWS_WITH_AS(hc::compose(sd, sm), doctest::Contains("first.family()"),
                        hybridcache::invalid_argument);
-  CHECK_THROWS_WITH_AS(hcs::compose(sm, sd), doctest::Contains("then.family()"),
+  CHECK_THROWS_WITH_AS(hc::compose(sm, sd), doctest::Contains("then.family()"),
                        hybridcache::invalid_argument);
 }
 
@@ -147,20 +147,20 @@ TEST_CASE_TEMPLATE("RWKV-7 DPLR: dense summary, recurrence, apply and splits mat
   for (std::size_t L : lengths) {
     CAPTURE(L);
     own_dplr<Real> in(hc_ref::random_dplr(rng, L, 6, 4));
-    const auto s = hcs::summarize(in.view());
+    const auto s = hc::summarize(in.view());
     const auto ref0 = hc_ref::run(in.ref, hc_ref::mat(6, 4), 0, L);
-    CHECK(s.family() == hcs::family::dense);
+    CHECK(s.family() == hc::transition_family::dense);
     CHECK(s.length() == L);
     CHECK(hc_ref::rel_err(s.transition(), ref0.T.a) < tol<Real>());
     CHECK(hc_ref::rel_err(s.end_state(), ref0.S.a, 1e-12) < tol<Real>());
     const auto s0 = hc_ref::random_state(rng, 6, 4);
     const auto ref = hc_ref::run(in.ref, s0, 0, L);
     const auto s0r = to_real<Real>(s0);
-    CHECK(hc_ref::rel_err(hcs::run_recurrence(in.view(), s0r), ref.S.a) < tol<Real>());
+    CHECK(hc_ref::rel_err(hc::run_recurrence(in.view(), s0r), ref.S.a) < tol<Real>());
     const std::size_t mid = (2 * L) / 3;
-    const auto ab = hcs::compose(hcs::summarize(in.view().slice(0, mid)),
-                                 hcs::summarize(in.view().slice(mid, L)));
-    CHECK(hc_ref::rel_err(hcs::apply(ab, s0r), ref.S.a) < tol<Real>());
+    const auto ab =
+        hc::compose(hc::summarize(in.view().slice(0, mid)), hc::summarize(in.view().slice(mid, L)));
+    CHECK(hc_ref::rel_err(hc::apply(ab, s0r), ref.S.a) < tol<Real>());
   }
 }
 
@@ -180,8 +180,8 @@ TEST_CASE_TEMPLATE("RWKV-7 DPLR: the chunked WY summary matches the reference at
     for (std::size_t chunk :
          {std::size_t{1}, std::size_t{3}, std::size_t{16}, std::size_t{64}, std::size_t{256}}) {
       CAPTURE(chunk);
-      const auto s = hcs::summarize(in.view(), {hcs::summarize_method::chunked, chunk});
-      CHECK(s.family() == hcs::family::dense);
+      const auto s = hc::summarize(in.view(), {hc::summarize_method::chunked, chunk});
+      CHECK(s.family() == hc::transition_family::dense);
       CHECK(s.length() == L);
       CHECK(hc_ref::rel_err(s.transition(), ref0.T.a) < tol<Real>());
       CHECK(hc_ref::rel_err(s.end_state(), ref0.S.a, 1e-12) < tol<Real>());
@@ -193,20 +193,20 @@ TEST_CASE_TEMPLATE("RWKV-7 DPLR: the chunked WY summary matches the reference at
   const auto s0 = hc_ref::random_state(rng, 5, 3);
   const auto ref = hc_ref::run(in.ref, s0, 0, 70);
   const auto ab =
-      hcs::compose(hcs::summarize(in.view().slice(0, 40), {hcs::summarize_method::chunked, 16}),
-                   hcs::summarize(in.view().slice(40, 70), {hcs::summarize_method::chunked, 7}));
-  CHECK(hc_ref::rel_err(hcs::apply(ab, to_real<Real>(s0)), ref.S.a) < tol<Real>());
+      hc::compose(hc::summarize(in.view().slice(0, 40), {hc::summarize_method::chunked, 16}),
+                  hc::summarize(in.view().slice(40, 70), {hc::summarize_method::chunked, 7}));
+  CHECK(hc_ref::rel_err(hc::apply(ab, to_real<Real>(s0)), ref.S.a) < tol<Real>());
   // The chunk length is validated.
-  CHECK_THROWS_WITH_AS(hcs::summarize(in.view(), {hcs::summarize_method::chunked, 0}),
+  CHECK_THROWS_WITH_AS(hc::summarize(in.view(), {hc::summarize_method::chunked, 0}),
                        doctest::Contains("opts.chunk"), hybridcache::invalid_argument);
-  CHECK_THROWS_WITH_AS(hcs::summarize(in.view(), {hcs::summarize_method::chunked, 257}),
+  CHECK_THROWS_WITH_AS(hc::summarize(in.view(), {hc::summarize_method::chunked, 257}),
                        doctest::Contains("opts.chunk"), hybridcache::invalid_argument);
 }
 
 TEST_CASE("RWKV-7 DPLR: the rank-1 term reads the old state (not the decayed one)") {
   // dk = dv = 1: T = e^{w} + b·a exactly; the decay-first reading would give e^{w}(1 + b·a).
   std::vector<double> k{0}, v{0}, a{-0.5}, b{0.5}, w{-0.7};
-  const auto s = hcs::summarize(hcs::dplr_inputs<double>{1, 1, 1, k, v, a, b, w});
+  const auto s = hc::summarize(hc::dplr_inputs<double>{1, 1, 1, k, v, a, b, w});
   CHECK(s.transition()[0] == doctest::Approx(std::exp(-0.7) - 0.25).epsilon(1e-15));
 }
 
@@ -228,9 +228,9 @@ TEST_CASE_TEMPLATE("Gated DeltaProduct: summaries on both paths and several chun
     own_product<Real> in(hc_ref::random_delta_product(rng, c.L, 6, 3, c.nh, c.gated, c.per_key));
     const auto ref0 = hc_ref::run(in.ref, hc_ref::mat(6, 3), 0, c.L);
     for (std::size_t chunk : {std::size_t{64}, std::size_t{7}, std::size_t{16}}) {
-      for (auto m : {hcs::summarize_method::per_token, hcs::summarize_method::chunked}) {
-        const auto s = hcs::summarize(in.view(), {m, chunk});
-        CHECK(s.family() == hcs::family::dense);
+      for (auto m : {hc::summarize_method::per_token, hc::summarize_method::chunked}) {
+        const auto s = hc::summarize(in.view(), {m, chunk});
+        CHECK(s.family() == hc::transition_family::dense);
         CHECK(s.length() == c.L);
         CHECK(hc_ref::rel_err(s.transition(), ref0.T.a) < tol<Real>());
         CHECK(hc_ref::rel_err(s.end_state(), ref0.S.a) < tol<Real>());
@@ -238,8 +238,7 @@ TEST_CASE_TEMPLATE("Gated DeltaProduct: summaries on both paths and several chun
     }
     const auto s0 = hc_ref::random_state(rng, 6, 3);
     const auto ref = hc_ref::run(in.ref, s0, 0, c.L);
-    CHECK(hc_ref::rel_err(hcs::run_recurrence(in.view(), to_real<Real>(s0)), ref.S.a) <
-          tol<Real>());
+    CHECK(hc_ref::rel_err(hc::run_recurrence(in.view(), to_real<Real>(s0)), ref.S.a) < tol<Real>());
   }
 }
 
@@ -256,11 +255,11 @@ TEST_CASE_TEMPLATE("outputs o_t = scale q_t^T S_t match the reference for every 
     const auto s0 = hc_ref::random_state(rng, dk, dv);
     const auto expect = hc_ref::outputs(in.ref, q, scale, s0);
     const auto qr = cast<Real>(q);
-    const auto got = hcs::outputs(in.view(), in.rule, qr, std::nullopt, to_real<Real>(s0));
+    const auto got = hc::outputs(in.view(), in.rule, qr, std::nullopt, to_real<Real>(s0));
     CHECK(hc_ref::rel_err(got.o, expect) < tol<Real>());
     CHECK(hc_ref::rel_err(got.final_state, hc_ref::run_state(in.ref, s0, 0, L).a) < tol<Real>());
     // Zero initial state by default, explicit scale honoured.
-    const auto z = hcs::outputs(in.view(), in.rule, qr, 2.0);
+    const auto z = hc::outputs(in.view(), in.rule, qr, 2.0);
     CHECK(hc_ref::rel_err(z.o, hc_ref::outputs(in.ref, q, 2.0, hc_ref::mat(dk, dv))) < tol<Real>());
   }
   auto q = hc_ref::random_vector(rng, L * dk);
@@ -268,17 +267,17 @@ TEST_CASE_TEMPLATE("outputs o_t = scale q_t^T S_t match the reference for every 
   const auto qr = cast<Real>(q);
   {
     own_selective<Real> in(hc_ref::random_selective(rng, L, dk, dv));
-    CHECK(hc_ref::rel_err(hcs::outputs(in.view(), qr, 1.0).o,
+    CHECK(hc_ref::rel_err(hc::outputs(in.view(), qr, 1.0).o,
                           hc_ref::outputs(in.ref, q, 1.0, hc_ref::mat(dk, dv))) < tol<Real>());
   }
   {
     own_dplr<Real> in(hc_ref::random_dplr(rng, L, dk, dv));
-    CHECK(hc_ref::rel_err(hcs::outputs(in.view(), qr).o,
+    CHECK(hc_ref::rel_err(hc::outputs(in.view(), qr).o,
                           hc_ref::outputs(in.ref, q, scale, hc_ref::mat(dk, dv))) < tol<Real>());
   }
   {
     own_product<Real> in(hc_ref::random_delta_product(rng, L, dk, dv, 2, true));
-    CHECK(hc_ref::rel_err(hcs::outputs(in.view(), qr).o,
+    CHECK(hc_ref::rel_err(hc::outputs(in.view(), qr).o,
                           hc_ref::outputs(in.ref, q, scale, hc_ref::mat(dk, dv))) < tol<Real>());
   }
 }
@@ -355,38 +354,38 @@ TEST_CASE_TEMPLATE("FLA adapter: every op, both layouts, against the per-head re
         }
       const auto qr = cast<Real>(q.data), kr = cast<Real>(k.data), vr = cast<Real>(v.data),
                  gr = cast<Real>(g.data), br = cast<Real>(beta.data), ir = cast<Real>(init);
-      hcs::fla::dims d{B, T, H, K, V, hf};
-      hcs::fla::args<Real> a;
+      hc::fla::dims d{B, T, H, K, V, hf};
+      hc::fla::args<Real> a;
       a.q = qr;
       a.k = kr;
       a.v = vr;
       a.initial_state = ir;
       a.output_final_state = true;
       if (c.delta) a.beta = br;
-      hcs::fla::result<Real> r;
+      hc::fla::result<Real> r;
       const std::string op = c.op;
       if (c.gate == hc_ref::gate::none && !c.delta) {
-        r = hcs::fla::chunk_simple_gla(d, a);
+        r = hc::fla::chunk_simple_gla(d, a);
       } else if (op == "chunk_simple_gla") {
         a.g = gr;
-        r = hcs::fla::chunk_simple_gla(d, a);
+        r = hc::fla::chunk_simple_gla(d, a);
       } else if (op == "chunk_gla") {
         a.gk = gr;
-        r = hcs::fla::chunk_gla(d, a);
+        r = hc::fla::chunk_gla(d, a);
       } else if (op == "chunk_delta_rule") {
-        r = hcs::fla::chunk_delta_rule(d, a);
+        r = hc::fla::chunk_delta_rule(d, a);
       } else if (op == "chunk_gated_delta_rule") {
         a.g = gr;
-        r = hcs::fla::chunk_gated_delta_rule(d, a);
+        r = hc::fla::chunk_gated_delta_rule(d, a);
       } else {
         a.g = gr;
-        r = hcs::fla::chunk_kda(d, a);
+        r = hc::fla::chunk_kda(d, a);
       }
       CHECK(hc_ref::rel_err(r.o, eo.data) < tol<Real>());
       CHECK(hc_ref::rel_err(r.final_state, expect_state) < tol<Real>());
       a.output_final_state = false;
       a.initial_state = {};
-      CHECK(hcs::fla::chunk_simple_gla(d, hcs::fla::args<Real>{.q = qr, .k = kr, .v = vr})
+      CHECK(hc::fla::chunk_simple_gla(d, hc::fla::args<Real>{.q = qr, .k = kr, .v = vr})
                 .final_state.empty());
     }
   }
@@ -428,10 +427,10 @@ TEST_CASE_TEMPLATE("FLA adapter: RWKV-7 and Gated DeltaProduct layouts", Real, f
         const auto pf = hc_ref::run(p, hc_ref::mat(K, V), 0, T).S;
         std::copy(pf.a.begin(), pf.a.end(), pfin.begin() + (b * H + h) * K * V);
       }
-    hcs::fla::dims d{B, T, H, K, V, hf};
+    hc::fla::dims d{B, T, H, K, V, hf};
     const auto R = cast<Real>(r.data), W = cast<Real>(w.data), Kk = cast<Real>(k.data),
                Vv = cast<Real>(v.data), A = cast<Real>(a.data), Bb = cast<Real>(bb.data);
-    hcs::fla::args<Real> x;
+    hc::fla::args<Real> x;
     x.r = R;
     x.w = W;
     x.k = Kk;
@@ -440,13 +439,13 @@ TEST_CASE_TEMPLATE("FLA adapter: RWKV-7 and Gated DeltaProduct layouts", Real, f
     x.b = Bb;
     x.scale = scale;
     x.output_final_state = true;
-    const auto res = hcs::fla::fused_recurrent_rwkv7(d, x);
+    const auto res = hc::fla::fused_recurrent_rwkv7(d, x);
     CHECK(hc_ref::rel_err(res.o, eo.data) < tol<Real>());
     CHECK(hc_ref::rel_err(res.final_state, fin) < tol<Real>());
 
     const auto Q = cast<Real>(pq.data), PK = cast<Real>(pk.data), PV = cast<Real>(pv.data),
                PB = cast<Real>(pb.data), PG = cast<Real>(pg.data);
-    hcs::fla::args<Real> y;
+    hc::fla::args<Real> y;
     y.q = Q;
     y.k = PK;
     y.v = PV;
@@ -454,7 +453,7 @@ TEST_CASE_TEMPLATE("FLA adapter: RWKV-7 and Gated DeltaProduct layouts", Real, f
     y.g = PG;
     y.num_householder = nh;
     y.output_final_state = true;
-    const auto pres = hcs::fla::chunk_gated_delta_product(d, y);
+    const auto pres = hc::fla::chunk_gated_delta_product(d, y);
     CHECK(hc_ref::rel_err(pres.o, po.data) < tol<Real>());
     CHECK(hc_ref::rel_err(pres.final_state, pfin) < tol<Real>());
   }
@@ -495,7 +494,7 @@ TEST_CASE_TEMPLATE("mamba selective_scan layout matches selective_scan_ref conve
   }
   const auto U = cast<Real>(u), De = cast<Real>(delta), Am = cast<Real>(A), BB = cast<Real>(Bm),
              CC = cast<Real>(Cm), DD = cast<Real>(Dk), Bi = cast<Real>(bias), I0 = cast<Real>(init);
-  hcs::mamba::scan_args<Real> s;
+  hc::mamba::scan_args<Real> s;
   s.batch = Bn;
   s.dim = Dn;
   s.seqlen = L;
@@ -510,49 +509,48 @@ TEST_CASE_TEMPLATE("mamba selective_scan layout matches selective_scan_ref conve
   s.delta_softplus = true;
   s.initial_state = I0;
   s.return_last_state = true;
-  const auto r = hcs::mamba::selective_scan(s);
+  const auto r = hc::mamba::selective_scan(s);
   CHECK(hc_ref::rel_err(r.out, out) < tol<Real>());
   CHECK(hc_ref::rel_err(r.last_state, last) < tol<Real>());
 }
 
 TEST_CASE("new families and the adapter reject bad input, naming the argument") {
   std::vector<double> k{1, 0}, v{1}, dt{0.1}, a{-1, -1}, bad_a{-1, 0.5}, neg_dt{-0.1};
-  using sel = hcs::selective_inputs<double>;
-  CHECK_THROWS_WITH_AS(hcs::summarize(sel{1, 2, 1, k, v, dt, bad_a}), doctest::Contains("a[1]"),
+  using sel = hc::selective_inputs<double>;
+  CHECK_THROWS_WITH_AS(hc::summarize(sel{1, 2, 1, k, v, dt, bad_a}), doctest::Contains("a[1]"),
                        hybridcache::invalid_argument);
-  CHECK_THROWS_WITH_AS(hcs::summarize(sel{1, 2, 1, k, v, neg_dt, a}), doctest::Contains("dt[0]"),
+  CHECK_THROWS_WITH_AS(hc::summarize(sel{1, 2, 1, k, v, neg_dt, a}), doctest::Contains("dt[0]"),
                        hybridcache::invalid_argument);
-  CHECK_THROWS_WITH_AS(hcs::summarize(sel{1, 2, 1, k, v, dt, v}), doctest::Contains("a.size()"),
+  CHECK_THROWS_WITH_AS(hc::summarize(sel{1, 2, 1, k, v, dt, v}), doctest::Contains("a.size()"),
                        hybridcache::invalid_argument);
   std::vector<double> w{-0.1, 0.2};
-  CHECK_THROWS_WITH_AS(hcs::summarize(hcs::dplr_inputs<double>{1, 2, 1, k, v, k, k, w}),
+  CHECK_THROWS_WITH_AS(hc::summarize(hc::dplr_inputs<double>{1, 2, 1, k, v, k, k, w}),
                        doctest::Contains("log_gate[1]"), hybridcache::invalid_argument);
   std::vector<double> beta{0.5};
-  CHECK_THROWS_WITH_AS(
-      hcs::summarize(hcs::delta_product_inputs<double>{1, 2, 1, 2, k, v, beta, {}}),
-      doctest::Contains("k.size()"), hybridcache::invalid_argument);
-  CHECK_THROWS_WITH_AS(
-      hcs::summarize(hcs::delta_product_inputs<double>{1, 2, 1, 0, k, v, beta, {}}),
-      doctest::Contains("householder"), hybridcache::invalid_argument);
+  CHECK_THROWS_WITH_AS(hc::summarize(hc::delta_product_inputs<double>{1, 2, 1, 2, k, v, beta, {}}),
+                       doctest::Contains("k.size()"), hybridcache::invalid_argument);
+  CHECK_THROWS_WITH_AS(hc::summarize(hc::delta_product_inputs<double>{1, 2, 1, 0, k, v, beta, {}}),
+                       doctest::Contains("householder"), hybridcache::invalid_argument);
   // outputs: q mis-sized, non-finite scale.
-  hcs::token_inputs<double> in{1, 2, 1, k, v, {}, {}};
-  CHECK_THROWS_WITH_AS(hcs::outputs(in, hcs::rule::additive, std::span<const double>(v)),
+  hc::token_inputs<double> in{1, 2, 1, k, v, {}, {}};
+  CHECK_THROWS_WITH_AS(hc::outputs(in, hc::transition_rule::additive, std::span<const double>(v)),
                        doctest::Contains("q.size()"), hybridcache::invalid_argument);
-  CHECK_THROWS_WITH_AS(hcs::outputs(in, hcs::rule::additive, std::span<const double>(k), NAN),
-                       doctest::Contains("scale"), hybridcache::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      hc::outputs(in, hc::transition_rule::additive, std::span<const double>(k), NAN),
+      doctest::Contains("scale"), hybridcache::invalid_argument);
   // adapter: a missing gate, an extra beta, a wrong initial state.
-  hcs::fla::dims d{1, 1, 1, 2, 1, false};
-  hcs::fla::args<double> x;
+  hc::fla::dims d{1, 1, 1, 2, 1, false};
+  hc::fla::args<double> x;
   x.q = k;
   x.k = k;
   x.v = v;
-  CHECK_THROWS_WITH_AS(hcs::fla::chunk_gla(d, x), doctest::Contains("gk.size()"),
+  CHECK_THROWS_WITH_AS(hc::fla::chunk_gla(d, x), doctest::Contains("gk.size()"),
                        hybridcache::invalid_argument);
   x.beta = beta;
-  CHECK_THROWS_WITH_AS(hcs::fla::chunk_simple_gla(d, x), doctest::Contains("beta"),
+  CHECK_THROWS_WITH_AS(hc::fla::chunk_simple_gla(d, x), doctest::Contains("beta"),
                        hybridcache::invalid_argument);
   x.beta = {};
   x.initial_state = v;
-  CHECK_THROWS_WITH_AS(hcs::fla::chunk_simple_gla(d, x), doctest::Contains("initial_state"),
+  CHECK_THROWS_WITH_AS(hc::fla::chunk_simple_gla(d, x), doctest::Contains("initial_state"),
                        hybridcache::invalid_argument);
 }

@@ -38,20 +38,20 @@ TEST_CASE("HYPIC Table 2: naive addition errs by (1 - gamma^L) of the prefix nor
         if (as_float) {
           auto in = own<float>(t);
           const std::vector<float> pf(prefix.begin(), prefix.end());
-          const auto s = hcs::summarize(in.view(), in.rule);
-          rel = hcs::naive_error(s, std::span<const float>(pf)).relative;
+          const auto s = hc::summarize(in.view(), in.rule);
+          rel = hc::naive_error(s, std::span<const float>(pf)).relative;
           CHECK(rel == doctest::Approx(closed).epsilon(1e-4));
         } else {
           auto in = own<double>(t);
-          const auto s = hcs::summarize(in.view(), in.rule);
-          const auto rep = hcs::naive_error(s, std::span<const double>(prefix));
+          const auto s = hc::summarize(in.view(), in.rule);
+          const auto rep = hc::naive_error(s, std::span<const double>(prefix));
           rel = rep.relative;
           CHECK(rel == doctest::Approx(closed).epsilon(1e-9));
           CHECK(rep.prefix_norm == doctest::Approx(hc_ref::norm(prefix)));
           // The composition law has no such error: apply == reference run from the prefix.
           hc_ref::mat p(4, 3);
           p.a = prefix;
-          CHECK(hc_ref::rel_err(hcs::apply(s, std::span<const double>(prefix)),
+          CHECK(hc_ref::rel_err(hc::apply(s, std::span<const double>(prefix)),
                                 hc_ref::run(in.ref, p).S.a) < 1e-12);
         }
         CAPTURE(gamma);
@@ -66,21 +66,21 @@ TEST_CASE("naive addition over a run of segments vs the reference") {
   std::mt19937_64 rng(8);
   for (const variant& var : all_variants) {
     auto in = own<double>(hc_ref::random_tokens(rng, 90, 5, 3, var.delta, var.gate));
-    std::vector<hcs::segment_summary<double>> run;
+    std::vector<hc::segment_summary<double>> run;
     for (std::size_t b = 0; b < 90; b += 30)
-      run.push_back(hcs::summarize(in.view().slice(b, b + 30), in.rule));
+      run.push_back(hc::summarize(in.view().slice(b, b + 30), in.rule));
     const auto p = hc_ref::random_state(rng, 5, 3);
     const auto exact = hc_ref::run(in.ref, p).S;
     hc_ref::mat naive = p;  // prefix + Σ S_{C_i|0}, each from zero
     for (std::size_t b = 0; b < 90; b += 30)
       naive = hc_ref::add(naive, hc_ref::run(in.ref, hc_ref::mat(5, 3), b, b + 30).S);
-    const auto got = hcs::naive_addition(std::span<const hcs::segment_summary<double>>(run),
-                                         std::span<const double>(p.a));
+    const auto got = hc::naive_addition(std::span<const hc::segment_summary<double>>(run),
+                                        std::span<const double>(p.a));
     CHECK(hc_ref::rel_err(got, naive.a) < 1e-12);
     double e = 0;
     for (std::size_t i = 0; i < naive.a.size(); ++i) e += std::pow(naive.a[i] - exact.a[i], 2);
-    const auto rep = hcs::naive_error(std::span<const hcs::segment_summary<double>>(run),
-                                      std::span<const double>(p.a));
+    const auto rep = hc::naive_error(std::span<const hc::segment_summary<double>>(run),
+                                     std::span<const double>(p.a));
     const std::string vname(var.name);
     CAPTURE(vname);
     CHECK(rep.error_norm == doctest::Approx(std::sqrt(e)).epsilon(1e-9));

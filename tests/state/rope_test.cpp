@@ -49,8 +49,7 @@ TEST_CASE_TEMPLATE("rerotate: S_C|b = R(b - a) S_C|a for scalar-family layers", 
             };
             auto in_a = own<Real>(at(sh.a));
             const auto ref_b = hc_ref::run(hc_ref::rounded<Real>(at(sh.b)));
-            const auto moved =
-                hcs::rerotate(hcs::summarize(in_a.view(), in_a.rule), sh.b - sh.a, rp);
+            const auto moved = hc::rerotate(hc::summarize(in_a.view(), in_a.rule), sh.b - sh.a, rp);
             const std::string vname(var.name);
             CAPTURE(vname);
             CAPTURE(rot);
@@ -68,23 +67,23 @@ TEST_CASE_TEMPLATE("rerotate: S_C|b = R(b - a) S_C|a for scalar-family layers", 
 TEST_CASE("rerotate round trip, and refusals for non-scalar summaries and bad parameters") {
   std::mt19937_64 rng(17);
   auto in = own<float>(hc_ref::random_tokens(rng, 30, 6, 4, false, gate::scalar));
-  const auto s = hcs::summarize(in.view(), in.rule);
+  const auto s = hc::summarize(in.view(), in.rule);
   hybridcache::rope_params rp;
   rp.head_dim = 6;
   rp.rotary_dim = 6;
-  const auto back = hcs::rerotate(hcs::rerotate(s, 3000017, rp), -3000017, rp);
+  const auto back = hc::rerotate(hc::rerotate(s, 3000017, rp), -3000017, rp);
   CHECK(hc_ref::rel_err(back.end_state(), s.end_state()) < 1e-6);
   CHECK(back.log_decay()[0] == s.log_decay()[0]);
   auto diag = own<float>(hc_ref::random_tokens(rng, 30, 6, 4, false, gate::diagonal));
   auto dense = own<float>(hc_ref::random_tokens(rng, 30, 6, 4, true, gate::none));
-  CHECK_THROWS_AS(hcs::rerotate(hcs::summarize(diag.view(), diag.rule), 5, rp),
+  CHECK_THROWS_AS(hc::rerotate(hc::summarize(diag.view(), diag.rule), 5, rp),
                   hybridcache::invalid_argument);
-  CHECK_THROWS_AS(hcs::rerotate(hcs::summarize(dense.view(), dense.rule), 5, rp),
+  CHECK_THROWS_AS(hc::rerotate(hc::summarize(dense.view(), dense.rule), 5, rp),
                   hybridcache::invalid_argument);
   rp.head_dim = 8;
   rp.rotary_dim = 8;
-  CHECK_THROWS_AS(hcs::rerotate(s, 5, rp), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::rerotate(s, 5, rp), hybridcache::invalid_argument);
   rp.head_dim = 6;
   rp.rotary_dim = 5;
-  CHECK_THROWS_AS(hcs::rerotate(s, 5, rp), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::rerotate(s, 5, rp), hybridcache::invalid_argument);
 }

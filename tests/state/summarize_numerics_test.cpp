@@ -20,13 +20,13 @@ using hc_ref::gate;
 template <class Real>
 void check_long(const hc_ref::tokens& t, const hc_ref::result& ref, const char* what) {
   auto in = own<Real>(t);
-  const hcs::summarize_method methods[] = {hcs::summarize_method::per_token,
-                                           hcs::summarize_method::chunked};
+  const hc::summarize_method methods[] = {hc::summarize_method::per_token,
+                                          hc::summarize_method::chunked};
   for (auto m : methods) {
-    if (!t.delta && m == hcs::summarize_method::per_token) continue;
+    if (!t.delta && m == hc::summarize_method::per_token) continue;
     CAPTURE(what);
     CAPTURE(static_cast<int>(m));
-    const auto s = hcs::summarize(in.view(), in.rule, {m, 64});
+    const auto s = hc::summarize(in.view(), in.rule, {m, 64});
     CHECK(all_finite(s.end_state()));
     CHECK(all_finite(s.transition()));
     CHECK(hc_ref::rel_err(s.end_state(), ref.S.a) < tol<Real>());
@@ -87,20 +87,20 @@ TEST_CASE_TEMPLATE("a -inf gate is a hard reset: composes to -inf, never NaN", R
     const auto ref = hc_ref::run(in.ref);
     const std::string vname(var.name);
     CAPTURE(vname);
-    for (auto m : {hcs::summarize_method::per_token, hcs::summarize_method::chunked}) {
-      const auto s = hcs::summarize(in.view(), in.rule, {m, 64});
+    for (auto m : {hc::summarize_method::per_token, hc::summarize_method::chunked}) {
+      const auto s = hc::summarize(in.view(), in.rule, {m, 64});
       CHECK(all_finite(s.end_state()));
       CHECK(hc_ref::rel_err(s.end_state(), ref.S.a) < tol<Real>());
       CHECK(hc_ref::rel_err(s.transition(), ref.T.a, 1.0) < tol<Real>());
       if (!var.delta) CHECK(s.log_decay()[0] == -std::numeric_limits<double>::infinity());
       // Composing after the reset: the prefix is forgotten exactly.
       const std::vector<Real> p(12, Real(1e30));
-      CHECK(hc_ref::rel_err(hcs::apply(s, std::span<const Real>(p)), ref.S.a) < tol<Real>());
+      CHECK(hc_ref::rel_err(hc::apply(s, std::span<const Real>(p)), ref.S.a) < tol<Real>());
     }
     // Split around the reset and compose.
-    const auto a = hcs::summarize(in.view().slice(0, 71), in.rule);
-    const auto b = hcs::summarize(in.view().slice(71, 130), in.rule);
-    const auto ab = hcs::compose(a, b);
+    const auto a = hc::summarize(in.view().slice(0, 71), in.rule);
+    const auto b = hc::summarize(in.view().slice(71, 130), in.rule);
+    const auto ab = hc::compose(a, b);
     CHECK(all_finite(ab.end_state()));
     CHECK(hc_ref::rel_err(ab.end_state(), ref.S.a) < tol<Real>());
   }

@@ -9,12 +9,12 @@
 
 #include "support/frozen_reference.hpp"
 
-namespace st = hybridcache::store;
+namespace hc = hybridcache;
 
 TEST_CASE("frozen blocks survive LRU pressure, ordinary blocks do not") {
-  st::lru_pool<int, std::string> pool(100);
-  st::frozen_pool<int, std::string> frozen(pool, 1.0);  // threshold 100%: never shrink here
-  CHECK(frozen.insert(1, "kb-1", 30) == st::insert_status::inserted);
+  hc::lru_pool<int, std::string> pool(100);
+  hc::frozen_pool<int, std::string> frozen(pool, 1.0);  // threshold 100%: never shrink here
+  CHECK(frozen.insert(1, "kb-1", 30) == hc::insert_status::inserted);
   pool.insert(2, "chat", 30);
   pool.insert(3, "chat", 30);
   pool.insert(4, "chat", 30);  // needs room: evicts 2 (LRU ordinary), never the frozen 1
@@ -26,10 +26,10 @@ TEST_CASE("frozen blocks survive LRU pressure, ordinary blocks do not") {
 
 TEST_CASE("resize deletes the least-referenced frozen blocks above the utilisation threshold") {
   int released = 0;
-  st::lru_pool<int, int> pool(100, 0, [&](const int&, int&, st::release_reason w) {
-    if (w == st::release_reason::erased) ++released;
+  hc::lru_pool<int, int> pool(100, 0, [&](const int&, int&, hc::release_reason w) {
+    if (w == hc::release_reason::erased) ++released;
   });
-  st::frozen_pool<int, int> frozen(pool);  // default threshold 0.9
+  hc::frozen_pool<int, int> frozen(pool);  // default threshold 0.9
   CHECK(frozen.threshold() == doctest::Approx(0.9));
   frozen.insert(1, 1, 30);
   frozen.insert(2, 2, 30);
@@ -51,13 +51,13 @@ TEST_CASE("resize deletes the least-referenced frozen blocks above the utilisati
 }
 
 TEST_CASE("unfreeze makes a block evictable, remove deletes it") {
-  st::lru_pool<int, int> pool(100);
-  st::frozen_pool<int, int> frozen(pool, 1.0);
+  hc::lru_pool<int, int> pool(100);
+  hc::frozen_pool<int, int> frozen(pool, 1.0);
   frozen.insert(1, 1, 50);
   frozen.insert(2, 2, 50);
-  CHECK(pool.insert(3, 3, 10).status == st::insert_status::no_space);
+  CHECK(pool.insert(3, 3, 10).status == hc::insert_status::no_space);
   CHECK(frozen.unfreeze(1));
-  CHECK(pool.insert(3, 3, 10).status == st::insert_status::inserted);
+  CHECK(pool.insert(3, 3, 10).status == hc::insert_status::inserted);
   CHECK_FALSE(pool.contains(1));
   CHECK(frozen.remove(2));
   CHECK_FALSE(pool.contains(2));
@@ -67,20 +67,20 @@ TEST_CASE("unfreeze makes a block evictable, remove deletes it") {
 }
 
 TEST_CASE("frozen_pool rejects a threshold outside 0 < t <= 1") {
-  st::lru_pool<int, int> pool(10);
-  CHECK_THROWS_AS((st::frozen_pool<int, int>(pool, 0.0)), hybridcache::invalid_argument);
-  CHECK_THROWS_AS((st::frozen_pool<int, int>(pool, 1.5)), hybridcache::invalid_argument);
+  hc::lru_pool<int, int> pool(10);
+  CHECK_THROWS_AS((hc::frozen_pool<int, int>(pool, 0.0)), hybridcache::invalid_argument);
+  CHECK_THROWS_AS((hc::frozen_pool<int, int>(pool, 1.5)), hybridcache::invalid_argument);
 }
 
 // --- Identity, not key (issue #11) ----------------------------------------------------------
 
 TEST_CASE("an entry erased and re-inserted under the same key is not the frozen entry") {
-  st::lru_pool<int, int> pool(100);
-  st::frozen_pool<int, int> frozen(pool, 1.0);
-  REQUIRE(frozen.insert(1, 10, 40) == st::insert_status::inserted);
+  hc::lru_pool<int, int> pool(100);
+  hc::frozen_pool<int, int> frozen(pool, 1.0);
+  REQUIRE(frozen.insert(1, 10, 40) == hc::insert_status::inserted);
   CHECK(pool.erase(1));  // behind the frozen pool's back: the frozen pin keeps 40 bytes alive
   CHECK(pool.used() == 40);
-  REQUIRE(pool.insert(1, 11, 30).status == st::insert_status::inserted);  // the fresh entry
+  REQUIRE(pool.insert(1, 11, 30).status == hc::insert_status::inserted);  // the fresh entry
   CHECK_FALSE(frozen.is_frozen(1));  // the fresh entry was never frozen
   CHECK(frozen.size() == 0);
   CHECK(frozen.frozen_bytes() == 0);
@@ -90,8 +90,8 @@ TEST_CASE("an entry erased and re-inserted under the same key is not the frozen 
   CHECK(pool.used() == 30);  // the stale pin was dropped: its 40 bytes are back
   CHECK(pool.pins(1) == 1);
   // A later ordinary insert cannot evict it.
-  CHECK(pool.insert(2, 20, 70).status == st::insert_status::inserted);
-  CHECK(pool.insert(3, 30, 10).status == st::insert_status::inserted);  // evicts 2, not 1
+  CHECK(pool.insert(2, 20, 70).status == hc::insert_status::inserted);
+  CHECK(pool.insert(3, 30, 10).status == hc::insert_status::inserted);  // evicts 2, not 1
   CHECK(pool.contains(1));
   auto h = pool.find(1);
   REQUIRE(h);
@@ -99,12 +99,12 @@ TEST_CASE("an entry erased and re-inserted under the same key is not the frozen 
 }
 
 TEST_CASE("resize never erases a fresh entry that reuses a frozen key") {
-  st::lru_pool<int, int> pool(100);
-  st::frozen_pool<int, int> frozen(pool, 0.5);
-  REQUIRE(frozen.insert(1, 10, 40) == st::insert_status::inserted);
+  hc::lru_pool<int, int> pool(100);
+  hc::frozen_pool<int, int> frozen(pool, 0.5);
+  REQUIRE(frozen.insert(1, 10, 40) == hc::insert_status::inserted);
   CHECK(pool.erase(1));
-  REQUIRE(pool.insert(1, 11, 30).status == st::insert_status::inserted);
-  REQUIRE(pool.insert(2, 20, 25).status == st::insert_status::inserted);
+  REQUIRE(pool.insert(1, 11, 30).status == hc::insert_status::inserted);
+  REQUIRE(pool.insert(2, 20, 25).status == hc::insert_status::inserted);
   CHECK(pool.used() == 95);  // 40 stale (pinned by the frozen pool) + 30 + 25
   // Above the 50% threshold, but the only frozen entry is stale: nothing may be erased (resize
   // used to erase by key and so delete the fresh entry 1).
@@ -115,8 +115,8 @@ TEST_CASE("resize never erases a fresh entry that reuses a frozen key") {
 }
 
 TEST_CASE("remove and unfreeze act on the indexed entry, not a stale one") {
-  st::lru_pool<int, int> pool(100);
-  st::frozen_pool<int, int> frozen(pool, 1.0);
+  hc::lru_pool<int, int> pool(100);
+  hc::frozen_pool<int, int> frozen(pool, 1.0);
   frozen.insert(1, 10, 40);
   pool.erase(1);
   pool.insert(1, 11, 20);
@@ -135,8 +135,8 @@ void run_frozen_model(std::uint64_t seed, double threshold, std::size_t steps) {
   std::mt19937_64 rng(seed);
   constexpr std::size_t capacity = 100;
   constexpr int keys = 6;
-  st::lru_pool<int, int> pool(capacity);
-  st::frozen_pool<int, int> frozen(pool, threshold);
+  hc::lru_pool<int, int> pool(capacity);
+  hc::frozen_pool<int, int> frozen(pool, threshold);
   hc_test::frozen_reference model(capacity, threshold);
   const std::size_t sizes[] = {5, 10, 20, 30, 45};
   int next_id = 1;

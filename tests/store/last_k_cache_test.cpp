@@ -14,8 +14,7 @@
 #include <vector>
 
 using hybridcache::token_id;
-namespace st = hybridcache::store;
-namespace sg = hybridcache::segment;
+namespace hc = hybridcache;
 
 namespace {
 struct brute_last_k {
@@ -39,9 +38,9 @@ struct brute_last_k {
 TEST_CASE("last_k_cache depth equals the brute-force longest common prefix") {
   std::mt19937 rng(7);
   for (std::size_t k : {1u, 2u, 5u, 35u}) {
-    st::last_k_cache cache(k);
+    hc::last_k_cache cache(k);
     brute_last_k ref{k, {}};
-    const sg::namespace_key nss[2] = {sg::namespace_key{}, sg::namespace_key{}.with_tenant("b")};
+    const hc::namespace_key nss[2] = {hc::namespace_key{}, hc::namespace_key{}.with_tenant("b")};
     for (int r = 0; r < 2000; ++r) {
       // Requests share prefixes: a small vocabulary and short lengths make deep overlaps common.
       std::vector<token_id> t(rng() % 24);
@@ -63,7 +62,7 @@ TEST_CASE("last_k_cache depth on long shared prefixes (document QA shape) equals
   for (auto& d : docs)
     for (auto& t : d) t = rng() % 5;
   for (std::size_t k : {3u, 50u}) {
-    st::last_k_cache cache(k);
+    hc::last_k_cache cache(k);
     brute_last_k ref{k, {}};
     for (int r = 0; r < 1500; ++r) {
       const auto& d = docs[rng() % docs.size()];
@@ -71,13 +70,13 @@ TEST_CASE("last_k_cache depth on long shared prefixes (document QA shape) equals
       if (!t.empty() && rng() % 3 == 0) t[rng() % t.size()] += 1;  // a mutation anywhere
       for (int q = 0; q < 5; ++q) t.push_back(rng() % 5);           // a question
       const auto m = cache.observe(t);
-      REQUIRE(m.depth == ref.observe(std::string(sg::namespace_key{}.bytes()), t));
+      REQUIRE(m.depth == ref.observe(std::string(hc::namespace_key{}.bytes()), t));
     }
   }
 }
 
 TEST_CASE("last_k_cache retains exactly the last K requests") {
-  st::last_k_cache cache(2);
+  hc::last_k_cache cache(2);
   const std::vector<token_id> a{1, 2, 3}, b{4, 5}, c{6};
   cache.observe(a);
   cache.observe(b);
@@ -91,26 +90,26 @@ TEST_CASE("last_k_cache retains exactly the last K requests") {
 }
 
 TEST_CASE("last_k_cache isolates namespaces (paired test)") {
-  st::last_k_cache cache(4);
+  hc::last_k_cache cache(4);
   const std::vector<token_id> doc{10, 11, 12, 13};
-  const auto a = sg::namespace_key{}.with_tenant("a");
-  const auto b = sg::namespace_key{}.with_tenant("b");
+  const auto a = hc::namespace_key{}.with_tenant("a");
+  const auto b = hc::namespace_key{}.with_tenant("b");
   cache.observe(a, doc);
   CHECK(cache.match(b, doc).depth == 0);  // different namespace: nothing shared
   CHECK(cache.match(a, doc).depth == 4);  // same namespace: hit
 }
 
 TEST_CASE("last_k_cache rejects K = 0") {
-  CHECK_THROWS_AS(st::last_k_cache(0), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::last_k_cache(0), hybridcache::invalid_argument);
 }
 
 TEST_CASE("last_k_cache::overlaps gives every entry's common prefix (brute force)") {
   // Small alphabet and shared stems so that many entries share prefixes of many lengths.
   std::mt19937 rng(11);
   for (std::size_t k : {1u, 3u, 8u, 20u}) {
-    st::last_k_cache cache(k);
+    hc::last_k_cache cache(k);
     std::deque<std::tuple<std::string, std::vector<token_id>, std::uint64_t>> live;  // oldest first
-    std::vector<st::last_k_overlap> got;
+    std::vector<hc::last_k_overlap> got;
     for (int i = 0; i < 600; ++i) {
       const std::string ns = rng() % 5 == 0 ? "b" : "a";
       std::vector<token_id> t(rng() % 12);
@@ -125,8 +124,8 @@ TEST_CASE("last_k_cache::overlaps gives every entry's common prefix (brute force
         if (d > 0) want.emplace_back(id, d);
         want_best = std::max(want_best, d);
       }
-      const auto key = sg::namespace_key().with_tenant(ns);
-      std::vector<st::last_k_overlap> peek;
+      const auto key = hc::namespace_key().with_tenant(ns);
+      std::vector<hc::last_k_overlap> peek;
       cache.overlaps(key, t, peek);
       const auto m = cache.observe(key, t, got);
       CHECK(m.depth == want_best);
@@ -152,17 +151,17 @@ TEST_CASE("last_k_cache::overlaps gives every entry's common prefix (brute force
 
 TEST_CASE("last_k_cache: requests that differ at token 0 share nothing, whatever follows") {
   // The simulator once trusted an unkeyed 64-bit block hash; here every comparison is on tokens.
-  st::last_k_cache cache(4);
+  hc::last_k_cache cache(4);
   std::vector<token_id> a(4096, 7), b(4096, 7);
   b[0] = 8;
-  std::vector<st::last_k_overlap> per;
-  CHECK(cache.observe(sg::namespace_key::shared(), a, per).depth == 0);
+  std::vector<hc::last_k_overlap> per;
+  CHECK(cache.observe(hc::namespace_key::shared(), a, per).depth == 0);
   CHECK(per.empty());
-  CHECK(cache.observe(sg::namespace_key::shared(), b, per).depth == 0);
+  CHECK(cache.observe(hc::namespace_key::shared(), b, per).depth == 0);
   CHECK(per.empty());
   b[0] = 7;
   b[4095] = 9;
-  CHECK(cache.observe(sg::namespace_key::shared(), b, per).depth == 4095);
+  CHECK(cache.observe(hc::namespace_key::shared(), b, per).depth == 4095);
   REQUIRE(per.size() == 1);
   CHECK(per[0].entry_id == 1);
 }
@@ -172,14 +171,14 @@ TEST_CASE(
     "force)") {
   std::mt19937 rng(23);
   for (std::size_t k : {1u, 2u, 7u, 20u}) {
-    st::last_k_cache cache(k);
+    hc::last_k_cache cache(k);
     std::deque<std::tuple<std::string, std::vector<token_id>, std::uint64_t>> live;  // oldest first
-    std::vector<st::last_k_overlap> got;
+    std::vector<hc::last_k_overlap> got;
     for (int i = 0; i < 400; ++i) {
       const std::string ns = rng() % 5 == 0 ? "b" : "a";
       std::vector<token_id> t(rng() % 12);
       for (auto& x : t) x = rng() % 3;
-      cache.observe(sg::namespace_key().with_tenant(ns), t);
+      cache.observe(hc::namespace_key().with_tenant(ns), t);
       live.emplace_back(ns, t, static_cast<std::uint64_t>(i + 1));
       if (live.size() > k) live.pop_front();
       // Every retained entry against every other one of its namespace, LCP >= 1.

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace st = hybridcache::store;
+namespace hc = hybridcache;
 
 namespace {
 constexpr std::uint64_t alive_tag = 0xa11fe;
@@ -36,13 +36,13 @@ TEST_CASE("lru_pool under 8 threads: pins keep blocks alive, accounting stays ex
   std::atomic<long> live{0};
   std::atomic<long> released{0};
   {
-    using pool_t = st::lru_pool<std::uint64_t, std::unique_ptr<block>>;
+    using pool_t = hc::lru_pool<std::uint64_t, std::unique_ptr<block>>;
     pool_t pool(64 * 100, 8 * 100,
-                [&](const std::uint64_t&, std::unique_ptr<block>& b, st::release_reason) {
+                [&](const std::uint64_t&, std::unique_ptr<block>& b, hc::release_reason) {
                   CHECK(b->tag == alive_tag);
                   released.fetch_add(1);
                 });
-    st::frozen_pool<std::uint64_t, std::unique_ptr<block>> frozen(pool, 0.9);
+    hc::frozen_pool<std::uint64_t, std::unique_ptr<block>> frozen(pool, 0.9);
     std::atomic<long> bad{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < 8; ++t) {
@@ -54,9 +54,9 @@ TEST_CASE("lru_pool under 8 threads: pins keep blocks alive, accounting stays ex
           switch (rng() % 8) {
             case 0:
             case 1: {
-              auto r = pool.insert(key, std::make_unique<block>(key, &live), 50 + rng() % 100,
-                                   rng() % 4 == 0 ? st::entry_class::reserved
-                                                  : st::entry_class::ordinary);
+              auto r = pool.insert(
+                  key, std::make_unique<block>(key, &live), 50 + rng() % 100,
+                  rng() % 4 == 0 ? hc::entry_class::reserved : hc::entry_class::ordinary);
               if (r.pin && rng() % 2) held.push_back(std::move(r.pin));
               break;
             }

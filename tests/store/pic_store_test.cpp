@@ -8,21 +8,20 @@
 #include <vector>
 
 using hybridcache::token_id;
-namespace st = hybridcache::store;
-namespace sg = hybridcache::segment;
+namespace hc = hybridcache;
 
 namespace {
 constexpr token_id sep = 999;
 }
 
 TEST_CASE_TEMPLATE("pic_store: private prefix first, then public segments (HYPIC lookup order)",
-                   TestType, sg::xxh3_hash, sg::constant_hash) {
-  st::pic_store<std::string, std::string, TestType> store(
+                   TestType, hc::xxh3_hash, hc::constant_hash) {
+  hc::pic_store<std::string, std::string, TestType> store(
       {.public_capacity = 10000, .public_reserved = 0, .private_capacity = 10000, .block_size = 4});
-  const auto ns = sg::namespace_key{}.with_tenant("t1");
+  const auto ns = hc::namespace_key{}.with_tenant("t1");
   // system(4) SEP doc1(5) SEP doc2(3) SEP query(2)
   const std::vector<token_id> req = {1, 2, 3, 4, sep, 10, 11, 12, 13, 14, sep, 20, 21, 22, sep, 7, 8};
-  const auto seg = sg::split(req, {.separator = sep});
+  const auto seg = hc::split_request(req, {.separator = sep});
   REQUIRE(seg.segments.size() == 4);
   const std::span<const token_id> r(req);
 
@@ -32,7 +31,7 @@ TEST_CASE_TEMPLATE("pic_store: private prefix first, then public segments (HYPIC
   CHECK(miss.segments.size() == 3);
   CHECK(miss.hits() == 0);
 
-  store.put_segment(ns, r.subspan(0, 4), "sys", 10, sg::segment_kind::anchored);
+  store.put_segment(ns, r.subspan(0, 4), "sys", 10, hc::segment_kind::anchored);
   store.put_segment(ns, r.subspan(5, 5), "doc1", 10);
   store.put_segment(ns, r.subspan(11, 3), "doc2", 10);
   auto pub = store.lookup(ns, req, seg);
@@ -53,14 +52,14 @@ TEST_CASE_TEMPLATE("pic_store: private prefix first, then public segments (HYPIC
   CHECK(both.segments[1].entry);
 
   // Paired isolation: another tenant sees nothing, neither private nor public.
-  const auto other = sg::namespace_key{}.with_tenant("t2");
+  const auto other = hc::namespace_key{}.with_tenant("t2");
   auto iso = store.lookup(other, req, seg);
   CHECK(iso.prefix_depth == 0);
   CHECK(iso.hits() == 0);
 
   // An anchored (leading) entry is not a position-independent entry, and vice versa.
   const std::vector<token_id> moved = {10, 11, 12, 13, 14, sep, 1, 2, 3, 4, sep, 7};
-  const auto seg2 = sg::split(moved, {.separator = sep});
+  const auto seg2 = hc::split_request(moved, {.separator = sep});
   auto cross = store.lookup(ns, moved, seg2);
   REQUIRE(cross.segments.size() == 2);
   CHECK_FALSE(cross.segments[0].entry);  // doc1 as leading: only stored as PI
@@ -68,13 +67,13 @@ TEST_CASE_TEMPLATE("pic_store: private prefix first, then public segments (HYPIC
 }
 
 TEST_CASE("pic_store pools have independent budgets") {
-  st::pic_store<int, int> store(
+  hc::pic_store<int, int> store(
       {.public_capacity = 100, .public_reserved = 0, .private_capacity = 50, .block_size = 2});
-  const sg::namespace_key ns;
+  const hc::namespace_key ns;
   const std::vector<token_id> a{1, 2}, b{3, 4};
-  CHECK(store.put_prefix(ns, a, 1, 50).status == st::insert_status::inserted);
-  CHECK(store.put_segment(ns, a, 1, 100).status == st::insert_status::inserted);
-  CHECK(store.put_prefix(ns, b, 2, 50).status == st::insert_status::inserted);  // evicts a's
+  CHECK(store.put_prefix(ns, a, 1, 50).status == hc::insert_status::inserted);
+  CHECK(store.put_segment(ns, a, 1, 100).status == hc::insert_status::inserted);
+  CHECK(store.put_prefix(ns, b, 2, 50).status == hc::insert_status::inserted);  // evicts a's
   CHECK(store.private_entries().size() == 1);
   CHECK(store.public_entries().size() == 1);  // untouched by private pressure
   CHECK_THROWS_AS(store.put_prefix(ns, std::vector<token_id>{1, 2, 3}, 0, 1),

@@ -28,8 +28,7 @@
 #include "support/redis_server.hpp"
 
 using hybridcache::token_id;
-namespace sg = hybridcache::segment;
-namespace st = hybridcache::store;
+namespace hc = hybridcache;
 using namespace std::chrono_literals;
 
 namespace {
@@ -40,8 +39,8 @@ std::span<const std::byte> secret_bytes(const std::string& s = secret_text) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
 }
 
-st::redis_options options_for(const hc_test::redis_server& srv) {
-  st::redis_options o;
+hc::redis_options options_for(const hc_test::redis_server& srv) {
+  hc::redis_options o;
   o.port = srv.port();
   o.password = hc_test::redis_server::admin_password;
   o.io_timeout = 200ms;
@@ -55,7 +54,7 @@ std::vector<token_id> random_tokens(std::mt19937& rng, std::size_t n) {
   return t;
 }
 
-st::segment_location loc_of(std::uint32_t node, std::uint64_t offset, std::uint32_t tokens) {
+hc::segment_location loc_of(std::uint32_t node, std::uint64_t offset, std::uint32_t tokens) {
   return {node, node % 2, offset, 4096 + offset, tokens};
 }
 
@@ -69,10 +68,10 @@ st::segment_location loc_of(std::uint32_t node, std::uint64_t offset, std::uint3
 }  // namespace
 
 TEST_CASE("redis keys: independent HMAC reference, no tokens or tenant names in the key") {
-  st::redis_options o;
+  hc::redis_options o;
   o.key_prefix = "hc:";
-  const st::redis_segment_index idx(o, secret_bytes());
-  const auto ns = sg::namespace_key{}.with_tenant("acme-corp").with_model("qwen3");
+  const hc::redis_segment_index idx(o, secret_bytes());
+  const auto ns = hc::namespace_key{}.with_tenant("acme-corp").with_model("qwen3");
   const std::vector<token_id> toks{0x61626364u, 7, 8, 9, 10};
   const std::string tenant = "acme-corp";
   const std::string expect =
@@ -84,20 +83,20 @@ TEST_CASE("redis keys: independent HMAC reference, no tokens or tenant names in 
   CHECK(idx.key_of(ns, toks).find("abcd") == std::string::npos);
   CHECK(idx.key_of(ns, toks).find("dcba") == std::string::npos);
   // The shared namespace has the "s" tag; namespaces of one tenant share a prefix, others not.
-  CHECK(idx.tenant_prefix(sg::namespace_key::shared()) == "hc:s:");
-  CHECK(idx.key_of(sg::namespace_key::shared(), toks) ==
+  CHECK(idx.tenant_prefix(hc::namespace_key::shared()) == "hc:s:");
+  CHECK(idx.key_of(hc::namespace_key::shared(), toks) ==
         hc_test::redis_ref::segment_key(secret_text, "hc:", nullptr,
-                                        sg::namespace_key::shared().bytes(), toks));
+                                        hc::namespace_key::shared().bytes(), toks));
   CHECK(idx.tenant_prefix(ns.with_knowledge_base("kb")) == idx.tenant_prefix(ns));
-  CHECK(idx.tenant_prefix(sg::namespace_key{}.with_tenant("other")) != idx.tenant_prefix(ns));
+  CHECK(idx.tenant_prefix(hc::namespace_key{}.with_tenant("other")) != idx.tenant_prefix(ns));
   // Namespace is in the HMAC: same tenant, different model -> different key.
   CHECK(idx.key_of(ns.with_model("llama"), toks) != idx.key_of(ns, toks));
   // Chain keys: the documented chain policy under HMAC with the same secret.
-  const sg::sha256_hash h(secret_bytes());
+  const hc::sha256_hash h(secret_bytes());
   const std::vector<token_id> req{1, 2, 3, 4, 5, 6, 7, 8, 9};
   const auto keys = idx.chain_keys(ns, req, 4);
   REQUIRE(keys.size() == 2);
-  const auto d = sg::block_keys(h, ns, req, 4);
+  const auto d = hc::block_keys(h, ns, req, 4);
   for (std::size_t i = 0; i < 2; ++i) {
     const auto b = d[i].to_bytes();
     CHECK(keys[i] ==
@@ -106,13 +105,13 @@ TEST_CASE("redis keys: independent HMAC reference, no tokens or tenant names in 
 }
 
 TEST_CASE("redis records: byte layout equals the reference, every corruption is rejected") {
-  const st::redis_segment_index idx(st::redis_options{}, secret_bytes());
-  const auto ns = sg::namespace_key{}.with_tenant("t1");
+  const hc::redis_segment_index idx(hc::redis_options{}, secret_bytes());
+  const auto ns = hc::namespace_key{}.with_tenant("t1");
   const std::vector<token_id> toks{5, 6, 7};
   const std::string key = idx.key_of(ns, toks);
-  const st::segment_location loc{3, 1, 0x1122334455667788ull, 0xabcdefull, 3};
+  const hc::segment_location loc{3, 1, 0x1122334455667788ull, 0xabcdefull, 3};
   const std::string rec = idx.encode_record(key, loc);
-  REQUIRE(rec.size() == st::redis_segment_index::record_bytes);
+  REQUIRE(rec.size() == hc::redis_segment_index::record_bytes);
   CHECK(rec == hc_test::redis_ref::record(secret_text, key.substr(key.size() - 16), 3, 1,
                                           0x1122334455667788ull, 0xabcdefull, 3));
   REQUIRE(idx.decode_record(key, rec, 3) == loc);
@@ -129,16 +128,16 @@ TEST_CASE("redis records: byte layout equals the reference, every corruption is 
   }
   // A record made with another deployment secret does not verify.
   const std::string other_secret = "another-secret-of-32-bytes-long!";
-  const st::redis_segment_index other(st::redis_options{}, secret_bytes(other_secret));
+  const hc::redis_segment_index other(hc::redis_options{}, secret_bytes(other_secret));
   CHECK_FALSE(idx.decode_record(key, other.encode_record(key, loc), 3));
 }
 
 TEST_CASE("redis: bad options and bad input throw invalid_argument naming the argument") {
   using hybridcache::invalid_argument;
   auto make = [](auto edit) {
-    st::redis_options o;
+    hc::redis_options o;
     edit(o);
-    return st::redis_segment_index(o, secret_bytes());
+    return hc::redis_segment_index(o, secret_bytes());
   };
   CHECK_THROWS_AS(make([](auto& o) { o.port = 0; }), invalid_argument);
   CHECK_THROWS_AS(make([](auto& o) { o.port = 65536; }), invalid_argument);
@@ -158,25 +157,25 @@ TEST_CASE("redis: bad options and bad input throw invalid_argument naming the ar
     CHECK(e.value() == "70000");
   }
   const std::string short_secret = "too-short";
-  CHECK_THROWS_AS(st::redis_segment_index(st::redis_options{}, secret_bytes(short_secret)),
+  CHECK_THROWS_AS(hc::redis_segment_index(hc::redis_options{}, secret_bytes(short_secret)),
                   invalid_argument);
 
   // Input checks happen before any I/O: no server is needed (port 1 is never contacted).
-  st::redis_options o;
+  hc::redis_options o;
   o.port = 1;
-  st::redis_segment_index idx(o, secret_bytes());
-  const auto ns = sg::namespace_key{}.with_tenant("t");
+  hc::redis_segment_index idx(o, secret_bytes());
+  const auto ns = hc::namespace_key{}.with_tenant("t");
   const std::vector<token_id> none;
   const std::vector<token_id> toks{1, 2, 3, 4, 5, 6, 7, 8};
   CHECK_THROWS_AS(idx.insert(ns, none, loc_of(0, 0, 0)), invalid_argument);
   CHECK_THROWS_AS((void)idx.find(ns, none), invalid_argument);
   CHECK_THROWS_AS(idx.insert(ns, toks, loc_of(0, 0, 7)), invalid_argument);  // tokens mismatch
   CHECK_THROWS_AS((void)idx.find_chain(ns, toks, 0), invalid_argument);
-  const std::vector<token_id> huge(st::redis_segment_index::max_chain_blocks + 1, 1);
+  const std::vector<token_id> huge(hc::redis_segment_index::max_chain_blocks + 1, 1);
   CHECK_THROWS_AS((void)idx.find_chain(ns, huge, 1), invalid_argument);
-  const std::vector<st::segment_location> one{loc_of(0, 0, 4)};
+  const std::vector<hc::segment_location> one{loc_of(0, 0, 4)};
   CHECK_THROWS_AS(idx.insert_chain(ns, toks, 4, one), invalid_argument);  // 2 blocks, 1 loc
-  const std::vector<st::segment_location> two_bad{loc_of(0, 0, 4), loc_of(0, 0, 5)};
+  const std::vector<hc::segment_location> two_bad{loc_of(0, 0, 4), loc_of(0, 0, 5)};
   try {
     idx.insert_chain(ns, toks, 4, two_bad);
     FAIL("no throw");
@@ -193,8 +192,8 @@ TEST_CASE("redis: insert is first-writer-wins with a TTL, find, refresh, erase")
   hc_test::redis_server srv;
   auto o = options_for(srv);
   o.ttl = 60s;
-  st::redis_segment_index idx(o, secret_bytes());
-  const auto ns = sg::namespace_key{}.with_tenant("acme");
+  hc::redis_segment_index idx(o, secret_bytes());
+  const auto ns = hc::namespace_key{}.with_tenant("acme");
   const std::vector<token_id> seg{10, 11, 12, 13, 14};
 
   CHECK_FALSE(idx.find(ns, seg));
@@ -202,10 +201,10 @@ TEST_CASE("redis: insert is first-writer-wins with a TTL, find, refresh, erase")
   CHECK_FALSE(idx.insert(ns, seg, loc_of(2, 200, 5)));  // second writer loses
   REQUIRE(idx.find(ns, seg) == loc_of(1, 100, 5));
   // The anchored kind is a different key.
-  CHECK_FALSE(idx.find(ns, seg, sg::segment_kind::anchored));
+  CHECK_FALSE(idx.find(ns, seg, hc::segment_kind::anchored));
   // Other namespace, other tokens: misses.
   CHECK_FALSE(idx.find(ns.with_model("m"), seg));
-  CHECK_FALSE(idx.find(sg::namespace_key::shared(), seg));
+  CHECK_FALSE(idx.find(hc::namespace_key::shared(), seg));
   CHECK_FALSE(idx.find(ns, std::vector<token_id>{10, 11, 12, 13}));
 
   // The TTL is set (PTTL in (0, 60000]) and refresh renews it.
@@ -216,7 +215,7 @@ TEST_CASE("redis: insert is first-writer-wins with a TTL, find, refresh, erase")
   CHECK(srv.command({"PEXPIRE", key, "5000"}) == "1");
   CHECK(idx.refresh(ns, seg));
   CHECK(std::stol(srv.command({"PTTL", key})) > 5000);
-  CHECK(srv.command({"GET", key}).size() == st::redis_segment_index::record_bytes);
+  CHECK(srv.command({"GET", key}).size() == hc::redis_segment_index::record_bytes);
 
   CHECK(idx.erase(ns, seg));
   CHECK_FALSE(idx.erase(ns, seg));
@@ -228,7 +227,7 @@ TEST_CASE("redis: insert is first-writer-wins with a TTL, find, refresh, erase")
   // Expiry: a short TTL makes the entry a miss.
   auto o2 = o;
   o2.ttl = 30ms;
-  st::redis_segment_index shortlived(o2, secret_bytes());
+  hc::redis_segment_index shortlived(o2, secret_bytes());
   const std::vector<token_id> seg2{99, 98};
   CHECK(shortlived.insert(ns, seg2, loc_of(3, 0, 2)));
   std::this_thread::sleep_for(120ms);
@@ -241,8 +240,8 @@ TEST_CASE("redis: insert is first-writer-wins with a TTL, find, refresh, erase")
 TEST_CASE("redis: a block chain in one pipelined call matches a brute-force prefix reference") {
   HC_REQUIRE_REDIS();
   hc_test::redis_server srv;
-  st::redis_segment_index idx(options_for(srv), secret_bytes());
-  const auto ns = sg::namespace_key{}.with_tenant("acme");
+  hc::redis_segment_index idx(options_for(srv), secret_bytes());
+  const auto ns = hc::namespace_key{}.with_tenant("acme");
   std::mt19937 rng(7);
   constexpr std::size_t bs = 16;
   // Cached requests: a shared system prompt of 3 blocks, then their own tails.
@@ -253,7 +252,7 @@ TEST_CASE("redis: a block chain in one pipelined call matches a brute-force pref
     const auto tail = random_tokens(rng, (2 + r) * bs + 5);  // + a partial block
     t.insert(t.end(), tail.begin(), tail.end());
     cached.push_back(t);
-    std::vector<st::segment_location> locs;
+    std::vector<hc::segment_location> locs;
     for (std::size_t b = 0; b < t.size() / bs; ++b)
       locs.push_back(loc_of(static_cast<std::uint32_t>(r), b * 1000, bs));
     const auto stored = idx.insert_chain(ns, t, bs, locs);
@@ -273,7 +272,7 @@ TEST_CASE("redis: a block chain in one pipelined call matches a brute-force pref
     REQUIRE(got.size() == q.size() / bs);
     for (std::size_t b = 0; b < got.size(); ++b) {
       // Brute force: the first cached request whose first (b+1)·bs tokens equal the query's.
-      std::optional<st::segment_location> expect;
+      std::optional<hc::segment_location> expect;
       for (std::size_t r = 0; r < cached.size() && !expect; ++r) {
         const auto& c = cached[r];
         if (c.size() / bs > b && std::equal(q.begin(), q.begin() + (b + 1) * bs, c.begin()))
@@ -282,7 +281,7 @@ TEST_CASE("redis: a block chain in one pipelined call matches a brute-force pref
       CHECK(got[b] == expect);
     }
     // Chains are prefix-closed: a hit never follows a miss.
-    CHECK(st::redis_segment_index::leading_hits(got) ==
+    CHECK(hc::redis_segment_index::leading_hits(got) ==
           static_cast<std::size_t>(
               std::count_if(got.begin(), got.end(), [](const auto& x) { return x.has_value(); })));
   }
@@ -305,8 +304,8 @@ TEST_CASE("redis: 8 client threads race on the same keys, exactly one writer win
   auto o = options_for(srv);
   o.pool_size = 4;  // fewer connections than threads: the pool is shared and waited on
   o.io_timeout = 2s;
-  st::redis_segment_index idx(o, secret_bytes());
-  const auto ns = sg::namespace_key{}.with_tenant("race");
+  hc::redis_segment_index idx(o, secret_bytes());
+  const auto ns = hc::namespace_key{}.with_tenant("race");
   constexpr int threads = 8, segments = 48;
   std::vector<std::vector<token_id>> segs;
   std::mt19937 rng(11);
@@ -351,8 +350,8 @@ TEST_CASE("redis faults: server down, hung server, restart and flush -> typed er
   auto o = options_for(srv);
   o.io_timeout = 100ms;
   o.connect_timeout = 100ms;
-  st::redis_segment_index idx(o, secret_bytes());
-  const auto ns = sg::namespace_key{}.with_tenant("f");
+  hc::redis_segment_index idx(o, secret_bytes());
+  const auto ns = hc::namespace_key{}.with_tenant("f");
   const std::vector<token_id> seg{1, 2, 3};
   REQUIRE(idx.insert(ns, seg, loc_of(1, 1, 3)));
   REQUIRE(idx.find(ns, seg));
@@ -365,36 +364,36 @@ TEST_CASE("redis faults: server down, hung server, restart and flush -> typed er
 
   SUBCASE("hung server: timeout error, bounded, then recovery") {
     srv.pause();
-    st::redis_errc code{};
+    hc::redis_errc code{};
     const auto dt = timed([&] {
       try {
         (void)idx.find(ns, seg);
         FAIL("no throw");
-      } catch (const st::redis_error& e) {
+      } catch (const hc::redis_error& e) {
         code = e.code();
       }
     });
     srv.resume();
-    CHECK(code == st::redis_errc::timeout);
+    CHECK(code == hc::redis_errc::timeout);
     CHECK(dt < 2s);
     CHECK(idx.find(ns, seg) == loc_of(1, 1, 3));  // the timed-out connection was dropped
   }
   SUBCASE("server down: unavailable, fast; restart: misses only") {
     srv.stop();
-    st::redis_errc code{};
+    hc::redis_errc code{};
     const auto dt = timed([&] {
       try {
         (void)idx.find_chain(ns, std::vector<token_id>(64, 1), 1);
         FAIL("no throw");
-      } catch (const st::redis_error& e) {
+      } catch (const hc::redis_error& e) {
         code = e.code();
         const hybridcache::error& base = e;  // a hybridcache::error subtype
         CHECK(std::string(base.what()).find("127.0.0.1") != std::string::npos);
       }
     });
-    CHECK(code == st::redis_errc::unavailable);
+    CHECK(code == hc::redis_errc::unavailable);
     CHECK(dt < 2s);
-    CHECK_THROWS_AS(idx.insert(ns, seg, loc_of(2, 2, 3)), st::redis_error);
+    CHECK_THROWS_AS(idx.insert(ns, seg, loc_of(2, 2, 3)), hc::redis_error);
     srv.start();
     CHECK_FALSE(idx.find(ns, seg));  // data gone: a miss, not an error
     CHECK(idx.insert(ns, seg, loc_of(2, 2, 3)));
@@ -408,13 +407,13 @@ TEST_CASE("redis faults: server down, hung server, restart and flush -> typed er
   SUBCASE("flush: misses only") {
     CHECK(srv.command({"FLUSHALL"}) == "OK");
     CHECK_FALSE(idx.find(ns, seg));
-    CHECK(idx.find_chain(ns, seg, 1) == std::vector<std::optional<st::segment_location>>(3));
+    CHECK(idx.find_chain(ns, seg, 1) == std::vector<std::optional<hc::segment_location>>(3));
   }
   SUBCASE("8 threads through a stop/restart: every answer is an error or exactly right") {
     constexpr std::size_t bs = 4;
     std::vector<token_id> req(64 * bs);
     for (std::size_t i = 0; i < req.size(); ++i) req[i] = static_cast<token_id>(i * 7 + 1);
-    std::vector<st::segment_location> locs;
+    std::vector<hc::segment_location> locs;
     for (std::size_t b = 0; b < 64; ++b) locs.push_back(loc_of(5, b, bs));
     idx.insert_chain(ns, req, bs, locs);
     std::atomic<bool> done{false};
@@ -429,7 +428,7 @@ TEST_CASE("redis faults: server down, hung server, restart and flush -> typed er
             if (got.size() != 64) wrong.fetch_add(1);
             for (std::size_t b = 0; b < got.size(); ++b)
               if (got[b] && *got[b] != locs[b]) wrong.fetch_add(1);
-          } catch (const st::redis_error&) {
+          } catch (const hc::redis_error&) {
             errors.fetch_add(1);
           } catch (...) {
             wrong.fetch_add(1000);
@@ -456,16 +455,16 @@ TEST_CASE("redis faults: server down, hung server, restart and flush -> typed er
 TEST_CASE("redis ACL: a tenant's credentials cannot read or overwrite another tenant's keys") {
   HC_REQUIRE_REDIS();
   hc_test::redis_server srv;
-  st::redis_segment_index admin(options_for(srv), secret_bytes());
-  const auto ns_a = sg::namespace_key{}.with_tenant("tenant-a");
-  const auto ns_b = sg::namespace_key{}.with_tenant("tenant-b").with_knowledge_base("kb");
+  hc::redis_segment_index admin(options_for(srv), secret_bytes());
+  const auto ns_a = hc::namespace_key{}.with_tenant("tenant-a");
+  const auto ns_b = hc::namespace_key{}.with_tenant("tenant-b").with_knowledge_base("kb");
   REQUIRE(srv.command(admin.acl_setuser_command(ns_a, "user-a", "pw-a")) == "OK");
   REQUIRE(srv.command(admin.acl_setuser_command(ns_b, "user-b", "pw-b")) == "OK");
   auto as = [&](const char* user, const char* pw) {
     auto o = options_for(srv);
     o.username = user;
     o.password = pw;
-    return std::make_unique<st::redis_segment_index>(o, secret_bytes());
+    return std::make_unique<hc::redis_segment_index>(o, secret_bytes());
   };
   auto a = as("user-a", "pw-a");
   auto b = as("user-b", "pw-b");
@@ -478,8 +477,8 @@ TEST_CASE("redis ACL: a tenant's credentials cannot read or overwrite another te
   auto denied = [](auto&& f) {
     try {
       f();
-    } catch (const st::redis_error& e) {
-      return e.code() == st::redis_errc::denied;
+    } catch (const hc::redis_error& e) {
+      return e.code() == hc::redis_errc::denied;
     }
     return false;
   };
@@ -490,7 +489,7 @@ TEST_CASE("redis ACL: a tenant's credentials cannot read or overwrite another te
   CHECK(denied([&] { (void)a->find_chain(ns_b, seg, 2); }));
   CHECK(denied([&] { (void)b->find(ns_a, seg); }));
   // Raw commands with A's credentials on B's key are refused by the server, too.
-  CHECK(denied([&] { (void)a->find(sg::namespace_key::shared(), seg); }));
+  CHECK(denied([&] { (void)a->find(hc::namespace_key::shared(), seg); }));
   CHECK(b->find(ns_b, seg) == loc_of(2, 7, 4));  // B's record is intact
 
   // AUTH: wrong password and missing password are auth errors.
@@ -498,40 +497,40 @@ TEST_CASE("redis ACL: a tenant's credentials cannot read or overwrite another te
   try {
     (void)bad->find(ns_a, seg);
     FAIL("no throw");
-  } catch (const st::redis_error& e) {
-    CHECK(e.code() == st::redis_errc::auth);
+  } catch (const hc::redis_error& e) {
+    CHECK(e.code() == hc::redis_errc::auth);
     CHECK(std::string(e.what()).find("wrong") == std::string::npos);  // no password in messages
   }
   auto o = options_for(srv);
   o.password.clear();
-  st::redis_segment_index anonymous(o, secret_bytes());
+  hc::redis_segment_index anonymous(o, secret_bytes());
   try {
     (void)anonymous.find(ns_a, seg);
     FAIL("no throw");
-  } catch (const st::redis_error& e) {
-    CHECK(e.code() == st::redis_errc::auth);
+  } catch (const hc::redis_error& e) {
+    CHECK(e.code() == hc::redis_errc::auth);
   }
 }
 
 TEST_CASE("redis: a forged record from a compromised peer never produces a hit") {
   HC_REQUIRE_REDIS();
   hc_test::redis_server srv;
-  st::redis_segment_index idx(options_for(srv), secret_bytes());
-  const auto ns_a = sg::namespace_key{}.with_tenant("tenant-a");
-  const auto ns_b = sg::namespace_key{}.with_tenant("tenant-b");
+  hc::redis_segment_index idx(options_for(srv), secret_bytes());
+  const auto ns_a = hc::namespace_key{}.with_tenant("tenant-a");
+  const auto ns_b = hc::namespace_key{}.with_tenant("tenant-b");
   const std::vector<token_id> seg{1, 2, 3, 4, 5, 6, 7, 8};
   REQUIRE(idx.insert(ns_a, seg, loc_of(1, 10, 8)));
   const std::string key_a = idx.key_of(ns_a, seg), key_b = idx.key_of(ns_b, seg);
   const std::string rec_a = srv.command({"GET", key_a});
-  REQUIRE(rec_a.size() == st::redis_segment_index::record_bytes);
+  REQUIRE(rec_a.size() == hc::redis_segment_index::record_bytes);
 
   // A peer with write access to everything (a compromised node, a misconfigured ACL) but not the
   // deployment secret: copies A's valid record to B's key, writes garbage, or a record signed
   // with another secret, or replays a record for a different token count.
   const std::string other_secret = "not-the-deployment-secret-000000";
-  st::redis_segment_index outsider(options_for(srv), secret_bytes(other_secret));
+  hc::redis_segment_index outsider(options_for(srv), secret_bytes(other_secret));
   const std::vector<std::string> forgeries{
-      rec_a, std::string(st::redis_segment_index::record_bytes, '\x01'),
+      rec_a, std::string(hc::redis_segment_index::record_bytes, '\x01'),
       outsider.encode_record(key_b, loc_of(9, 9, 8)), idx.encode_record(key_b, loc_of(9, 9, 7)),
       rec_a.substr(0, 20)};
   std::uint64_t rejected = idx.stats().rejected;
@@ -551,8 +550,8 @@ TEST_CASE("redis: a forged record from a compromised peer never produces a hit")
 TEST_CASE("redis -> dispatch: segments held by peers are dispatched to them as hits") {
   HC_REQUIRE_REDIS();
   hc_test::redis_server srv;
-  st::redis_segment_index idx(options_for(srv), secret_bytes());
-  const auto ns = sg::namespace_key{}.with_tenant("acme");
+  hc::redis_segment_index idx(options_for(srv), secret_bytes());
+  const auto ns = hc::namespace_key{}.with_tenant("acme");
   // Four segments; node 20 cached segment 0, node 30 segment 2; segment 1 and 3 are cold.
   const std::vector<std::vector<token_id>> segs{
       std::vector<token_id>(900, 1), std::vector<token_id>(700, 2), std::vector<token_id>(500, 3),
@@ -560,7 +559,7 @@ TEST_CASE("redis -> dispatch: segments held by peers are dispatched to them as h
   REQUIRE(idx.insert(ns, segs[0], {20, 0, 0, 1 << 20, 900}));
   REQUIRE(idx.insert(ns, segs[2], {30, 0, 0, 1 << 19, 500}));
   std::vector<std::size_t> tokens;
-  std::vector<std::optional<st::segment_location>> located;
+  std::vector<std::optional<hc::segment_location>> located;
   for (const auto& s : segs) {
     tokens.push_back(s.size());
     located.push_back(idx.find(ns, s));
@@ -643,53 +642,53 @@ std::string repeat(const std::string& s, int n) {
 }  // namespace
 
 TEST_CASE("redis: a misbehaving server gives a typed error or misses, never a hit or a hang") {
-  const auto ns = sg::namespace_key{}.with_tenant("t");
+  const auto ns = hc::namespace_key{}.with_tenant("t");
   std::vector<token_id> req(64 * 4);
   for (std::size_t i = 0; i < req.size(); ++i) req[i] = static_cast<token_id>(i);
   auto index_for = [](const fake_redis& f) {
-    st::redis_options o;
+    hc::redis_options o;
     o.port = f.port();
     o.io_timeout = 150ms;
-    return std::make_unique<st::redis_segment_index>(o, secret_bytes());
+    return std::make_unique<hc::redis_segment_index>(o, secret_bytes());
   };
-  auto code_of = [&](st::redis_segment_index& idx) -> std::optional<st::redis_errc> {
+  auto code_of = [&](hc::redis_segment_index& idx) -> std::optional<hc::redis_errc> {
     try {
       const auto got = idx.find_chain(ns, req, 4);
       for (const auto& x : got) CHECK_FALSE(x);
       return std::nullopt;
-    } catch (const st::redis_error& e) {
+    } catch (const hc::redis_error& e) {
       return e.code();
     }
   };
   SUBCASE("partial pipeline: 10 of 64 replies, then the connection closes") {
     fake_redis f(repeat("$-1\r\n", 10), true);
     auto idx = index_for(f);
-    CHECK(code_of(*idx) == st::redis_errc::unavailable);
+    CHECK(code_of(*idx) == hc::redis_errc::unavailable);
     CHECK(idx->stats().errors == 1);
     CHECK(idx->stats().misses == 0);  // nothing partial was counted or returned
   }
   SUBCASE("not the Redis protocol") {
     fake_redis f("@@ hello, I am not redis\r\n", true);
     auto idx = index_for(f);
-    CHECK(code_of(*idx) == st::redis_errc::protocol);
+    CHECK(code_of(*idx) == hc::redis_errc::protocol);
   }
   SUBCASE("replies of the wrong type") {
     fake_redis f(repeat(":1\r\n", 64), false);
     auto idx = index_for(f);
-    CHECK(code_of(*idx) == st::redis_errc::protocol);
+    CHECK(code_of(*idx) == hc::redis_errc::protocol);
   }
   SUBCASE("a silent server: timeout after io_timeout") {
     fake_redis f("", false);
     auto idx = index_for(f);
     const auto t0 = std::chrono::steady_clock::now();
-    CHECK(code_of(*idx) == st::redis_errc::timeout);
+    CHECK(code_of(*idx) == hc::redis_errc::timeout);
     CHECK(std::chrono::steady_clock::now() - t0 < 2s);
   }
   SUBCASE("a lying server: 64 well-formed 45-byte values, all rejected") {
     std::mt19937 rng(5);
     std::string resp;
     for (int i = 0; i < 64; ++i) {
-      std::string v(st::redis_segment_index::record_bytes, '\0');
+      std::string v(hc::redis_segment_index::record_bytes, '\0');
       for (auto& ch : v) ch = static_cast<char>(rng());
       v[0] = 1;  // the right version byte
       resp += "$45\r\n" + v + "\r\n";
@@ -711,8 +710,8 @@ TEST_CASE("redis: a misbehaving server gives a typed error or misses, never a hi
     try {
       (void)idx->find_chain(ns, req, 4);
       FAIL("no error");
-    } catch (const st::redis_error& e) {
-      CHECK(e.code() == st::redis_errc::protocol);
+    } catch (const hc::redis_error& e) {
+      CHECK(e.code() == hc::redis_errc::protocol);
       CHECK(std::string(e.what()).find("2147483647") != std::string::npos);
       CHECK(std::string(e.what()).find("elements") != std::string::npos);
     }
@@ -727,8 +726,8 @@ TEST_CASE("redis: a misbehaving server gives a typed error or misses, never a hi
     try {
       (void)idx->find_chain(ns, req, 4);
       FAIL("no error");
-    } catch (const st::redis_error& e) {
-      CHECK(e.code() == st::redis_errc::protocol);
+    } catch (const hc::redis_error& e) {
+      CHECK(e.code() == hc::redis_errc::protocol);
       CHECK(std::string(e.what()).find("bytes") != std::string::npos);
     }
   }
@@ -738,9 +737,9 @@ TEST_CASE("redis: a misbehaving server gives a typed error or misses, never a hi
       fake_redis f("", true);
       port = f.port();
     }
-    st::redis_options o;
+    hc::redis_options o;
     o.port = port;
-    st::redis_segment_index idx(o, secret_bytes());
-    CHECK(code_of(idx) == st::redis_errc::unavailable);
+    hc::redis_segment_index idx(o, secret_bytes());
+    CHECK(code_of(idx) == hc::redis_errc::unavailable);
   }
 }

@@ -9,19 +9,18 @@
 #include <vector>
 
 using hybridcache::token_id;
-namespace st = hybridcache::store;
-namespace sg = hybridcache::segment;
+namespace hc = hybridcache;
 
 TEST_CASE_TEMPLATE("virtual blocks: several namespaced views over one physical block, copy on hit",
-                   TestType, sg::xxh3_hash, sg::constant_hash) {
-  using pool_t = st::lru_pool<int, std::string>;
+                   TestType, hc::xxh3_hash, hc::constant_hash) {
+  using pool_t = hc::lru_pool<int, std::string>;
   pool_t pool(1000);
   pool.insert(42, "KV(doc)", 100);
-  st::virtual_block_index<pool_t, TestType> views(pool);
+  hc::virtual_block_index<pool_t, TestType> views(pool);
   const std::vector<token_id> doc{5, 6, 7, 8};
-  const auto kb_a = sg::namespace_key{}.with_knowledge_base("a");
-  const auto kb_b = sg::namespace_key{}.with_knowledge_base("b");
-  const auto kb_c = sg::namespace_key{}.with_knowledge_base("c");
+  const auto kb_a = hc::namespace_key{}.with_knowledge_base("a");
+  const auto kb_b = hc::namespace_key{}.with_knowledge_base("b");
+  const auto kb_c = hc::namespace_key{}.with_knowledge_base("c");
   CHECK(views.add_view(kb_a, doc, 42, 128));
   CHECK(views.add_view(kb_b, doc, 42, 0));
   CHECK_FALSE(views.add_view(kb_a, doc, 42, 0));

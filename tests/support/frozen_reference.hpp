@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// Independent reference model of `store::frozen_pool` over the `lru_reference` model of the
+/// Independent reference model of `frozen_pool` over the `lru_reference` model of the
 /// underlying pool (tests/support/store_reference.hpp). A frozen block is an *entry* — the value
 /// id the model gives every insert — never a key:
 /// - every mutating call first forgets frozen ids whose entry is no longer indexed (erased from

@@ -23,7 +23,7 @@ struct multi_node_counts {
   std::vector<std::vector<std::size_t>> remote_len;  // per request: lengths of remote hits
 };
 
-inline multi_node_counts multi_node_reference(const hybridcache::sim::trace& t, std::size_t nodes,
+inline multi_node_counts multi_node_reference(const hybridcache::trace& t, std::size_t nodes,
                                               std::size_t capacity, bool shared) {
   using seg = std::pair<std::string, std::vector<hybridcache::token_id>>;
   std::map<seg, std::size_t> id_of;

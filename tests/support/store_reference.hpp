@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// Independent reference model of `store::lru_pool` (docs/store.md's rules written as a plain
+/// Independent reference model of `lru_pool` (docs/store.md's rules written as a plain
 /// scan over a vector — no lists, no maps, no sharing with the implementation) and an
 /// interpreter that drives the real pool and the model with the same operation sequence decoded
 /// from bytes, checking after every step:
@@ -223,7 +223,7 @@ class probe_value {
 /// disagreement (and the run stops). @returns true if everything agreed.
 template <class Fail>
 bool run_store_ops(std::span<const std::uint8_t> ops, Fail&& fail) {
-  namespace st = hybridcache::store;
+  namespace hc = hybridcache;
   if (ops.size() < 2) return true;
   const std::size_t capacity = 16 + ops[0] % 112;             // 16..127 bytes
   const std::size_t reserved = (ops[1] % 4) * capacity / 8;   // 0, 1/8, 2/8, 3/8 of C
@@ -231,7 +231,7 @@ bool run_store_ops(std::span<const std::uint8_t> ops, Fail&& fail) {
   struct cb_record {
     int key;
     int id;
-    st::release_reason reason;
+    hc::release_reason reason;
   };
   auto records = std::make_shared<std::vector<cb_record>>();
   lru_reference model(capacity, reserved);
@@ -243,9 +243,9 @@ bool run_store_ops(std::span<const std::uint8_t> ops, Fail&& fail) {
     }
   };
   {
-    using pool_t = st::lru_pool<int, probe_value>;
+    using pool_t = hc::lru_pool<int, probe_value>;
     pool_t pool(capacity, reserved,
-                [records](const int& k, probe_value& v, st::release_reason why) {
+                [records](const int& k, probe_value& v, hc::release_reason why) {
                   records->push_back({k, v.id(), why});
                 });
     std::vector<std::pair<pool_t::handle, int>> pins;  // real handle, model value id
@@ -266,7 +266,7 @@ bool run_store_ops(std::span<const std::uint8_t> ops, Fail&& fail) {
           int mid = -1;
           const int mstatus = model.insert(key, id, bytes, res, mid);
           auto r = pool.insert(key, probe_value(id, &reg), bytes,
-                               res ? st::entry_class::reserved : st::entry_class::ordinary);
+                               res ? hc::entry_class::reserved : hc::entry_class::ordinary);
           check(static_cast<int>(r.status) == mstatus, "insert status differs for key " +
                                                            std::to_string(key));
           if (r.pin) {

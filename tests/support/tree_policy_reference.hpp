@@ -1,6 +1,6 @@
 #pragma once
 // SPDX-License-Identifier: Apache-2.0
-// An independent model of tree::state_policy's books for the model-based test: node → parent,
+// An independent model of state_policy's books for the model-based test: node → parent,
 // depth, EW match-end weight (long double, decayed eagerly: every weight × γ per observation),
 // state bytes and pins, all in std::map; the fresh-end prior (policy_options::fresh_prior) as
 // its own eager rule: an inserted end no match has ended at gets weight p = (h + 1)/(n + 2), h

@@ -39,11 +39,11 @@ struct world {
   hc::tree_index ix;
   std::vector<slot> nodes, inner;
   explicit world(std::mt19937_64& rng, std::size_t n) {
-    const slot root = ix.root_of(hc::segment::xxh3_hash{}, hc::segment::namespace_key{});
+    const slot root = ix.root_of(hc::xxh3_hash{}, hc::namespace_key{});
     nodes.push_back(root);
     for (std::size_t i = 0; i < n; ++i) {
       bool created = false;
-      const slot v = ix.child(nodes[rng() % nodes.size()], hc::segment::digest{i, 2}, created);
+      const slot v = ix.child(nodes[rng() % nodes.size()], hc::digest{i, 2}, created);
       ix[v].weight = static_cast<double>(1 + rng() % 1000) / 37.0;
       nodes.push_back(v);
       inner.push_back(v);
@@ -133,11 +133,11 @@ TEST_CASE("tree_state_pool: a new state displaces the cheapest held one, by hand
   // state at c is worth less than both (Δ(c) = 0.1) but is admitted all the same, displacing the
   // cheapest held one, a (admission by value, which refused it, was removed in 0.2).
   hc::tree_index ix;
-  const slot root = ix.root_of(hc::segment::xxh3_hash{}, hc::segment::namespace_key{});
+  const slot root = ix.root_of(hc::xxh3_hash{}, hc::namespace_key{});
   bool created = false;
-  const slot a = ix.child(root, hc::segment::digest{1, 0}, created);
-  const slot b = ix.child(a, hc::segment::digest{2, 0}, created);
-  const slot c = ix.child(b, hc::segment::digest{3, 0}, created);
+  const slot a = ix.child(root, hc::digest{1, 0}, created);
+  const slot b = ix.child(a, hc::digest{2, 0}, created);
+  const slot c = ix.child(b, hc::digest{3, 0}, created);
   ix[a].weight = 10.0;
   ix[b].weight = 10.0;
   ix[c].weight = 0.1;

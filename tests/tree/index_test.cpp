@@ -19,15 +19,15 @@ namespace {
 
 using path = std::vector<std::uint64_t>;  // namespace, then one symbol per block
 
-hc::segment::namespace_key ns_of(std::uint64_t i) {
-  return hc::segment::namespace_key{}.with_tenant(i == 0 ? "tenant_a" : "tenant_b");
+hc::namespace_key ns_of(std::uint64_t i) {
+  return hc::namespace_key{}.with_tenant(i == 0 ? "tenant_a" : "tenant_b");
 }
 
 }  // namespace
 
 TEST_CASE("tree_index keeps exactly the inserted paths apart by parent and namespace") {
   std::mt19937_64 rng(24);
-  const hc::segment::xxh3_hash hash;
+  const hc::xxh3_hash hash;
   hc::tree_index ix;
   std::map<path, hc::node_id> model;  // every live node, roots as the one-element path {ns}
   std::vector<hc::node_id> stale;
@@ -48,8 +48,8 @@ TEST_CASE("tree_index keeps exactly the inserted paths apart by parent and names
         const std::uint64_t sym = rng() % 3;
         p.push_back(sym);
         bool created = false;
-        const auto before = ix.find(hc::segment::digest{sym, 7}, cur);
-        cur = ix.child(cur, hc::segment::digest{sym, 7}, created);
+        const auto before = ix.find(hc::digest{sym, 7}, cur);
+        cur = ix.child(cur, hc::digest{sym, 7}, created);
         CHECK(created == (model.count(p) == 0));
         CHECK(ix[cur].blocks == i + 1);
         if (!created) {
@@ -89,7 +89,7 @@ TEST_CASE("tree_index keeps exactly the inserted paths apart by parent and names
         } else {
           const path up(p.begin(), p.end() - 1);
           CHECK(ix.handle_of(ix[v].parent) == model.at(up));
-          CHECK(ix.find(hc::segment::digest{p.back(), 7}, ix[v].parent) == v);
+          CHECK(ix.find(hc::digest{p.back(), 7}, ix[v].parent) == v);
         }
       }
       CHECK(ix.node_count() == model.size());

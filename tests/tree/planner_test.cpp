@@ -41,14 +41,13 @@ double naive_er(const hc::tree_index& ix, const std::vector<slot>& nodes,
 
 TEST_CASE("tree_planner: the re-plan is the brute-force optimum, kept under hysteresis") {
   std::mt19937_64 rng(11);
-  const hc::segment::xxh3_hash hash;
+  const hc::xxh3_hash hash;
   const std::size_t B = 16;
   for (int trial = 0; trial < 60; ++trial) {
     hc::tree_index ix;
     std::vector<slot> nodes, inner;  // all live nodes; the non-root ones
     for (int ns = 0; ns < 2; ++ns) {
-      const slot root =
-          ix.root_of(hash, hc::segment::namespace_key{}.with_tenant(ns == 0 ? "a" : "b"));
+      const slot root = ix.root_of(hash, hc::namespace_key{}.with_tenant(ns == 0 ? "a" : "b"));
       nodes.push_back(root);
       ix[root].weight = static_cast<double>(rng() % 3);
     }
@@ -56,7 +55,7 @@ TEST_CASE("tree_planner: the re-plan is the brute-force optimum, kept under hyst
     for (std::size_t i = 0; i < n; ++i) {
       const slot parent = nodes[rng() % nodes.size()];
       bool created = false;
-      const slot v = ix.child(parent, hc::segment::digest{i, 1}, created);
+      const slot v = ix.child(parent, hc::digest{i, 1}, created);
       ix[v].weight = rng() % 4 == 0 ? 0.0 : static_cast<double>(1 + rng() % 100) / 7.0;
       nodes.push_back(v);
       inner.push_back(v);
@@ -120,12 +119,12 @@ TEST_CASE("tree_planner: snapshot positions of a prefill, hand-worked") {
   // root ─ n1 ─ n2 ─ n3 ─ n4 (B = 4): a state at n1, n2 planned; the match reached n4 (16
   // tokens), the prompt has 24; chunk ends on and off the grid.
   hc::tree_index ix;
-  const slot root = ix.root_of(hc::segment::xxh3_hash{}, hc::segment::namespace_key{});
+  const slot root = ix.root_of(hc::xxh3_hash{}, hc::namespace_key{});
   std::vector<hc::node_id> path;
   slot cur = root;
   for (std::uint64_t i = 1; i <= 4; ++i) {
     bool created = false;
-    cur = ix.child(cur, hc::segment::digest{i, 3}, created);
+    cur = ix.child(cur, hc::digest{i, 3}, created);
     path.push_back(ix.handle_of(cur));
   }
   ix[ix.live_slot(path[0])].state = 0;

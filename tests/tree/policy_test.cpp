@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// tree::state_policy against an independent model of its books
+// state_policy against an independent model of its books
 // (tests/support/tree_policy_reference.hpp): matches against a set of inserted block prefixes,
 // EW statistics against eager decay in long double, victims against the brute-force least
 // ΔE[r] per byte; plus the pool bound, pins, namespaces, the prefill plan and typed errors.
@@ -22,14 +22,13 @@
 
 namespace hc = hybridcache;
 namespace ht = hybridcache_test;
+using hc::node_id;
 using hc::token_id;
-using hc::tree::node_id;
 
 namespace {
 
-hc::segment::namespace_key ns_of(int i) {
-  return i == 0 ? hc::segment::namespace_key{}
-                : hc::segment::namespace_key{}.with_tenant("t" + std::to_string(i));
+hc::namespace_key ns_of(int i) {
+  return i == 0 ? hc::namespace_key{} : hc::namespace_key{}.with_tenant("t" + std::to_string(i));
 }
 
 std::vector<token_id> seq(std::initializer_list<token_id> t) { return t; }
@@ -37,7 +36,7 @@ std::vector<token_id> seq(std::initializer_list<token_id> t) { return t; }
 /// `o` with the repeat discount, the age-conditioned value, the prefill-end prior and the filling
 /// of free memory off: the tests of other laws keep their hand arithmetic short (each of those
 /// options has its own test).
-hc::tree::policy_options legacy(hc::tree::policy_options o) {
+hc::policy_options legacy(hc::policy_options o) {
   o.fill_free = false;
   o.repeat_discount = false;
   o.age_value = false;
@@ -88,7 +87,7 @@ int count_aged(const ht::tree_policy_model& model, const std::vector<node_id>& v
 }  // namespace
 
 TEST_CASE("match walks full blocks; partial blocks and other namespaces never match") {
-  hc::tree::state_policy pol({.block_size = 4, .state_bytes = 10, .capacity_bytes = 100});
+  hc::state_policy pol({.block_size = 4, .state_bytes = 10, .capacity_bytes = 100});
   const auto a = seq({1, 2, 3, 4, 5, 6, 7, 8, 9, 10});  // 2 full blocks + 2 tokens
   const auto path = pol.insert(ns_of(0), a);
   REQUIRE(path.size() == 2);
@@ -115,24 +114,24 @@ TEST_CASE("match walks full blocks; partial blocks and other namespaces never ma
 }
 
 TEST_CASE("key-based calls reach the same nodes as token-based ones") {
-  hc::tree::state_policy pol({.block_size = 4, .capacity_bytes = 8});
+  hc::state_policy pol({.block_size = 4, .capacity_bytes = 8});
   const auto ns = ns_of(2);
   const auto a = seq({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
   const auto path = pol.insert(ns, a);
-  const auto keys = hc::segment::block_keys(pol.hash(), ns, a, 4);
+  const auto keys = hc::block_keys(pol.hash(), ns, a, 4);
   REQUIRE(keys.size() == 3);
   CHECK(pol.insert_keys(ns, keys) == path);
-  auto m = pol.match_keys(ns, std::span<const hc::segment::digest>(keys).first(2));
+  auto m = pol.match_keys(ns, std::span<const hc::digest>(keys).first(2));
   CHECK(m.matched_tokens == 8);
   CHECK(m.node == path[1]);
   pol.unpin(m.resume_node);
   // Keys computed under another namespace never reach these nodes.
-  const auto other = hc::segment::block_keys(pol.hash(), ns_of(1), a, 4);
+  const auto other = hc::block_keys(pol.hash(), ns_of(1), a, 4);
   auto m2 = pol.match_keys(ns, other);
   CHECK(m2.matched_tokens == 0);
   pol.unpin(m2.resume_node);
   // An engine's own chained keys (e.g. vLLM block hashes) work as long as they are consistent.
-  const std::vector<hc::segment::digest> engine{{1, 1}, {2, 2}};
+  const std::vector<hc::digest> engine{{1, 1}, {2, 2}};
   const auto p2 = pol.insert_keys(ns, engine);
   auto m3 = pol.match_keys(ns, engine);
   CHECK(m3.node == p2[1]);
@@ -141,7 +140,7 @@ TEST_CASE("key-based calls reach the same nodes as token-based ones") {
 }
 
 TEST_CASE("resume from the deepest state; pins keep a state from eviction") {
-  hc::tree::state_policy pol({.block_size = 2, .state_bytes = 5, .capacity_bytes = 10});
+  hc::state_policy pol({.block_size = 2, .state_bytes = 5, .capacity_bytes = 10});
   const auto a = seq({1, 2, 3, 4, 5, 6, 7, 8});
   const auto p = pol.insert(ns_of(0), a);
   CHECK(pol.admit(p[0], 5).admitted);
@@ -170,11 +169,11 @@ TEST_CASE("resume from the deepest state; pins keep a state from eviction") {
 
 TEST_CASE("prefill plan: chunk grid ∩ block grid, junction, tail, planned nodes") {
   // The base rules (fill_free, which adds free-room positions, has its own test).
-  hc::tree::state_policy pol({.block_size = 4,
-                              .state_bytes = 1,
-                              .capacity_bytes = 8,
-                              .replan_every = 0,
-                              .fill_free = false});
+  hc::state_policy pol({.block_size = 4,
+                        .state_bytes = 1,
+                        .capacity_bytes = 8,
+                        .replan_every = 0,
+                        .fill_free = false});
   std::vector<token_id> a(32);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<token_id>(i + 1);
   (void)pol.insert(ns_of(0), std::span<const token_id>(a).first(16));
@@ -206,12 +205,12 @@ TEST_CASE("prefill plan: chunk grid ∩ block grid, junction, tail, planned node
 }
 
 TEST_CASE("replan hysteresis: the same statistics do not flip the plan") {
-  hc::tree::state_policy pol({.block_size = 1,
-                              .state_bytes = 1,
-                              .capacity_bytes = 1,
-                              .gamma = 1.0,
-                              .replan_every = 0,
-                              .hysteresis = 0.05});
+  hc::state_policy pol({.block_size = 1,
+                        .state_bytes = 1,
+                        .capacity_bytes = 1,
+                        .gamma = 1.0,
+                        .replan_every = 0,
+                        .hysteresis = 0.05});
   const auto a = seq({1, 2, 3, 4});
   const auto b = seq({1, 2, 7, 8});
   (void)pol.insert(ns_of(0), a);
@@ -241,7 +240,7 @@ TEST_CASE("replan hysteresis: the same statistics do not flip the plan") {
 
 TEST_CASE("EW statistics stay finite and exact over many observations") {
   for (double gamma : {0.5, 0.9, 0.99, 1.0}) {
-    hc::tree::state_policy pol(
+    hc::state_policy pol(
         legacy({.block_size = 1, .capacity_bytes = 4, .gamma = gamma, .replan_every = 0}));
     const auto a = seq({1, 2, 3});
     const auto p = pol.insert(ns_of(0), a);
@@ -273,7 +272,7 @@ TEST_CASE("age-conditioned value stays finite and exact over many events") {
     CAPTURE(gamma);
     auto o = legacy({.block_size = 1, .capacity_bytes = 4, .gamma = gamma, .replan_every = 0});
     o.age_value = true;
-    hc::tree::state_policy pol(o);
+    hc::state_policy pol(o);
     const auto a = seq({1, 2, 3});
     const auto p = pol.insert(ns_of(0), a);
     std::mt19937 rng(3);
@@ -341,13 +340,13 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     // defaults without the age value, runs 4–5 with the repeat discount, the age value and the
     // prefill-end prior off too (legacy); runs 2 and 5 fill free memory.
     const bool plain = run >= 4;
-    hc::tree::policy_options o{
+    hc::policy_options o{
         .block_size = B, .state_bytes = 3, .capacity_bytes = 20, .gamma = gamma, .replan_every = 7};
     if (plain) o = legacy(o);
     o.age_value = run < 3;
     o.prefill_prior = !plain;
     o.fill_free = run == 2 || run == 5;  // a match is followed by its prefill (plan, admit)
-    hc::tree::state_policy pol(o);
+    hc::state_policy pol(o);
     ht::tree_policy_model model;
     model.gamma = gamma;
     model.repeat = !plain;
@@ -463,7 +462,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
         }
         CHECK(m.matched_tokens == expect);
         node_id root = m.node;
-        while (pol.parent(root) != hc::tree::no_node) root = pol.parent(root);
+        while (pol.parent(root) != hc::no_node) root = pol.parent(root);
         ensure_root(root);
         // Expected resume: deepest state on the path.
         node_id want = root;
@@ -529,7 +528,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
         const std::size_t bytes = rng() % 10;
         auto victims = pol.evict(bytes);
         aged += count_aged(model, victims);
-        check_victims(model, victims, hc::tree::no_node);
+        check_victims(model, victims, hc::no_node);
       } else if (op == 8) {  // unpin something
         if (!pins.empty()) {
           const std::size_t i = rng() % pins.size();
@@ -538,12 +537,12 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
           pins.erase(pins.begin() + static_cast<std::ptrdiff_t>(i));
         }
       } else if (rng() % 4 == 0) {  // forget namespace `ns`: its leaves deepest first, its root
-        node_id root = hc::tree::no_node;
+        node_id root = hc::no_node;
         for (const auto& [id, pre] : prefix_of)
           if (pre.first == ns && model.nodes.at(id).parent != ht::tree_policy_model::none &&
               model.nodes.at(model.nodes.at(id).parent).parent == ht::tree_policy_model::none)
             root = model.nodes.at(id).parent;
-        if (root == hc::tree::no_node) continue;
+        if (root == hc::no_node) continue;
         std::vector<std::pair<std::size_t, node_id>> sub;  // (depth, node) under root
         std::set<node_id> in_sub;
         for (const auto& [id, n] : model.nodes) {
@@ -646,12 +645,12 @@ TEST_CASE("fresh-end prior: p = (h + 1)/(n + 2) at a new end until a match repla
   //  insert 9 9          end c1: n = 1.75, h = 0.25, prior 1.25/3.75 = 1/3
   //  weights a2 = 1, b4 = 3/7, c1 = 1/3, total 37/21.
   for (bool prior : {true, false}) {
-    hc::tree::state_policy pol(legacy({.block_size = 1,
-                                       .state_bytes = 1,
-                                       .capacity_bytes = 2,
-                                       .gamma = 0.5,
-                                       .replan_every = 0,
-                                       .fresh_prior = prior}));
+    hc::state_policy pol(legacy({.block_size = 1,
+                                 .state_bytes = 1,
+                                 .capacity_bytes = 2,
+                                 .gamma = 0.5,
+                                 .replan_every = 0,
+                                 .fresh_prior = prior}));
     const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
     CHECK(pol.match_share(a[2]) == doctest::Approx(prior ? 1.0 : 0.0));
     pol.unpin(pol.match(ns_of(0), seq({1, 2, 3})).resume_node);
@@ -687,7 +686,7 @@ TEST_CASE("fresh-end prior: a late first match spreads the next prior over its a
   // its prior has decayed to 1/3 · 1/8, so its age is log(1/8)/log(1/2) = 3 observations and
   // D = 3; (1 − γ)·D = 1.5 > 1, so the next prior is p / 1.5. insert 2: n = 1.5, h = 0.5,
   // p = 3/7, prior 2/7. Weights: root 1/2 + 1/4 + 1/8 = 0.875, a0 = 1, b0 = 2/7.
-  hc::tree::state_policy pol(legacy(
+  hc::state_policy pol(legacy(
       {.block_size = 1, .state_bytes = 1, .capacity_bytes = 1, .gamma = 0.5, .replan_every = 0}));
   const auto a = pol.insert(ns_of(0), seq({1}));
   for (int i = 0; i < 3; ++i) pol.unpin(pol.match(ns_of(0), seq({})).resume_node);
@@ -714,7 +713,7 @@ TEST_CASE("prefill-end prior: p_P = (h_P + 1)/(n_P + 2) on its own books, apart 
     auto o = legacy(
         {.block_size = 1, .state_bytes = 1, .capacity_bytes = 2, .gamma = 0.5, .replan_every = 0});
     o.prefill_prior = on;
-    hc::tree::state_policy pol(o);
+    hc::state_policy pol(o);
     const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
     pol.note_prefill_end(a[0]);
     CHECK(pol.match_share(a[0]) == doctest::Approx(on ? 0.5 : 0.0));  // 1/3 of 2/3
@@ -763,7 +762,7 @@ TEST_CASE("repeat discount: a first match counts q = (h2 + 1)/(n1 + 2) until a s
                      .replan_every = 0,
                      .fresh_prior = false});
     o.repeat_discount = on;
-    hc::tree::state_policy pol(o);
+    hc::state_policy pol(o);
     const auto a = pol.insert(ns_of(0), seq({1}));
     const auto b = pol.insert(ns_of(0), seq({2}));
     for (auto t : {1, 2, 1, 1})
@@ -779,11 +778,11 @@ TEST_CASE("admission: a new state always displaces the cheapest held ones (#24: 
   // (depth 1, never matched) would remove nothing from E[r] (Δ(c) = 0), yet it is admitted and
   // displaces a3, the only held state: admission by value, which refused it, was removed
   // (docs/tree_simulation.md, "Fewer knobs (issue #24)").
-  hc::tree::state_policy pol(legacy({.block_size = 1,
-                                     .state_bytes = 1,
-                                     .capacity_bytes = 1,
-                                     .replan_every = 0,
-                                     .fresh_prior = false}));
+  hc::state_policy pol(legacy({.block_size = 1,
+                               .state_bytes = 1,
+                               .capacity_bytes = 1,
+                               .replan_every = 0,
+                               .fresh_prior = false}));
   const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
   for (int i = 0; i < 2; ++i) pol.unpin(pol.match(ns_of(0), seq({1, 2, 3})).resume_node);
   CHECK(pol.admit(a[2], 1).admitted);
@@ -812,7 +811,7 @@ TEST_CASE("age-conditioned value: P(hit | age) from log2-bucketed hits and ends,
                    .replan_every = 0,
                    .fresh_prior = false});
   o.age_value = true;
-  hc::tree::state_policy pol(o);
+  hc::state_policy pol(o);
   const auto a = pol.insert(ns_of(0), seq({1, 2}));
   REQUIRE(pol.admit(a[1], 1).admitted);                 // touched at observation 0
   CHECK(pol.hit_chance(a[1]) == doctest::Approx(0.5));  // no events: P̄ = 1/2
@@ -840,7 +839,7 @@ TEST_CASE("age-conditioned value: P(hit | age) from log2-bucketed hits and ends,
   CHECK_THROWS_AS((void)pol.hit_chance(a[0]), hc::invalid_argument);  // no state
   // Off: the factor is 1.
   o.age_value = false;
-  hc::tree::state_policy off(o);
+  hc::state_policy off(o);
   const auto b = off.insert(ns_of(0), seq({1}));
   REQUIRE(off.admit(b[0], 1).admitted);
   CHECK(off.hit_chance(b[0]) == 1.0);
@@ -863,7 +862,7 @@ TEST_CASE("age-conditioned value: a long-idle state goes before a recently admit
                      .replan_every = 0,
                      .fresh_prior = false});
     o.age_value = age;
-    hc::tree::state_policy pol(o);
+    hc::state_policy pol(o);
     const auto x = pol.insert(ns_of(0), seq({1, 1}));
     const auto y = pol.insert(ns_of(0), seq({2, 2}));
     const auto z = pol.insert(ns_of(0), seq({3}));
@@ -883,11 +882,11 @@ TEST_CASE("age-conditioned value: a long-idle state goes before a recently admit
 
 TEST_CASE("replan_work: automatic re-plans wait for work proportional to the tree") {
   for (double work : {0.0, 1e6}) {
-    hc::tree::state_policy pol({.block_size = 1,
-                                .state_bytes = 1,
-                                .capacity_bytes = 1,
-                                .replan_every = 1,
-                                .replan_work = work});
+    hc::state_policy pol({.block_size = 1,
+                          .state_bytes = 1,
+                          .capacity_bytes = 1,
+                          .replan_every = 1,
+                          .replan_work = work});
     const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
     for (int i = 0; i < 5; ++i) pol.unpin(pol.match(ns_of(0), seq({1, 2, 3})).resume_node);
     // The optimal single state for matches that all end at a2 is a2 itself.
@@ -898,18 +897,18 @@ TEST_CASE("replan_work: automatic re-plans wait for work proportional to the tre
 }
 
 TEST_CASE("typed errors for bad options and bad calls") {
-  using opts = hc::tree::policy_options;
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.block_size = 0}), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.state_bytes = 0}), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.capacity_bytes = 0}), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.gamma = 0.0}), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.gamma = std::nan("")}), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.gamma = 1.5}), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.hysteresis = 1.0}), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.hysteresis = -0.1}), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.replan_work = -1.0}), hc::invalid_argument);
-  CHECK_THROWS_AS(hc::tree::state_policy(opts{.replan_work = std::nan("")}), hc::invalid_argument);
-  hc::tree::state_policy pol({.block_size = 2, .capacity_bytes = 10});
+  using opts = hc::policy_options;
+  CHECK_THROWS_AS(hc::state_policy(opts{.block_size = 0}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::state_policy(opts{.state_bytes = 0}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::state_policy(opts{.capacity_bytes = 0}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::state_policy(opts{.gamma = 0.0}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::state_policy(opts{.gamma = std::nan("")}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::state_policy(opts{.gamma = 1.5}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::state_policy(opts{.hysteresis = 1.0}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::state_policy(opts{.hysteresis = -0.1}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::state_policy(opts{.replan_work = -1.0}), hc::invalid_argument);
+  CHECK_THROWS_AS(hc::state_policy(opts{.replan_work = std::nan("")}), hc::invalid_argument);
+  hc::state_policy pol({.block_size = 2, .capacity_bytes = 10});
   const auto p = pol.insert(ns_of(0), seq({1, 2, 3, 4}));
   CHECK_THROWS_AS(pol.admit(999, 1), hc::invalid_argument);
   CHECK_THROWS_AS(pol.admit(p[0], 0), hc::invalid_argument);
@@ -931,9 +930,9 @@ TEST_CASE("typed errors for bad options and bad calls") {
 }
 
 TEST_CASE("the worked example of docs/tree.md") {
-  hc::tree::state_policy pol(
+  hc::state_policy pol(
       legacy({.block_size = 16, .state_bytes = 1, .capacity_bytes = 2, .replan_every = 0}));
-  const auto ns = hc::segment::namespace_key{}.with_tenant("acme");
+  const auto ns = hc::namespace_key{}.with_tenant("acme");
   std::vector<token_id> sys(64);
   for (std::size_t i = 0; i < 64; ++i) sys[i] = static_cast<token_id>(1000 + i);
   auto t1 = sys;
@@ -989,12 +988,11 @@ TEST_CASE("fill free memory: free room gets evenly spread snapshots, valued 0 un
   // B = 4, one state = 1 byte, a pool of 4. A 40-token prompt (10 blocks) on an empty tree:
   // the plan without fill_free is the tail {40}; with it, F = 4 − 1 = 3 of the 9 other
   // candidates 4, 8, …, 36, the ⌈i·9/3⌉-th for i = 1, 2, 3: 12, 24, 36.
-  hc::tree::policy_options o{
-      .block_size = 4, .state_bytes = 1, .capacity_bytes = 4, .replan_every = 0};
+  hc::policy_options o{.block_size = 4, .state_bytes = 1, .capacity_bytes = 4, .replan_every = 0};
   auto plain_opts = o;
   plain_opts.fill_free = false;
   o.fill_free = true;
-  hc::tree::state_policy pol(o), plain(plain_opts);
+  hc::state_policy pol(o), plain(plain_opts);
   std::vector<token_id> t1;
   for (token_id i = 0; i < 40; ++i) t1.push_back(i);
   std::vector<std::size_t> grid;
@@ -1038,7 +1036,7 @@ TEST_CASE("fill free memory: free room gets evenly spread snapshots, valued 0 un
 TEST_CASE("stale ids: tenant A's erased leaf id cannot admit into tenant B's node (#21 item 1)") {
   // Tenant B's namespace exists before A's leaf is erased, so B's next new node takes the slot
   // A's leaf left (the free list is LIFO). A's engine still holds the id from its match.
-  hc::tree::state_policy pol(legacy(
+  hc::state_policy pol(legacy(
       {.block_size = 1, .state_bytes = 1, .capacity_bytes = 4, .gamma = 1.0, .replan_every = 0}));
   (void)pol.insert(ns_of(2), seq({5}));  // tenant B's namespace
   const auto a = pol.insert(ns_of(1), seq({1, 2}));
@@ -1104,7 +1102,7 @@ TEST_CASE("erased mass survives the parent's first real match (#21 item 3)") {
   // match has ended at (it holds its prior π); its child c = [1 2] and x = [9] are matched once
   // each. Erasing c moves c's one observation to p; the first real match at p replaces π by
   // one observation and keeps what c left: p = 2, x = 1, share(p) = 2/3.
-  hc::tree::state_policy pol(legacy(
+  hc::state_policy pol(legacy(
       {.block_size = 1, .state_bytes = 1, .capacity_bytes = 4, .gamma = 1.0, .replan_every = 0}));
   const auto p = pol.insert(ns_of(0), seq({1}));
   const auto c = pol.insert(ns_of(0), seq({1, 2}));
@@ -1121,12 +1119,12 @@ TEST_CASE("erasing a namespace root takes its weight out of the total (#21 item 
   // γ = 1, B = 1, no priors. One match ends at namespace 1's root (nothing cached there), two
   // at namespace 2's node [5]. Erasing namespace 1 (its childless root) leaves [5] with every
   // match that remains: share 1, and the shares of the live nodes sum to 1.
-  hc::tree::state_policy pol(legacy({.block_size = 1,
-                                     .state_bytes = 1,
-                                     .capacity_bytes = 4,
-                                     .gamma = 1.0,
-                                     .replan_every = 0,
-                                     .fresh_prior = false}));
+  hc::state_policy pol(legacy({.block_size = 1,
+                               .state_bytes = 1,
+                               .capacity_bytes = 4,
+                               .gamma = 1.0,
+                               .replan_every = 0,
+                               .fresh_prior = false}));
   const auto m1 = pol.match(ns_of(1), seq({3}));
   pol.unpin(m1.resume_node);
   const auto v = pol.insert(ns_of(2), seq({5}));

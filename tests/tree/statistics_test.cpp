@@ -22,12 +22,12 @@ struct star {
   hc::tree_index ix;
   hc::tree_index::slot_id root, a, b, c;
   star() {
-    const hc::segment::xxh3_hash hash;
-    root = ix.root_of(hash, hc::segment::namespace_key{});
+    const hc::xxh3_hash hash;
+    root = ix.root_of(hash, hc::namespace_key{});
     bool created = false;
-    a = ix.child(root, hc::segment::digest{1, 0}, created);
-    b = ix.child(root, hc::segment::digest{2, 0}, created);
-    c = ix.child(root, hc::segment::digest{3, 0}, created);
+    a = ix.child(root, hc::digest{1, 0}, created);
+    b = ix.child(root, hc::digest{2, 0}, created);
+    c = ix.child(root, hc::digest{3, 0}, created);
   }
 };
 

@@ -32,7 +32,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-namespace sim = hybridcache::sim;
+namespace hc = hybridcache;
 using hybridcache_cli::usage_error;
 
 constexpr std::string_view usage = R"(usage: hybridcache simulate [options]
@@ -248,9 +248,9 @@ fs::path need(const fs::path& p) {
 }
 
 template <class F>
-sim::trace with_tokenizer(const workload_options& w, F&& f) {
-  if (w.tok == hybridcache_cli::sim_io::tokenizer_kind::bytes) return f(sim::byte_tokenizer{});
-  return f(sim::word_tokenizer{});
+hc::trace with_tokenizer(const workload_options& w, F&& f) {
+  if (w.tok == hybridcache_cli::sim_io::tokenizer_kind::bytes) return f(hc::byte_tokenizer{});
+  return f(hc::word_tokenizer{});
 }
 
 // The FILE of "FORMAT:FILE", or nullopt for a bare "FORMAT"; "FORMAT:" is an error.
@@ -290,13 +290,15 @@ auto from_file(const fs::path& file, F&& build) {
 }
 
 // Builds a sparse-prefix trace and returns it with its default K.
-std::pair<sim::trace, std::size_t> build_sparse(const std::string& kind, const workload_options& w) {
+std::pair<hc::trace, std::size_t> build_sparse(const std::string& kind, const workload_options& w) {
   namespace io = hybridcache_cli::sim_io;
-  const sim::synthetic_options syn{.requests = w.requests.value_or(4000), .length = w.length, .seed = w.seed, .zipf = w.zipf};
-  const sim::arrival_options real{.requests = w.requests.value_or(10000), .rate = 1.0, .zipf = w.zipf, .seed = w.seed};
-  if (kind == "docqa") return {sim::synthetic_document_qa(syn), 35};
-  if (kind == "sysprompt") return {sim::synthetic_system_prompt(syn), 50};
-  if (kind == "multimodal") return {sim::synthetic_multimodal(syn), 100};
+  const hc::synthetic_options syn{
+      .requests = w.requests.value_or(4000), .length = w.length, .seed = w.seed, .zipf = w.zipf};
+  const hc::arrival_options real{
+      .requests = w.requests.value_or(10000), .rate = 1.0, .zipf = w.zipf, .seed = w.seed};
+  if (kind == "docqa") return {hc::synthetic_document_qa(syn), 35};
+  if (kind == "sysprompt") return {hc::synthetic_system_prompt(syn), 50};
+  if (kind == "multimodal") return {hc::synthetic_multimodal(syn), 100};
   if (kind == "quality" || has_format(kind, "leval")) {
     // leval:NAME is NAME.jsonl under DATA/leval; an argument with a '/' or '.' is a path.
     const std::string arg =
@@ -307,8 +309,8 @@ std::pair<sim::trace, std::size_t> build_sparse(const std::string& kind, const w
     const auto docs = io::read_leval(need(file));
     const std::string name = is_path ? label("leval", file) : "leval-" + arg;
     auto t = from_file(file, [&] {
-      return with_tokenizer(
-          w, [&](auto tok) { return sim::build_document_qa(name, docs, real, tok); });
+      return with_tokenizer(w,
+                            [&](auto tok) { return hc::build_document_qa(name, docs, real, tok); });
     });
     return {std::move(t), 35};
   }
@@ -320,7 +322,7 @@ std::pair<sim::trace, std::size_t> build_sparse(const std::string& kind, const w
     const std::string name = dir ? label("system-prompts", *dir) : "system-prompts";
     return {with_tokenizer(w,
                            [&](auto tok) {
-                             return sim::build_system_prompts(name, prompts, queries, real, tok);
+                             return hc::build_system_prompts(name, prompts, queries, real, tok);
                            }),
             50};
   }
@@ -330,8 +332,8 @@ std::pair<sim::trace, std::size_t> build_sparse(const std::string& kind, const w
         need(file.value_or(w.data / "mooncake" / "conversation_trace.jsonl")),
         io::mooncake_block_size);
     if (w.requests && *w.requests < recs.size()) recs.resize(*w.requests);
-    return {sim::build_block_hash_trace(file ? label("mooncake", *file) : "mooncake", recs,
-                                        io::mooncake_block_size),
+    return {hc::build_block_hash_trace(file ? label("mooncake", *file) : "mooncake", recs,
+                                       io::mooncake_block_size),
             100};
   }
   if (kind.rfind("jsonl:", 0) == 0)
@@ -341,19 +343,22 @@ std::pair<sim::trace, std::size_t> build_sparse(const std::string& kind, const w
   throw usage_error{"unknown trace '" + kind + "'"};
 }
 
-sim::trace build_segments(const std::string& kind, const workload_options& w) {
+hc::trace build_segments(const std::string& kind, const workload_options& w) {
   namespace io = hybridcache_cli::sim_io;
   // Every prompt once (reuse comes from passages shared across prompts), unless --requests asks
   // for Zipf-popular repeats.
-  const sim::arrival_options real{.requests = w.requests.value_or(2000), .rate = 2.0, .zipf = w.zipf, .seed = w.seed,
-                                  .each_once = !w.requests.has_value()};
+  const hc::arrival_options real{.requests = w.requests.value_or(2000),
+                                 .rate = 2.0,
+                                 .zipf = w.zipf,
+                                 .seed = w.seed,
+                                 .each_once = !w.requests.has_value()};
   constexpr std::string_view instruction =
       "You are a helpful assistant. Answer the question using only the passages below.";
   if (kind == "rag") {
-    sim::synthetic_rag_options o;
+    hc::synthetic_rag_options o;
     o.requests = w.requests.value_or(2000);
     o.seed = w.seed;
-    return sim::synthetic_rag(o);
+    return hc::synthetic_rag(o);
   }
   if (has_format(kind, "musique")) {
     const auto file = path_arg(kind, "musique");
@@ -361,7 +366,7 @@ sim::trace build_segments(const std::string& kind, const workload_options& w) {
         io::read_musique(need(file.value_or(w.data / "segments" / "musique_s.json")));
     const std::string name = file ? label("musique", *file) : "musique";
     return with_tokenizer(
-        w, [&](auto tok) { return sim::build_rag(name, instruction, prompts, real, tok); });
+        w, [&](auto tok) { return hc::build_rag(name, instruction, prompts, real, tok); });
   }
   if (has_format(kind, "multi_news")) {
     const auto file = path_arg(kind, "multi_news");
@@ -369,7 +374,7 @@ sim::trace build_segments(const std::string& kind, const workload_options& w) {
         io::read_multi_news(need(file.value_or(w.data / "segments" / "multi_news.jsonl")));
     const std::string name = file ? label("multi_news", *file) : "multi_news";
     return with_tokenizer(w, [&](auto tok) {
-      return sim::build_rag(
+      return hc::build_rag(
           name, "You are given several news passages. Write a one-page summary of all news.",
           prompts, real, tok);
     });
@@ -394,7 +399,7 @@ int run(std::span<const std::string_view> argv) {
   else if (tok != "words")
     throw usage_error{"option --tokenizer expects words or bytes, got '" + tok + "'"};
 
-  sim::sparse_prefix_options so;
+  hc::sparse_prefix_options so;
   if (auto b = a.get("budgets")) so.budgets = size_list("budgets", *b, 1);
   so.granularity = size_option(a, "granularity", 1).value_or(64);
   const auto replan_every = size_option(a, "replan-every", 1);
@@ -427,13 +432,13 @@ int run(std::span<const std::string_view> argv) {
   if (auto s = a.get("strategies")) {
     so.strategies.clear();
     for (const auto& name : split_list("strategies", *s)) {
-      auto k = sim::parse_strategy(name);
+      auto k = hc::parse_strategy(name);
       if (!k) throw usage_error{"unknown strategy '" + name + "'"};
       so.strategies.push_back(*k);
     }
   }
   if (auto m = a.get("model")) {
-    auto shape = sim::find_model(*m);
+    auto shape = hc::find_model(*m);
     if (!shape) throw usage_error{"unknown model '" + *m + "' (qwen3.5-0.8b, qwen3-next-80b-a3b)"};
     so.model = *shape;
   }
@@ -477,7 +482,7 @@ int run(std::span<const std::string_view> argv) {
   const std::size_t node_pool = a.get_size("node-pool").value_or(65536);
   a.reject_unknown();
   if (nodes && seg_kind == "none") throw usage_error{"option --nodes needs a segment trace"};
-  std::vector<sim::multi_node_result> multi;
+  std::vector<hc::multi_node_result> multi;
 
   std::error_code ec;
   fs::create_directories(out, ec);
@@ -487,12 +492,12 @@ int run(std::span<const std::string_view> argv) {
   for (const auto& kind : traces) {
     if (kind == "none") continue;
     auto [t, default_k] = build_sparse(kind, w);
-    sim::sparse_prefix_options o = so;
+    hc::sparse_prefix_options o = so;
     // A last-K cache never holds more entries than there are requests, so K beyond the trace's
     // length changes nothing but the memory and time spent on empty slots: cap it.
     o.cache_entries = std::max<std::size_t>(1, std::min(k_override.value_or(default_k), t.size()));
     prog.label = t.name();
-    res.sparse.push_back(sim::simulate_sparse_prefix(t, o, std::ref(prog)));
+    res.sparse.push_back(hc::simulate_sparse_prefix(t, o, std::ref(prog)));
     hybridcache_cli::sim_out::print_sparse_table(stdout, res.sparse.back());
     hybridcache_cli::sim_out::print_dominance(stdout, res.sparse.back());
     std::fflush(stdout);
@@ -500,14 +505,14 @@ int run(std::span<const std::string_view> argv) {
   if (seg_kind != "none") {
     const auto t = build_segments(seg_kind, w);
     prog.label = t.name();
-    res.segments.push_back(sim::simulate_segment_reuse(t, res.segment_options, std::ref(prog)));
+    res.segments.push_back(hc::simulate_segment_reuse(t, res.segment_options, std::ref(prog)));
     hybridcache_cli::sim_out::print_segment_table(stdout, res.segments.back());
     if (nodes) {  // multi-node scenario (sim/multi_node.hpp)
-      sim::multi_node_options mo;
+      hc::multi_node_options mo;
       mo.nodes = *nodes;
       mo.pool_tokens = node_pool;
       mo.reuse = res.segment_options;
-      for (bool shared : {false, true}) multi.push_back(sim::simulate_multi_node(t, mo, shared));
+      for (bool shared : {false, true}) multi.push_back(hc::simulate_multi_node(t, mo, shared));
       fmt::print("\nmulti-node segment reuse: {} ({} nodes, {} tokens per pool, round-robin)\n",
                  t.name(), mo.nodes, mo.pool_tokens);
       fmt::print("{:<14} {:>9} {:>11} {:>12} {:>9} {:>10} {:>10} {:>10}\n", "index", "hit rate",
@@ -521,7 +526,7 @@ int run(std::span<const std::string_view> argv) {
     }
   }
   if (res.fig14_segments > 0) {
-    res.fig14 = sim::cold_dispatch(res.fig14_segments, res.fig14_tokens, res.segment_options);
+    res.fig14 = hc::cold_dispatch(res.fig14_segments, res.fig14_tokens, res.segment_options);
     hybridcache_cli::sim_out::print_fig14(stdout, res);
   }
   const hybridcache_cli::sim_tree::workload tw{w.data, w.requests, w.seed, w.zipf,

@@ -23,24 +23,24 @@
 
 namespace {
 
-namespace hs = hybridcache::state;
+namespace hc = hybridcache;
 namespace hv = hybridcache_cli::vectors;
 
-hs::precision precision_option(const hybridcache_cli::args& a, std::string_view name,
-                               hs::precision fallback) {
+hc::precision precision_option(const hybridcache_cli::args& a, std::string_view name,
+                               hc::precision fallback) {
   const auto v = a.get(name);
   if (!v) return fallback;
-  const auto p = hs::parse_precision(*v);
+  const auto p = hc::parse_precision(*v);
   if (!p)
     throw hybridcache_cli::usage_error{"--" + std::string(name) +
                                        " must be fp64, fp32, fp16 or bf16 (got " + *v + ")"};
   return *p;
 }
 
-hs::precision precision_of_descr(const std::string& d) {
-  if (d == "<f8") return hs::precision::fp64;
-  if (d == "<f2") return hs::precision::fp16;
-  return hs::precision::fp32;
+hc::precision precision_of_descr(const std::string& d) {
+  if (d == "<f8") return hc::precision::fp64;
+  if (d == "<f2") return hc::precision::fp16;
+  return hc::precision::fp32;
 }
 
 /// What a candidate case directory holds when none of the case's outputs is there.
@@ -104,11 +104,11 @@ int run(std::span<const std::string_view> argv) {
   const auto manifest = hv::read_manifest(vdir / "manifest.json");
   const auto vroot = hv::resolved_dir(vdir, "--vectors");
   const auto croot = hv::resolved_dir(cdir, "--candidate");
-  hs::error_model model;
-  model.accumulate = precision_option(a, "accumulate", hs::precision::fp32);
+  hc::error_model model;
+  model.accumulate = precision_option(a, "accumulate", hc::precision::fp32);
   model.state_storage = precision_option(a, "state-storage", model.accumulate);
   const auto forced_output = a.get("output");
-  if (forced_output) model.output = precision_option(a, "output", hs::precision::fp32);
+  if (forced_output) model.output = precision_option(a, "output", hc::precision::fp32);
   const std::string filter = a.get_or("filter", "");
   const bool require_all = a.has("require-all"), quiet = a.has("quiet");
 
@@ -123,8 +123,8 @@ int run(std::span<const std::string_view> argv) {
         "<case>/{}<key>.npy in either format\n",
         (vdir / "manifest.json").string(), version, hv::candidate_prefix);
   fmt::print("error model: accumulate {}, state storage {}, output {}\n",
-             hs::to_string(model.accumulate), hs::to_string(model.state_storage),
-             forced_output ? std::string(hs::to_string(model.output)) : "from candidate dtype");
+             hc::to_string(model.accumulate), hc::to_string(model.state_storage),
+             forced_output ? std::string(hc::to_string(model.output)) : "from candidate dtype");
   // Cases without an output: the first one; those whose directory holds vectors files instead
   // (a copy of --vectors: the error when nothing was checked) and those holding 0.1-named
   // outputs (an error, whatever else passed: they would be skipped unread).
@@ -180,8 +180,8 @@ int run(std::span<const std::string_view> argv) {
             fmt::print("FAIL {} {}: {} elements, expected {}\n", name, key, mc->size(), mr->size());
             continue;
           }
-          hs::error_model m = model;
-          if (!forced_output) m.output = mc->is_f8() ? hs::precision::fp64 : hs::precision::fp32;
+          hc::error_model m = model;
+          if (!forced_output) m.output = mc->is_f8() ? hc::precision::fp64 : hc::precision::fp32;
           const auto plan = hv::plan_tolerance(e, m);
           double tol_worst = 0;
           const auto r =
@@ -197,9 +197,9 @@ int run(std::span<const std::string_view> argv) {
           continue;
         }
       }
-      const auto ref = hs::npy::load(ref_path);
+      const auto ref = hc::npy::load(ref_path);
       check_count(ref.size(), ref_path, "the reference");
-      const auto cv = hs::npy::load(cpath.string());
+      const auto cv = hc::npy::load(cpath.string());
       ++checked;
       if (cv.size() != ref.size()) {
         ++failed;
@@ -223,12 +223,12 @@ int run(std::span<const std::string_view> argv) {
       const auto weight_path = hv::confined(vroot, e.at("bound_weight").get<std::string>(),
                                             "--vectors", field + ".bound_weight")
                                    .string();
-      const auto wt = hs::npy::load(weight_path);
+      const auto wt = hc::npy::load(weight_path);
       check_count(wt.size(), weight_path, "the bound weights");
-      hs::error_model m = model;
+      hc::error_model m = model;
       if (!forced_output) m.output = precision_of_descr(cv.descr);
       const auto tol = hv::tolerances(e, ref.values, wt.values, m);
-      const auto r = hs::check_close(cv.values, ref.values, tol);
+      const auto r = hc::check_close(cv.values, ref.values, tol);
       if (!r.passed()) ++failed;
       if (!quiet || !r.passed())
         fmt::print("{} {} {}: n={} max|err|={:.3g} max err/tol={:.3g} (tol {:.3g} at [{}]){}\n",

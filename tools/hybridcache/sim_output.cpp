@@ -15,8 +15,8 @@ namespace hybridcache_cli::sim_out {
 
 namespace {
 
-using hybridcache::sim::strategy;
-using hybridcache::sim::to_string;
+using hybridcache::placement_strategy;
+using hybridcache::to_string;
 using json = nlohmann::json;
 
 std::string human_bytes(double b) {
@@ -33,8 +33,8 @@ std::string fmt_reduction(double x) {
   return std::isinf(x) ? std::string("inf") : fmt::format("{:.2f}x", x);
 }
 
-std::string budget_text(const hybridcache::sim::strategy_result& r) {
-  return hybridcache::sim::uses_budget(r.kind) ? std::to_string(r.budget) : std::string("-");
+std::string budget_text(const hybridcache::strategy_result& r) {
+  return hybridcache::uses_budget(r.kind) ? std::to_string(r.budget) : std::string("-");
 }
 
 json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
@@ -48,7 +48,7 @@ json reduction_json(double x) { return std::isinf(x) && x > 0 ? json("inf") : nu
 
 // A namespace in tables and files: the tenant's name for a tenant-only namespace (the traces'
 // form), else the key's text form (`ns{}` for the shared namespace).
-std::string ns_label(const hybridcache::segment::namespace_key& ns) {
+std::string ns_label(const hybridcache::namespace_key& ns) {
   if (ns.tenant() && !ns.knowledge_base() && !ns.adapter() && !ns.model() && ns.extras().empty())
     return *ns.tenant();
   return ns.to_string();
@@ -56,7 +56,7 @@ std::string ns_label(const hybridcache::segment::namespace_key& ns) {
 
 }  // namespace
 
-void print_sparse_table(std::FILE* out, const hybridcache::sim::sparse_prefix_result& r) {
+void print_sparse_table(std::FILE* out, const hybridcache::sparse_prefix_result& r) {
   const auto& o = r.options;
   fmt::print(
       out,
@@ -91,10 +91,10 @@ void print_sparse_table(std::FILE* out, const hybridcache::sim::sparse_prefix_re
   }
 }
 
-void print_dominance(std::FILE* out, const hybridcache::sim::sparse_prefix_result& r) {
-  using hybridcache::sim::dominance_status;
-  for (auto kind : {strategy::dp, strategy::dp_frontier}) {
-    const auto checks = hybridcache::sim::check_dominance(r, kind);
+void print_dominance(std::FILE* out, const hybridcache::sparse_prefix_result& r) {
+  using hybridcache::dominance_status;
+  for (auto kind : {placement_strategy::dp, placement_strategy::dp_frontier}) {
+    const auto checks = hybridcache::check_dominance(r, kind);
     if (checks.empty()) continue;
     std::size_t n[5] = {};
     for (const auto& c : checks) ++n[static_cast<int>(c.status)];
@@ -128,7 +128,7 @@ void print_dominance(std::FILE* out, const hybridcache::sim::sparse_prefix_resul
   }
 }
 
-void print_segment_table(std::FILE* out, const hybridcache::sim::segment_reuse_result& r) {
+void print_segment_table(std::FILE* out, const hybridcache::segment_reuse_result& r) {
   fmt::print(out,
              "\nsegment reuse — trace {}: {} requests ({} with a cold segment), {:.0f} prompt "
              "tokens, prefix-cache hits {:.1f}% of tokens\n",
@@ -210,17 +210,17 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
         "holds,status\n";
     for (const auto& s : r.sparse) {
       for (const auto& row : s.rows) {
-        csv += fmt::format(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", s.trace_name,
-            to_string(row.kind), hybridcache::sim::uses_budget(row.kind) ? row.budget : 0,
-            csv_num(row.mean_checkpoints), row.max_checkpoints, csv_num(row.depth_tokens),
-            csv_num(row.recomputed_tokens), csv_num(row.savings), csv_num(row.reduction),
-            csv_num(row.checkpoint_bytes), csv_num(row.kv_bytes), csv_num(row.cache_bytes),
-            s.options.cache_entries, s.options.granularity, s.options.replan_every, s.options.gamma,
-            s.options.model.name);
+        csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", s.trace_name,
+                           to_string(row.kind), hybridcache::uses_budget(row.kind) ? row.budget : 0,
+                           csv_num(row.mean_checkpoints), row.max_checkpoints,
+                           csv_num(row.depth_tokens), csv_num(row.recomputed_tokens),
+                           csv_num(row.savings), csv_num(row.reduction),
+                           csv_num(row.checkpoint_bytes), csv_num(row.kv_bytes),
+                           csv_num(row.cache_bytes), s.options.cache_entries, s.options.granularity,
+                           s.options.replan_every, s.options.gamma, s.options.model.name);
       }
-      for (auto kind : {strategy::dp, strategy::dp_frontier}) {
-        for (const auto& c : hybridcache::sim::check_dominance(s, kind)) {
+      for (auto kind : {placement_strategy::dp, placement_strategy::dp_frontier}) {
+        for (const auto& c : hybridcache::check_dominance(s, kind)) {
           dom += fmt::format("{},{},{},{},{},{},{},{},{}\n", s.trace_name, to_string(kind),
                              c.budget, to_string(c.baseline), csv_num(c.dp_reduction),
                              csv_num(c.baseline_reduction), csv_num(c.baseline_checkpoints),
@@ -287,7 +287,7 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
     for (const auto& row : s.rows) {
       t["rows"].push_back(
           {{"strategy", to_string(row.kind)},
-           {"budget", hybridcache::sim::uses_budget(row.kind) ? json(row.budget) : json(nullptr)},
+           {"budget", hybridcache::uses_budget(row.kind) ? json(row.budget) : json(nullptr)},
            {"mean_checkpoints", num(row.mean_checkpoints)},
            {"max_checkpoints", row.max_checkpoints},
            {"depth_tokens", num(row.depth_tokens)},
@@ -299,8 +299,8 @@ std::vector<fs::path> write_data(const fs::path& dir, const run_results& r) {
            {"cache_bytes", num(row.cache_bytes)}});
     }
     t["dominance"] = json::array();
-    for (auto kind : {strategy::dp, strategy::dp_frontier}) {
-      for (const auto& c : hybridcache::sim::check_dominance(s, kind)) {
+    for (auto kind : {placement_strategy::dp, placement_strategy::dp_frontier}) {
+      for (const auto& c : hybridcache::check_dominance(s, kind)) {
         t["dominance"].push_back({{"dp", to_string(kind)},
                                   {"budget", c.budget},
                                   {"baseline", to_string(c.baseline)},

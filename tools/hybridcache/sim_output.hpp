@@ -17,16 +17,16 @@ namespace fs = std::filesystem;
 
 /// Everything one `simulate` run produced.
 struct run_results {
-  std::vector<hybridcache::sim::sparse_prefix_result> sparse;
-  std::vector<hybridcache::sim::segment_reuse_result> segments;  // 0 or 1
-  std::vector<hybridcache::sim::ttft_breakdown> fig14;
+  std::vector<hybridcache::sparse_prefix_result> sparse;
+  std::vector<hybridcache::segment_reuse_result> segments;  // 0 or 1
+  std::vector<hybridcache::ttft_breakdown> fig14;
   std::size_t fig14_segments = 11, fig14_tokens = 2400;
-  hybridcache::sim::segment_reuse_options segment_options;
+  hybridcache::segment_reuse_options segment_options;
 };
 
-void print_sparse_table(std::FILE* out, const hybridcache::sim::sparse_prefix_result& r);
-void print_dominance(std::FILE* out, const hybridcache::sim::sparse_prefix_result& r);
-void print_segment_table(std::FILE* out, const hybridcache::sim::segment_reuse_result& r);
+void print_sparse_table(std::FILE* out, const hybridcache::sparse_prefix_result& r);
+void print_dominance(std::FILE* out, const hybridcache::sparse_prefix_result& r);
+void print_segment_table(std::FILE* out, const hybridcache::segment_reuse_result& r);
 void print_fig14(std::FILE* out, const run_results& r);
 
 /// Writes `content` to `path` through a temporary file in the same directory and a rename.

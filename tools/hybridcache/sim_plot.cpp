@@ -18,8 +18,8 @@ namespace hybridcache_cli::sim_out {
 
 namespace {
 
-using hybridcache::sim::strategy;
-using hybridcache::sim::to_string;
+using hybridcache::placement_strategy;
+using hybridcache::to_string;
 
 // A reduction for log-scale plots: +inf is drawn at 1e4.
 double plot_value(double x) { return std::isfinite(x) ? std::min(x, 1e4) : 1e4; }
@@ -100,7 +100,7 @@ std::vector<fs::path> write_plots(const fs::path& dir, const run_results& r, std
         dat += fmt::format("# {} {}\n", s.trace_name, to_string(kind));
         for (const auto& row : s.rows) {
           if (row.kind != kind) continue;
-          if (hybridcache::sim::uses_budget(kind)) {
+          if (hybridcache::uses_budget(kind)) {
             dat += fmt::format("{} {} {}\n", row.budget, std::max(row.mean_checkpoints, 0.5),
                                plot_value(row.reduction));
           } else {  // budget-free: a flat line across the budget axis, one point on the memory axis

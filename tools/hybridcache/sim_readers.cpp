@@ -18,7 +18,7 @@ namespace hybridcache_cli::sim_io {
 namespace {
 
 using json = nlohmann::json;
-using hybridcache::sim::token_id;
+using hybridcache::token_id;
 
 /// The argument name of every reader error; errors carrying it already name file and line.
 constexpr std::string_view argument_name = "trace file";
@@ -239,13 +239,13 @@ std::string read_file(const fs::path& path) {
   return ss.str();
 }
 
-hybridcache::sim::trace parse_token_jsonl(std::string_view text, std::string_view where,
-                                          std::string name) {
-  hybridcache::sim::trace t(std::move(name));
-  std::vector<hybridcache::sim::request> reqs;
+hybridcache::trace parse_token_jsonl(std::string_view text, std::string_view where,
+                                     std::string name) {
+  hybridcache::trace t(std::move(name));
+  std::vector<hybridcache::request> reqs;
   for_each_line(text, where, [&](std::size_t line, std::string_view s) {
     const json row = parse_json(where, line, s);
-    hybridcache::sim::request q;
+    hybridcache::request q;
     q.arrival = static_cast<double>(line);
     if (row.is_array()) {
       q.pieces.push_back(t.add_piece(token_array(where, line, row, "tokens")));
@@ -277,7 +277,7 @@ hybridcache::sim::trace parse_token_jsonl(std::string_view text, std::string_vie
         q.ns = ns->get<std::string>();
       }
       if (const json* ar = find(row, "arrival")) {
-        // The trace accepts |arrival| <= 1e300 (see hybridcache::sim::trace::add_request).
+        // The trace accepts |arrival| <= 1e300 (see hybridcache::trace::add_request).
         if (!ar->is_number() || !(std::fabs(ar->get<double>()) <= 1e300)) {
           fail(where, line,
                "\"arrival\" = " + describe(*ar) + ": must be a finite number (|arrival| <= 1e300)");
@@ -299,15 +299,15 @@ hybridcache::sim::trace parse_token_jsonl(std::string_view text, std::string_vie
   return t;
 }
 
-hybridcache::sim::trace read_token_jsonl(const fs::path& path) {
+hybridcache::trace read_token_jsonl(const fs::path& path) {
   return parse_token_jsonl(read_file(path), path.string(), path.filename().string());
 }
 
-hybridcache::sim::trace parse_text_lines(std::string_view text, std::string_view where,
-                                         std::string name, tokenizer_kind tok) {
-  hybridcache::sim::trace t(std::move(name));
-  hybridcache::sim::word_tokenizer words;
-  const hybridcache::sim::byte_tokenizer bytes;
+hybridcache::trace parse_text_lines(std::string_view text, std::string_view where, std::string name,
+                                    tokenizer_kind tok) {
+  hybridcache::trace t(std::move(name));
+  hybridcache::word_tokenizer words;
+  const hybridcache::byte_tokenizer bytes;
   std::vector<token_id> buf;
   std::size_t n = 0;
   for_each_line(text, where, [&](std::size_t line, std::string_view s) {
@@ -316,7 +316,7 @@ hybridcache::sim::trace parse_text_lines(std::string_view text, std::string_view
       words.encode(s, buf);
     else
       bytes.encode(s, buf);
-    hybridcache::sim::request q;
+    hybridcache::request q;
     q.pieces.push_back(t.add_piece(buf));
     q.arrival = static_cast<double>(line);
     t.add_request(std::move(q));
@@ -326,18 +326,17 @@ hybridcache::sim::trace parse_text_lines(std::string_view text, std::string_view
   return t;
 }
 
-hybridcache::sim::trace read_text_lines(const fs::path& path, tokenizer_kind tok) {
+hybridcache::trace read_text_lines(const fs::path& path, tokenizer_kind tok) {
   return parse_text_lines(read_file(path), path.string(), path.filename().string(), tok);
 }
 
-std::vector<hybridcache::sim::text_document> parse_leval(std::string_view text,
-                                                         std::string_view where) {
-  std::vector<hybridcache::sim::text_document> docs;
+std::vector<hybridcache::text_document> parse_leval(std::string_view text, std::string_view where) {
+  std::vector<hybridcache::text_document> docs;
   for_each_line(text, where, [&](std::size_t line, std::string_view s) {
     const json row = parse_json(where, line, s);
     if (!row.is_object())
       fail(where, line, "expected an object {input, instructions}, got " + describe(row));
-    hybridcache::sim::text_document d;
+    hybridcache::text_document d;
     d.text = string_field(where, line, row, "input");
     const json* qs = find(row, "instructions");
     if (qs == nullptr || !qs->is_array()) fail(where, line, "missing array field \"instructions\"");
@@ -354,7 +353,7 @@ std::vector<hybridcache::sim::text_document> parse_leval(std::string_view text,
   return docs;
 }
 
-std::vector<hybridcache::sim::text_document> read_leval(const fs::path& path) {
+std::vector<hybridcache::text_document> read_leval(const fs::path& path) {
   return parse_leval(read_file(path), path.string());
 }
 
@@ -411,18 +410,18 @@ std::vector<std::string> read_sharegpt_queries(const fs::path& path) {
   return parse_sharegpt_queries(read_file(path), path.string());
 }
 
-std::vector<hybridcache::sim::block_hash_record> parse_block_hash_jsonl(std::string_view text,
-                                                                        std::string_view where,
-                                                                        std::size_t block_size) {
+std::vector<hybridcache::block_hash_record> parse_block_hash_jsonl(std::string_view text,
+                                                                   std::string_view where,
+                                                                   std::size_t block_size) {
   if (block_size == 0) hybridcache::detail::throw_invalid("block_size", block_size, "must be > 0");
-  std::vector<hybridcache::sim::block_hash_record> out;
+  std::vector<hybridcache::block_hash_record> out;
   double last = -std::numeric_limits<double>::infinity();
   for_each_line(text, where, [&](std::size_t line, std::string_view s) {
     const json row = parse_json(where, line, s);
     if (!row.is_object())
       fail(where, line,
            "expected an object {timestamp, input_length, hash_ids}, got " + describe(row));
-    hybridcache::sim::block_hash_record r;
+    hybridcache::block_hash_record r;
     const json* ts = find(row, "timestamp");
     if (ts == nullptr || !ts->is_number() || !std::isfinite(ts->get<double>())) {
       fail(where, line, "missing numeric \"timestamp\"");
@@ -470,22 +469,22 @@ std::vector<hybridcache::sim::block_hash_record> parse_block_hash_jsonl(std::str
   return out;
 }
 
-std::vector<hybridcache::sim::block_hash_record> read_block_hash_jsonl(const fs::path& path,
-                                                                       std::size_t block_size) {
+std::vector<hybridcache::block_hash_record> read_block_hash_jsonl(const fs::path& path,
+                                                                  std::size_t block_size) {
   return parse_block_hash_jsonl(read_file(path), path.string(), block_size);
 }
 
-std::vector<hybridcache::sim::text_rag_prompt> parse_musique(std::string_view text,
-                                                             std::string_view where) {
+std::vector<hybridcache::text_rag_prompt> parse_musique(std::string_view text,
+                                                        std::string_view where) {
   const json doc = parse_json(where, 0, text);
   if (!doc.is_array()) fail(where, 0, "expected an array of questions, got " + describe(doc));
-  std::vector<hybridcache::sim::text_rag_prompt> out;
+  std::vector<hybridcache::text_rag_prompt> out;
   for (std::size_t i = 0; i < doc.size(); ++i) {
     at_line(where, 0, [&] {
       const json& row = doc[i];
       const json* ctxs = row.is_object() ? find(row, "ctxs") : nullptr;
       if (ctxs == nullptr || !ctxs->is_array()) fail(where, 0, entry(i) + "no \"ctxs\" array");
-      hybridcache::sim::text_rag_prompt p;
+      hybridcache::text_rag_prompt p;
       for (const auto& c : *ctxs) {
         if (!c.is_object())
           fail(where, 0, entry(i) + "a context must be an object, got " + describe(c));
@@ -501,19 +500,19 @@ std::vector<hybridcache::sim::text_rag_prompt> parse_musique(std::string_view te
   return out;
 }
 
-std::vector<hybridcache::sim::text_rag_prompt> read_musique(const fs::path& path) {
+std::vector<hybridcache::text_rag_prompt> read_musique(const fs::path& path) {
   return parse_musique(read_file(path), path.string());
 }
 
-std::vector<hybridcache::sim::text_rag_prompt> parse_multi_news(std::string_view text,
-                                                                std::string_view where) {
-  std::vector<hybridcache::sim::text_rag_prompt> out;
+std::vector<hybridcache::text_rag_prompt> parse_multi_news(std::string_view text,
+                                                           std::string_view where) {
+  std::vector<hybridcache::text_rag_prompt> out;
   for_each_line(text, where, [&](std::size_t line, std::string_view s) {
     const json row = parse_json(where, line, s);
     if (!row.is_object())
       fail(where, line, "expected an object with \"context\", got " + describe(row));
     const std::string ctx = string_field(where, line, row, "context");
-    hybridcache::sim::text_rag_prompt p;
+    hybridcache::text_rag_prompt p;
     // Split on lines "Passage i:".
     std::size_t pos = 0;
     std::string current;
@@ -540,7 +539,7 @@ std::vector<hybridcache::sim::text_rag_prompt> parse_multi_news(std::string_view
   return out;
 }
 
-std::vector<hybridcache::sim::text_rag_prompt> read_multi_news(const fs::path& path) {
+std::vector<hybridcache::text_rag_prompt> read_multi_news(const fs::path& path) {
   return parse_multi_news(read_file(path), path.string());
 }
 

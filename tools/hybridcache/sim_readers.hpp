@@ -51,20 +51,19 @@ std::string escape(std::string_view s, std::size_t limit = max_echo);
 /// Requests keep file order; a missing arrival is the line number (seconds). The trace is named
 /// after the file name.
 /// @throws hybridcache::invalid_argument "PATH:LINE: why" on the first malformed line.
-hybridcache::sim::trace read_token_jsonl(const fs::path& path);
-hybridcache::sim::trace parse_token_jsonl(std::string_view text, std::string_view where,
-                                          std::string name);
+hybridcache::trace read_token_jsonl(const fs::path& path);
+hybridcache::trace parse_token_jsonl(std::string_view text, std::string_view where,
+                                     std::string name);
 
 /// Plain text, one request per non-empty line, tokenised by words or bytes (every byte of the
 /// line counts, NUL included).
-hybridcache::sim::trace read_text_lines(const fs::path& path, tokenizer_kind tok);
-hybridcache::sim::trace parse_text_lines(std::string_view text, std::string_view where,
-                                         std::string name, tokenizer_kind tok);
+hybridcache::trace read_text_lines(const fs::path& path, tokenizer_kind tok);
+hybridcache::trace parse_text_lines(std::string_view text, std::string_view where, std::string name,
+                                    tokenizer_kind tok);
 
 /// L-Eval JSONL rows {input, instructions: [...]} as documents with questions.
-std::vector<hybridcache::sim::text_document> read_leval(const fs::path& path);
-std::vector<hybridcache::sim::text_document> parse_leval(std::string_view text,
-                                                         std::string_view where);
+std::vector<hybridcache::text_document> read_leval(const fs::path& path);
+std::vector<hybridcache::text_document> parse_leval(std::string_view text, std::string_view where);
 
 /// Every *.md file under `dir` except README.md (sorted by path, for determinism), as text.
 std::vector<std::string> read_system_prompts(const fs::path& dir);
@@ -76,21 +75,21 @@ std::vector<std::string> parse_sharegpt_queries(std::string_view text, std::stri
 /// Mooncake-style JSONL {timestamp (ms), input_length, hash_ids: [...]}: hash ids are unsigned
 /// 64-bit integers; timestamps must not decrease; `input_length` (optional, tokens) must fit the
 /// blocks: (blocks−1)·block_size < input_length ≤ blocks·block_size.
-std::vector<hybridcache::sim::block_hash_record> read_block_hash_jsonl(
+std::vector<hybridcache::block_hash_record> read_block_hash_jsonl(
     const fs::path& path, std::size_t block_size = mooncake_block_size);
-std::vector<hybridcache::sim::block_hash_record> parse_block_hash_jsonl(
+std::vector<hybridcache::block_hash_record> parse_block_hash_jsonl(
     std::string_view text, std::string_view where, std::size_t block_size = mooncake_block_size);
 
 /// CacheBlend's musique_s.json [{ctxs: [{title, text}], question}] as RAG prompts.
-std::vector<hybridcache::sim::text_rag_prompt> read_musique(const fs::path& path);
-std::vector<hybridcache::sim::text_rag_prompt> parse_musique(std::string_view text,
-                                                             std::string_view where);
+std::vector<hybridcache::text_rag_prompt> read_musique(const fs::path& path);
+std::vector<hybridcache::text_rag_prompt> parse_musique(std::string_view text,
+                                                        std::string_view where);
 
 /// LongBench multi_news JSONL {context: "Passage 1:\n…Passage 2:\n…"} split into passages; the
 /// question is LongBench's summarisation instruction.
-std::vector<hybridcache::sim::text_rag_prompt> read_multi_news(const fs::path& path);
-std::vector<hybridcache::sim::text_rag_prompt> parse_multi_news(std::string_view text,
-                                                                std::string_view where);
+std::vector<hybridcache::text_rag_prompt> read_multi_news(const fs::path& path);
+std::vector<hybridcache::text_rag_prompt> parse_multi_news(std::string_view text,
+                                                           std::string_view where);
 
 /// Reads a whole file. @throws hybridcache::invalid_argument when it cannot be read or is a
 /// directory.

@@ -23,7 +23,7 @@
 
 namespace hybridcache_cli::sim_tree {
 
-namespace sim = hybridcache::sim;
+namespace hc = hybridcache;
 
 const char* const usage =
     R"(tree scenario (recurrent states in a prefix tree; docs/tree_simulation.md):
@@ -126,26 +126,26 @@ fs::path need(const fs::path& p) {
   return p;
 }
 
-sim::tree_trace build(const std::string& kind, const options& o, const workload& w) {
+hc::tree_trace build(const std::string& kind, const options& o, const workload& w) {
   namespace io = hybridcache_cli::sim_io;
   const std::size_t block = o.block.value_or(64);
-  const sim::arrival_options real{
+  const hc::arrival_options real{
       .requests = w.requests.value_or(10000), .rate = 1.0, .zipf = w.zipf, .seed = w.seed};
   auto text = [&](auto&& f) {
-    if (w.bytes_tokenizer) return sim::from_trace(f(sim::byte_tokenizer{}), block);
-    return sim::from_trace(f(sim::word_tokenizer{}), block);
+    if (w.bytes_tokenizer) return hc::from_trace(f(hc::byte_tokenizer{}), block);
+    return hc::from_trace(f(hc::word_tokenizer{}), block);
   };
   if (kind == "multi-turn") {
-    sim::multi_turn_options m;
+    hc::multi_turn_options m;
     m.sessions = o.sessions.value_or(400);
     m.block = block;
     m.seed = w.seed;
-    return sim::synthetic_multi_turn(m);
+    return hc::synthetic_multi_turn(m);
   }
   if (kind == "mooncake") {
     const auto recs =
         io::read_block_hash_jsonl(need(w.data / "mooncake" / "conversation_trace.jsonl"));
-    sim::tree_trace_builder b("mooncake", 512);
+    hc::tree_trace_builder b("mooncake", 512);
     const std::size_t n = std::min(recs.size(), w.requests.value_or(recs.size()));
     for (std::size_t i = 0; i < n; ++i) {
       const auto& r = recs[i];
@@ -159,28 +159,27 @@ sim::tree_trace build(const std::string& kind, const options& o, const workload&
     const auto queries =
         io::read_sharegpt_queries(need(w.data / "sharegpt" / "ShareGPT_V3_filtered_1000.json"));
     return text([&](auto tok) {
-      return sim::build_system_prompts("system-prompts", prompts, queries, real, tok);
+      return hc::build_system_prompts("system-prompts", prompts, queries, real, tok);
     });
   }
   if (kind == "quality" || kind.rfind("leval:", 0) == 0) {
     const std::string name = kind == "quality" ? "quality" : kind.substr(6);
     const auto docs = io::read_leval(need(w.data / "leval" / (name + ".jsonl")));
-    return text([&](auto tok) { return sim::build_document_qa("leval-" + name, docs, real, tok); });
+    return text([&](auto tok) { return hc::build_document_qa("leval-" + name, docs, real, tok); });
   }
-  if (std::find(std::begin(sim::tree_family_names), std::end(sim::tree_family_names), kind) !=
-      std::end(sim::tree_family_names))
-    return sim::tree_family(kind, block, {.sessions = o.sessions.value_or(0), .seed = w.seed});
+  if (std::find(std::begin(hc::tree_family_names), std::end(hc::tree_family_names), kind) !=
+      std::end(hc::tree_family_names))
+    return hc::tree_family(kind, block, {.sessions = o.sessions.value_or(0), .seed = w.seed});
   throw usage_error{"unknown tree trace '" + kind + "'"};
 }
 
 /// "unlimited" or "joint 4 GiB" (the KV accounting of a sweep).
-std::string kv_label(const sim::tree_result& r) {
-  if (r.kv == sim::kv_mode::unlimited) return "unlimited";
-  return fmt::format("{} {:.3g} GiB", sim::to_string(r.kv),
-                     r.kv_bytes / (1024.0 * 1024.0 * 1024.0));
+std::string kv_label(const hc::tree_result& r) {
+  if (r.kv == hc::kv_mode::unlimited) return "unlimited";
+  return fmt::format("{} {:.3g} GiB", hc::to_string(r.kv), r.kv_bytes / (1024.0 * 1024.0 * 1024.0));
 }
 
-void print_table(std::FILE* out, const sim::tree_result& r) {
+void print_table(std::FILE* out, const hc::tree_result& r) {
   fmt::print(out,
              "\ntree scenario — trace {}: {} requests, {} nodes of {} tokens, {:.2f} M prompt "
              "tokens; one state = {:.1f} MiB; KV {}\n",
@@ -189,7 +188,7 @@ void print_table(std::FILE* out, const sim::tree_result& r) {
   fmt::print(out, "  {:<26} {:>5} {:>9} {:>10} {:>7} {:>7} {:>9} {:>8} {:>7} {:>8} {:>6}\n",
              "policy", "M", "mem GiB", "recomp Mt", "%usable", "hit", "PFLOP", "TTFT ms", "states",
              "us/req", "chunk+");
-  std::map<std::size_t, std::vector<const sim::tree_metrics*>> by_budget;
+  std::map<std::size_t, std::vector<const hc::tree_metrics*>> by_budget;
   for (const auto& m : r.rows) by_budget[m.budget].push_back(&m);
   for (const auto& [budget, rows] : by_budget) {
     for (const auto* m : rows) {
@@ -205,9 +204,9 @@ void print_table(std::FILE* out, const sim::tree_result& r) {
                  100.0 * m->hit_rate, m->prefill_flops / 1e15, m->ttft_ms, m->states_mean,
                  m->decision_ns / 1e3, m->chunk_boundaries_per_request());
     }
-    const sim::tree_metrics* best = nullptr;  // best engine policy
-    const sim::tree_metrics* lib = nullptr;
-    const sim::tree_metrics* oracle = nullptr;  // better of the two offline references
+    const hc::tree_metrics* best = nullptr;  // best engine policy
+    const hc::tree_metrics* lib = nullptr;
+    const hc::tree_metrics* oracle = nullptr;  // better of the two offline references
     for (const auto* m : rows) {
       if (m->policy.rfind("oracle", 0) == 0 || m->policy == "static_optimum") {
         if (!oracle || m->recomputed_tokens < oracle->recomputed_tokens) oracle = m;
@@ -255,10 +254,10 @@ options parse(const hybridcache_cli::args& a) {
   if (auto p = a.get("tree-policies")) {
     o.sweep.policies = split(*p);
     for (const auto& name : o.sweep.policies) {
-      if (std::find(std::begin(sim::tree_policy_names), std::end(sim::tree_policy_names), name) ==
-              std::end(sim::tree_policy_names) &&
-          std::find(std::begin(sim::tree_policy_variants), std::end(sim::tree_policy_variants),
-                    name) == std::end(sim::tree_policy_variants))
+      if (std::find(std::begin(hc::tree_policy_names), std::end(hc::tree_policy_names), name) ==
+              std::end(hc::tree_policy_names) &&
+          std::find(std::begin(hc::tree_policy_variants), std::end(hc::tree_policy_variants),
+                    name) == std::end(hc::tree_policy_variants))
         throw usage_error{"unknown tree policy '" + name + "'"};
     }
     if (o.sweep.policies.empty())
@@ -279,16 +278,16 @@ options parse(const hybridcache_cli::args& a) {
   const auto kv = a.get("kv-budget");
   if (kv) {
     o.kv_bytes = byte_size("kv-budget", *kv);
-    o.kv_modes = {sim::kv_mode::unlimited, sim::kv_mode::joint};
+    o.kv_modes = {hc::kv_mode::unlimited, hc::kv_mode::joint};
   }
   if (auto m = a.get("kv-mode")) {
     o.kv_modes.clear();
     for (const auto& k : split(*m)) {
       if (k == "unlimited") {
-        o.kv_modes.push_back(sim::kv_mode::unlimited);
+        o.kv_modes.push_back(hc::kv_mode::unlimited);
       } else if (k == "separate" || k == "joint") {
         if (!kv) throw usage_error{"option --kv-mode " + k + " needs --kv-budget"};
-        o.kv_modes.push_back(k == "joint" ? sim::kv_mode::joint : sim::kv_mode::separate);
+        o.kv_modes.push_back(k == "joint" ? hc::kv_mode::joint : hc::kv_mode::separate);
       } else {
         throw usage_error{"unknown KV mode '" + k + "' (unlimited, separate, joint)"};
       }
@@ -298,19 +297,19 @@ options parse(const hybridcache_cli::args& a) {
   return o;
 }
 
-std::vector<sim::tree_result> run(const options& o, const workload& w, bool progress) {
+std::vector<hc::tree_result> run(const options& o, const workload& w, bool progress) {
   // Build every trace first: a missing file fails before any replay.
-  std::vector<sim::tree_trace> traces;
+  std::vector<hc::tree_trace> traces;
   for (const auto& k : o.traces) traces.push_back(build(k, o, w));
-  sim::tree_options so = o.sweep;
+  hc::tree_options so = o.sweep;
   so.cost.model = w.model;
-  std::vector<sim::tree_result> out;
+  std::vector<hc::tree_result> out;
   for (const auto& t : traces) {
     for (const auto mode : o.kv_modes) {
-      so.cost.kv = {mode, mode == sim::kv_mode::unlimited ? 0.0 : o.kv_bytes};
+      so.cost.kv = {mode, mode == hc::kv_mode::unlimited ? 0.0 : o.kv_bytes};
       const std::string label =
           "tree " + t.name() +
-          (mode == sim::kv_mode::unlimited ? "" : " " + std::string(sim::to_string(mode)));
+          (mode == hc::kv_mode::unlimited ? "" : " " + std::string(hc::to_string(mode)));
       auto prog = [&](std::size_t done, std::size_t total) {
         if (!progress) return;
         std::fprintf(stderr, "\r  %-24s %3zu%% (%zu/%zu runs)", label.c_str(),
@@ -318,7 +317,7 @@ std::vector<sim::tree_result> run(const options& o, const workload& w, bool prog
         if (done == total) std::fprintf(stderr, "\r%*s\r", 72, "");
         std::fflush(stderr);
       };
-      out.push_back(sim::simulate_tree(t, so, prog));
+      out.push_back(hc::simulate_tree(t, so, prog));
       print_table(stdout, out.back());
       std::fflush(stdout);
     }
@@ -326,8 +325,8 @@ std::vector<sim::tree_result> run(const options& o, const workload& w, bool prog
   return out;
 }
 
-std::vector<fs::path> write(const fs::path& dir, const std::vector<sim::tree_result>& res,
-                            bool plot, std::string& note) {
+std::vector<fs::path> write(const fs::path& dir, const std::vector<hc::tree_result>& res, bool plot,
+                            std::string& note) {
   std::vector<fs::path> files;
   if (res.empty()) return files;
   std::string csv =
@@ -346,7 +345,7 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<sim::tree_res
           m.resumed_tokens, m.recomputed_tokens, m.prefill_tokens, m.hit_rate, m.prefill_flops,
           m.ttft_ms, m.states_mean, m.states_peak, m.decision_ns, m.decision_ns_per_block,
           std::isnan(m.parameter) ? std::string() : fmt::format("{:g}", m.parameter), r.block,
-          m.chunk_boundaries_per_request(), sim::to_string(m.kv), m.kv_budget_bytes,
+          m.chunk_boundaries_per_request(), hc::to_string(m.kv), m.kv_budget_bytes,
           m.kv_evicted_blocks, m.states_dropped, m.kv_blocks_mean, m.leader,
           std::isnan(m.switches) ? std::string() : fmt::format("{:g}", m.switches),
           std::isnan(m.handover_tokens) ? std::string() : fmt::format("{:g}", m.handover_tokens));
@@ -360,7 +359,7 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<sim::tree_res
   for (const auto& r : res) {
     const std::string id =
         "tree_" + file_id(r.trace) +
-        (r.kv == sim::kv_mode::unlimited ? std::string() : "_" + std::string(sim::to_string(r.kv)));
+        (r.kv == hc::kv_mode::unlimited ? std::string() : "_" + std::string(hc::to_string(r.kv)));
     std::vector<std::string> policies;
     std::string dat;
     for (const auto& m : r.rows) {
@@ -380,7 +379,7 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<sim::tree_res
       std::string gp = sim_out::gp_terminal(png, 800, 480);
       gp += fmt::format("set output {}\n", sim_out::gp_quote(abs / (id + (png ? ".png" : ".svg"))));
       // Under a KV budget evicted KV is prefilled again too: plot every prefilled token.
-      const bool kv = r.kv != sim::kv_mode::unlimited;
+      const bool kv = r.kv != hc::kv_mode::unlimited;
       gp += fmt::format(
           "set title \"{}: tokens {} vs state memory (B = {} tokens, {} requests, KV "
           "{})\"\nset "

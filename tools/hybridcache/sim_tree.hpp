@@ -23,11 +23,11 @@ extern const char* const usage;
 /// What the tree scenario runs.
 struct options {
   std::vector<std::string> traces{"multi-turn"};  ///< empty = skip the scenario
-  hybridcache::sim::tree_options sweep{};
+  hybridcache::tree_options sweep{};
   std::optional<std::size_t> block;     ///< tokens per node (default 64; Mooncake: 512)
   std::optional<std::size_t> sessions;  ///< synthetic multi-turn sessions
   /// KV accounting, one sweep each (default: unlimited only; see replay.hpp).
-  std::vector<hybridcache::sim::kv_mode> kv_modes{hybridcache::sim::kv_mode::unlimited};
+  std::vector<hybridcache::kv_mode> kv_modes{hybridcache::kv_mode::unlimited};
   double kv_bytes = 0.0;  ///< --kv-budget: the KV pool / the KV share of the joint pool
 };
 
@@ -42,16 +42,15 @@ struct workload {
   std::uint64_t seed = 1;
   double zipf = 1.0;
   bool bytes_tokenizer = false;
-  hybridcache::sim::model_shape model = hybridcache::sim::qwen3_5_0_8b;
+  hybridcache::model_shape model = hybridcache::qwen3_5_0_8b;
 };
 
 /// Builds and replays every tree trace, prints the tables to stdout and returns the results.
-std::vector<hybridcache::sim::tree_result> run(const options& o, const workload& w, bool progress);
+std::vector<hybridcache::tree_result> run(const options& o, const workload& w, bool progress);
 
 /// tree.csv under `dir`, plus tree_<trace>.gp/.dat and, when gnuplot runs, tree_<trace>.png/.svg.
 /// @returns the files written; `note` says why plots are missing.
-std::vector<fs::path> write(const fs::path& dir,
-                            const std::vector<hybridcache::sim::tree_result>& r, bool plot,
-                            std::string& note);
+std::vector<fs::path> write(const fs::path& dir, const std::vector<hybridcache::tree_result>& r,
+                            bool plot, std::string& note);
 
 }  // namespace hybridcache_cli::sim_tree

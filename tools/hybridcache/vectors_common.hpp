@@ -294,7 +294,7 @@ inline bool is_exact(const nlohmann::json& e) {
 /// values `ref`, bound weights `weight`) under the candidate's error model.
 inline std::vector<double> tolerances(const nlohmann::json& e, std::span<const double> ref,
                                       std::span<const double> weight,
-                                      const hybridcache::state::error_model& m) {
+                                      const hybridcache::error_model& m) {
   const auto shape = e.at("shape").get<std::vector<std::size_t>>();
   const double per = e.at("depth_per_token").get<double>();
   const double extra = e.at("depth_extra").get<double>();
@@ -310,7 +310,7 @@ inline std::vector<double> tolerances(const nlohmann::json& e, std::span<const d
   for (std::size_t i = 0; i < ref.size(); ++i) {
     const double t =
         timed ? static_cast<double>((i / inner) % extent + 1) : static_cast<double>(steps);
-    tol[i] = hybridcache::state::element_tolerance(weight[i], per * t + extra, t, ref[i], m);
+    tol[i] = hybridcache::element_tolerance(weight[i], per * t + extra, t, ref[i], m);
   }
   return tol;
 }

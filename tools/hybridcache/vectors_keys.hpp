@@ -91,8 +91,8 @@ inline std::vector<unsigned char> ref_namespace_bytes(const ns_spec& ns) {
   return m;
 }
 
-inline hybridcache::segment::namespace_key to_namespace_key(const ns_spec& ns) {
-  hybridcache::segment::namespace_key k;
+inline hybridcache::namespace_key to_namespace_key(const ns_spec& ns) {
+  hybridcache::namespace_key k;
   for (const auto& [f, v] : ns.fields) {
     if (f == "tenant") k = k.with_tenant(v);
     if (f == "kb") k = k.with_knowledge_base(v);
@@ -177,21 +177,21 @@ template <class Hash>
 key_set library_keys(const Hash& hash, const std::vector<ns_spec>& nss,
                      const std::vector<std::uint32_t>& tokens, std::size_t block,
                      const std::vector<std::pair<std::size_t, std::size_t>>& segs) {
-  namespace seg = hybridcache::segment;
+  namespace hc = hybridcache;
   key_set out;
-  const auto put = [](std::vector<double>& v, const seg::digest& d) {
+  const auto put = [](std::vector<double>& v, const hc::digest& d) {
     for (std::byte b : d.to_bytes()) v.push_back(static_cast<double>(b));
   };
   const std::span<const std::uint32_t> all(tokens);
   for (const auto& spec : nss) {
     const auto ns = to_namespace_key(spec);
-    put(out.root, seg::root_key(hash, ns));
-    for (const auto& d : seg::block_keys(hash, ns, all, block)) put(out.blocks, d);
+    put(out.root, hc::root_key(hash, ns));
+    for (const auto& d : hc::block_keys(hash, ns, all, block)) put(out.blocks, d);
     for (const auto& [b, e] : segs) {
-      put(out.segments, seg::segment_key(hash, ns, all.subspan(b, e - b),
-                                         seg::segment_kind::position_independent));
       put(out.segments,
-          seg::segment_key(hash, ns, all.subspan(b, e - b), seg::segment_kind::anchored));
+          hc::segment_key(hash, ns, all.subspan(b, e - b), hc::segment_kind::position_independent));
+      put(out.segments,
+          hc::segment_key(hash, ns, all.subspan(b, e - b), hc::segment_kind::anchored));
     }
   }
   return out;
@@ -307,10 +307,10 @@ inline void key_cases(writer& wr, prng& rng, const candidate_spec* cand) {
                                           secret.size());
       key_set got;
       if (std::string(p.name) == "xxh3")
-        got = library_keys(hybridcache::segment::xxh3_hash(sb), nss, tokens, block, segs);
+        got = library_keys(hybridcache::xxh3_hash(sb), nss, tokens, block, segs);
 #if defined(HYBRIDCACHE_CLI_HAS_OPENSSL)
       else
-        got = library_keys(hybridcache::segment::sha256_hash(sb), nss, tokens, block, segs);
+        got = library_keys(hybridcache::sha256_hash(sb), nss, tokens, block, segs);
 #endif
       if (cand->inj == injection::key_byte && std::string(p.name) == "xxh3")
         got.blocks[3 * 16 + 5] =

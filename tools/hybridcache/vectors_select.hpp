@@ -142,7 +142,7 @@ inline ref_selection_sets ref_select(const std::vector<double>& s,
 /// (negative control).
 inline void push_past_bound(const std::filesystem::path& root, const std::filesystem::path& file,
                             std::size_t i, double ref, double tol) {
-  auto cv = hybridcache::state::npy::load(file.string());
+  auto cv = hybridcache::npy::load(file.string());
   float x = static_cast<float>(ref + tol);
   while (static_cast<double>(x) - ref <= tol) x = std::nextafter(x, INFINITY);
   cv.values[i] = static_cast<double>(x);
@@ -219,7 +219,7 @@ inline void select_cases(writer& wr, prng& rng, const candidate_spec* cand) {
                           "--candidate-out");
         if (cand->inj == injection::score_offset && c.name == std::string("gqa") &&
             gr.dtype == std::string("fp32")) {
-          const auto tol = tolerances(expected["scores"], s, w, hybridcache::state::error_model{});
+          const auto tol = tolerances(expected["scores"], s, w, hybridcache::error_model{});
           push_past_bound(cand->dir, candidate_path(cand->dir, name, "scores"), pos.front(),
                           s[pos.front()], tol[pos.front()]);
         }

@@ -21,7 +21,7 @@
 
 namespace hybridcache_cli::vectors {
 
-namespace hs = hybridcache::state;
+namespace hc = hybridcache;
 
 enum class fam {
   linear,
@@ -126,8 +126,8 @@ inline head_inputs draw_head(fam f, const input_grids& gr, prng& rng, std::size_
 /// Segment outputs and bound weights of one head in `Real`, via the library's family types.
 template <class Real>
 struct head_eval {
-  hs::segment_outputs<Real> out;
-  hs::bound_weights w;
+  hc::segment_outputs<Real> out;
+  hc::bound_weights w;
 };
 
 template <class Real>
@@ -137,9 +137,9 @@ std::vector<Real> as(const std::vector<double>& x) {
 
 /// Runs one head in `Real`, applying an injected error where asked.
 template <class Real>
-hs::segment_outputs<Real> run_head(fam f, const head_inputs& h, const std::vector<double>& init,
+hc::segment_outputs<Real> run_head(fam f, const head_inputs& h, const std::vector<double>& init,
                                    std::optional<double> scale, injection inj, bool weights,
-                                   hs::bound_weights* w) {
+                                   hc::bound_weights* w) {
   head_inputs x = h;
   if (inj == injection::no_q_scale) scale = 1.0;
   if (inj == injection::gate_after_update) {
@@ -165,25 +165,25 @@ hs::segment_outputs<Real> run_head(fam f, const head_inputs& h, const std::vecto
   const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(x.dk));
   switch (f) {
     case fam::rwkv7: {
-      hs::dplr_inputs<Real> in{x.L, x.dk, x.dv, k, v, a, b, g};
-      if (weights) *w = hs::abs_bound_weights(in, h.q, sc, init);
-      return hs::outputs(in, qs, scale, s0s);
+      hc::dplr_inputs<Real> in{x.L, x.dk, x.dv, k, v, a, b, g};
+      if (weights) *w = hc::abs_bound_weights(in, h.q, sc, init);
+      return hc::outputs(in, qs, scale, s0s);
     }
     case fam::mamba1: {
-      hs::selective_inputs<Real> in{x.L, x.dk, x.dv, k, v, dt, A};
-      if (weights) *w = hs::abs_bound_weights(in, h.q, sc, init);
-      return hs::outputs(in, qs, scale, s0s);
+      hc::selective_inputs<Real> in{x.L, x.dk, x.dv, k, v, dt, A};
+      if (weights) *w = hc::abs_bound_weights(in, h.q, sc, init);
+      return hc::outputs(in, qs, scale, s0s);
     }
     case fam::gated_delta_product: {
-      hs::delta_product_inputs<Real> in{x.L, x.dk, x.dv, x.nh, k, v, beta, g};
-      if (weights) *w = hs::abs_bound_weights(in, h.q, sc, init);
-      return hs::outputs(in, qs, scale, s0s);
+      hc::delta_product_inputs<Real> in{x.L, x.dk, x.dv, x.nh, k, v, beta, g};
+      if (weights) *w = hc::abs_bound_weights(in, h.q, sc, init);
+      return hc::outputs(in, qs, scale, s0s);
     }
     default: {
-      hs::token_inputs<Real> in{x.L, x.dk, x.dv, k, v, beta, g};
-      const auto r = is_delta(f) ? hs::rule::delta : hs::rule::additive;
-      if (weights) *w = hs::abs_bound_weights(in, r, h.q, sc, init);
-      return hs::outputs(in, r, qs, scale, s0s);
+      hc::token_inputs<Real> in{x.L, x.dk, x.dv, k, v, beta, g};
+      const auto r = is_delta(f) ? hc::transition_rule::delta : hc::transition_rule::additive;
+      if (weights) *w = hc::abs_bound_weights(in, r, h.q, sc, init);
+      return hc::outputs(in, r, qs, scale, s0s);
     }
   }
 }
@@ -244,7 +244,7 @@ inline void state_output_cases(writer& w, prng& rng, const candidate_spec* cand,
             std::copy(hi.A.begin(), hi.A.end(),
                       vals.begin() + static_cast<std::ptrdiff_t>(h * K * V));
           }
-          hs::bound_weights bw;
+          hc::bound_weights bw;
           const auto ref = run_head<double>(f, hi, s0, scale, injection::none, true, &bw);
           depth = bw.depth_per_token;
           for (std::size_t t = 0; t < T; ++t)
@@ -338,32 +338,33 @@ summary_arrays summarize_head(fam f, const head_inputs& h, std::size_t chunk, st
   const auto one = [&](const head_inputs& x) {
     const auto k = as<Real>(x.k), v = as<Real>(x.v), beta = as<Real>(x.beta), g = as<Real>(x.g),
                a = as<Real>(x.a), b = as<Real>(x.b), dt = as<Real>(x.dt), A = as<Real>(x.A);
-    hs::summarize_options opts;
+    hc::summarize_options opts;
     if (chunk > 0)
-      opts = {hs::summarize_method::chunked, chunk};
+      opts = {hc::summarize_method::chunked, chunk};
     else
-      opts.method = hs::summarize_method::per_token;
+      opts.method = hc::summarize_method::per_token;
     switch (f) {
       case fam::rwkv7:
-        return hs::summarize(hs::dplr_inputs<Real>{x.L, x.dk, x.dv, k, v, a, b, g}, opts);
+        return hc::summarize(hc::dplr_inputs<Real>{x.L, x.dk, x.dv, k, v, a, b, g}, opts);
       case fam::gated_delta_product:
-        return hs::summarize(hs::delta_product_inputs<Real>{x.L, x.dk, x.dv, x.nh, k, v, beta, g},
+        return hc::summarize(hc::delta_product_inputs<Real>{x.L, x.dk, x.dv, x.nh, k, v, beta, g},
                              opts);
       default:
-        return hs::summarize(hs::token_inputs<Real>{x.L, x.dk, x.dv, k, v, beta, g},
-                             is_delta(f) ? hs::rule::delta : hs::rule::additive, opts);
+        return hc::summarize(
+            hc::token_inputs<Real>{x.L, x.dk, x.dv, k, v, beta, g},
+            is_delta(f) ? hc::transition_rule::delta : hc::transition_rule::additive, opts);
     }
   };
   summary_arrays out;
   if (f == fam::mamba1) {
     const auto el = [&](const head_inputs& x) {
       const auto k = as<Real>(x.k), v = as<Real>(x.v), dt = as<Real>(x.dt), A = as<Real>(x.A);
-      return hs::summarize(hs::selective_inputs<Real>{x.L, x.dk, x.dv, k, v, dt, A});
+      return hc::summarize(hc::selective_inputs<Real>{x.L, x.dk, x.dv, k, v, dt, A});
     };
     if (!prefix.empty()) {
-      const auto s = hs::compose(el(slice_head(h, 0, split)), el(slice_head(h, split, h.L)));
+      const auto s = hc::compose(el(slice_head(h, 0, split)), el(slice_head(h, split, h.L)));
       const auto p = as<Real>(prefix);
-      const auto r = hs::apply(s, std::span<const Real>(p));
+      const auto r = hc::apply(s, std::span<const Real>(p));
       out.end_state.assign(r.begin(), r.end());
       return out;
     }
@@ -373,14 +374,14 @@ summary_arrays summarize_head(fam f, const head_inputs& h, std::size_t chunk, st
     return out;
   }
   if (!prefix.empty()) {
-    const auto s = hs::compose(one(slice_head(h, 0, split)), one(slice_head(h, split, h.L)));
+    const auto s = hc::compose(one(slice_head(h, 0, split)), one(slice_head(h, split, h.L)));
     const auto p = as<Real>(prefix);
-    const auto r = hs::apply(s, std::span<const Real>(p));
+    const auto r = hc::apply(s, std::span<const Real>(p));
     out.end_state.assign(r.begin(), r.end());
     return out;
   }
   const auto s = one(h);
-  if (s.family() == hs::family::dense)
+  if (s.family() == hc::transition_family::dense)
     out.transition.assign(s.transition().begin(), s.transition().end());
   else
     out.log_decay.assign(s.log_decay().begin(), s.log_decay().end());
@@ -398,7 +399,7 @@ inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand
       const head_inputs h = draw_head(f, gr, rng, L, K, V, 0);
       const std::string base = std::string("state/") + fi.name + "/summarize/" + gr.dtype;
       // Bound weights: end state from 0; transition = the abs recurrence on I with no writes.
-      hs::bound_weights bw;
+      hc::bound_weights bw;
       run_head<double>(f, h, std::vector<double>(K * V, 0.0), 1.0, injection::none, true, &bw);
       const auto ref = summarize_head<double>(f, h, 0);
       nlohmann::json inputs = nlohmann::json::object();
@@ -426,7 +427,7 @@ inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand
         if (f == fam::mamba1) z.dt.assign(L * K, 0.0);
         std::vector<double> eye(K * K, 0.0);
         for (std::size_t r = 0; r < K; ++r) eye[r * K + r] = 1.0;
-        hs::bound_weights tw;
+        hc::bound_weights tw;
         run_head<double>(f, z, eye, 1.0, injection::none, true, &tw);
         expected["transition"] = expected_entry(
             w.reference<double>(base, "transition", ref.transition, {K, K}),
@@ -478,7 +479,7 @@ inline void state_summary_cases(writer& w, prng& rng, const candidate_spec* cand
       // compose/apply: P → [0, split) → [split, L), by composing the two summaries.
       const std::string name = std::string("state/") + fi.name + "/compose_apply/" + gr.dtype;
       const auto P = gr.symmetric(-1).draw(rng, K * V);
-      hs::bound_weights pw;
+      hc::bound_weights pw;
       run_head<double>(f, h, P, 1.0, injection::none, true, &pw);
       const auto exact = summarize_head<double>(f, h, 0, split, P);
       nlohmann::json ca_inputs = inputs;
@@ -509,11 +510,11 @@ inline void inject_ulp(const writer& w, const candidate_spec& cand) {
   for (const auto& c : w.cases) {
     if (c.at("kind") != "state_outputs") continue;
     const auto& e = c.at("expected").at("o");
-    const auto ref = hs::npy::load((w.dir / e.at("reference").get<std::string>()).string());
-    const auto wt = hs::npy::load((w.dir / e.at("bound_weight").get<std::string>()).string());
+    const auto ref = hc::npy::load((w.dir / e.at("reference").get<std::string>()).string());
+    const auto wt = hc::npy::load((w.dir / e.at("bound_weight").get<std::string>()).string());
     const auto path = candidate_path(cand.dir, c.at("name").get<std::string>(), "o");
-    auto cv = hs::npy::load(path.string());
-    const auto tol = tolerances(e, ref.values, wt.values, hs::error_model{});
+    auto cv = hc::npy::load(path.string());
+    const auto tol = tolerances(e, ref.values, wt.values, hc::error_model{});
     const std::size_t i = ref.size() / 2;
     float x = static_cast<float>(ref.values[i] + tol[i]);
     while (static_cast<double>(x) - ref.values[i] <= tol[i]) x = std::nextafter(x, INFINITY);
@@ -529,7 +530,7 @@ inline void inject_non_finite(const writer& w, const candidate_spec& cand) {
   for (const auto& c : w.cases) {
     if (c.at("kind") != "state_outputs") continue;
     const auto path = candidate_path(cand.dir, c.at("name").get<std::string>(), "o");
-    auto cv = hs::npy::load(path.string());
+    auto cv = hc::npy::load(path.string());
     cv.values[3] = std::nan("");
     cv.values[5] = INFINITY;
     save_below<float>(cand.dir, path, as<float>(cv.values), cv.shape, "--candidate-out");

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fast path of `hybridcache verify` for the large arrays: .npy files memory-mapped in place
 // (no copy, no conversion pass, no allocation) and one fused, vectorisable pass computing each
-// element's tolerance and checking it — the same arithmetic as state::element_tolerance and
-// state::check_close, so the verdicts are identical (tested by the CLI controls).
+// element's tolerance and checking it — the same arithmetic as element_tolerance and
+// check_close, so the verdicts are identical (tested by the CLI controls).
 #pragma once
 
 #include <fcntl.h>
@@ -101,9 +101,8 @@ struct tolerance_plan {
   double u_out = 0;
 };
 
-inline tolerance_plan plan_tolerance(const nlohmann::json& e,
-                                     const hybridcache::state::error_model& m) {
-  namespace hs = hybridcache::state;
+inline tolerance_plan plan_tolerance(const nlohmann::json& e, const hybridcache::error_model& m) {
+  namespace hc = hybridcache;
   tolerance_plan p;
   const auto shape = e.at("shape").get<std::vector<std::size_t>>();
   const double per = e.at("depth_per_token").get<double>();
@@ -118,14 +117,14 @@ inline tolerance_plan plan_tolerance(const nlohmann::json& e,
     p.extent = shape.at(ax);
     for (std::size_t i = ax + 1; i < shape.size(); ++i) p.inner *= shape[i];
   }
-  const double ua = hs::unit_roundoff(m.accumulate);
-  const double us = m.state_storage == m.accumulate ? 0.0 : hs::unit_roundoff(m.state_storage);
-  p.u_out = m.output == hs::precision::fp64 ? 0.0 : hs::unit_roundoff(m.output);
+  const double ua = hc::unit_roundoff(m.accumulate);
+  const double us = m.state_storage == m.accumulate ? 0.0 : hc::unit_roundoff(m.state_storage);
+  p.u_out = m.output == hc::precision::fp64 ? 0.0 : hc::unit_roundoff(m.output);
   const std::size_t nt = timed ? p.extent : 1;
   p.g.resize(nt);
   for (std::size_t k = 0; k < nt; ++k) {
     const double t = timed ? static_cast<double>(k + 1) : static_cast<double>(steps);
-    p.g[k] = hs::gamma_of((per * t + extra) * ua + t * us) * (1.0 + 0x1p-30);
+    p.g[k] = hc::gamma_of((per * t + extra) * ua + t * us) * (1.0 + 0x1p-30);
   }
   return p;
 }
@@ -134,10 +133,9 @@ inline tolerance_plan plan_tolerance(const nlohmann::json& e,
 /// 4096 whose inner loop is branch-free (the compiler vectorises it); a block whose maximum ratio
 /// beats the running one is rescanned for the index. Same verdict as check_close(tolerances(...)).
 template <class C>
-hybridcache::state::check_report fused_check(const C* cand, const double* ref, const double* weight,
-                                             std::size_t n, const tolerance_plan& p,
-                                             double* worst_tol) {
-  hybridcache::state::check_report r;
+hybridcache::check_report fused_check(const C* cand, const double* ref, const double* weight,
+                                      std::size_t n, const tolerance_plan& p, double* worst_tol) {
+  hybridcache::check_report r;
   r.count = n;
   constexpr std::size_t block = 4096;
   const double uo = p.u_out;

@@ -5,7 +5,7 @@
 /// From a shared segment index to dispatch affinity: which worker already holds each segment.
 ///
 /// The shared index (store/redis_index.hpp) answers "segment i is cached on node n" with a
-/// `store::segment_location`; `dispatch_segments` (dispatch/affinity.hpp) wants "segment i is
+/// `segment_location`; `dispatch_segments` (dispatch/affinity.hpp) wants "segment i is
 /// cached on worker w". With `worker_nodes[w]` the node id of worker w,
 ///
 ///     cached_on(i) = w            if located[i] is present and located[i]->node == worker_nodes[w]
@@ -37,8 +37,7 @@ HYBRIDCACHE_NAMESPACE_BEGIN
 /// @throws invalid_argument if the lengths differ, a node id repeats, or a location's token count
 ///         differs from its segment's (a location of some other entry).
 inline std::vector<segment_job> jobs_from_locations(
-    std::span<const std::size_t> tokens,
-    std::span<const std::optional<store::segment_location>> located,
+    std::span<const std::size_t> tokens, std::span<const std::optional<segment_location>> located,
     std::span<const std::uint32_t> worker_nodes) {
   if (located.size() != tokens.size())
     detail::throw_invalid("located.size()", located.size(),

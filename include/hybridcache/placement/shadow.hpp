@@ -88,7 +88,7 @@
 HYBRIDCACHE_NAMESPACE_BEGIN
 
 /// A retained entry's share of a sequence: `depth` is their longest common prefix in tokens
-/// (`store::last_k_cache`'s `last_k_overlap` is one).
+/// (`last_k_cache`'s `last_k_overlap` is one).
 template <class T>
 concept prefix_share = requires(const T& s) {
   { s.depth } -> std::convertible_to<std::size_t>;

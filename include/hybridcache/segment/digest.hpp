@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// `segment::digest`: a 128-bit key produced by a hash policy (see hash.hpp). A digest is an
+/// `digest`: a 128-bit key produced by a hash policy (see hash.hpp). A digest is an
 /// *address*, never a proof of equality: every structure that finds an entry by digest still
 /// compares the stored namespace and token ids before reporting a hit (segment_index, the
 /// store pools). Two 64-bit halves; the byte form (`to_bytes`) is little-endian `lo` then `hi`.
@@ -58,8 +58,4 @@ struct digest_hasher {
   }
 };
 
-namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::digest;
-using ::hybridcache::digest_hasher;
-}  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

@@ -118,11 +118,6 @@ struct constant_hash {
 static_assert(hash_policy<xxh3_hash>);
 static_assert(hash_policy<constant_hash>);
 
-namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::constant_hash;
-using ::hybridcache::hash_policy;
-using ::hybridcache::xxh3_hash;
-}  // namespace segment
 HYBRIDCACHE_NAMESPACE_END
 
 #ifdef HYBRIDCACHE_DETAIL_XXH_DIAG_PUSHED

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// `segment::segment_index<Value, Hash>`: a concurrent map from (namespace, token ids) to
+/// `segment_index<Value, Hash>`: a concurrent map from (namespace, token ids) to
 /// `Value` — the hash table of COMB's PIC manager (COMB §3, "looks up whether their PICaches
 /// exist through a hash table") and the lookup step of SparseX's virtual-hash match (SparseX
 /// §4.3: "reusable only when both token IDs and the extra key match").
@@ -44,7 +44,7 @@
 #include "hybridcache/segment/hash.hpp"
 #include "hybridcache/segment/keys.hpp"
 #include "hybridcache/segment/namespace_key.hpp"
-#include "hybridcache/segment/token.hpp"
+#include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
@@ -330,7 +330,4 @@ class segment_index {
   std::array<shard, shard_count> shards_;
 };
 
-namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::segment_index;
-}  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

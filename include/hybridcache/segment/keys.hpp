@@ -34,7 +34,7 @@
 #include "hybridcache/segment/digest.hpp"
 #include "hybridcache/segment/hash.hpp"
 #include "hybridcache/segment/namespace_key.hpp"
-#include "hybridcache/segment/token.hpp"
+#include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 namespace detail {
@@ -190,12 +190,4 @@ template <hash_policy H>
   return out;
 }
 
-namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::block_keys;
-using ::hybridcache::block_keys_into;
-using ::hybridcache::chain_key;
-using ::hybridcache::root_key;
-using ::hybridcache::segment_key;
-using ::hybridcache::segment_kind;
-}  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// `segment::namespace_key`: who may see a cache entry. SparseX's "extra key" (SparseX §4.3,
+/// `namespace_key`: who may see a cache entry. SparseX's "extra key" (SparseX §4.3,
 /// h_virt = H(B, e)) made typed and injective.
 ///
 /// A namespace is a tuple of *typed, optional* fields — tenant, knowledge base, adapter, model —
@@ -338,8 +338,4 @@ class namespace_key {
   std::shared_ptr<const std::string> encoded_;
 };
 
-namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::namespace_field;
-using ::hybridcache::namespace_key;
-}  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

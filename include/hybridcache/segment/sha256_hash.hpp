@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// `segment::sha256_hash`: HMAC-SHA-256 keyed by a deployment secret, truncated to 128 bits —
+/// `sha256_hash`: HMAC-SHA-256 keyed by a deployment secret, truncated to 128 bits —
 /// the hash policy for keys that leave the process (a cross-node index, a shared storage tier).
 /// Unlike `xxh3_hash` (per-process random secret), every node configured with the same secret
 /// computes the same key for the same (namespace, tokens), and nobody without the secret can
@@ -34,7 +34,7 @@
 HYBRIDCACHE_NAMESPACE_BEGIN
 namespace detail {
 
-/// Per-thread keyed HMAC contexts of `segment::sha256_hash`, so a call re-initialises a context
+/// Per-thread keyed HMAC contexts of `sha256_hash`, so a call re-initialises a context
 /// it already owns (`EVP_MAC_init` with no key keeps the key) instead of duplicating the template
 /// (a few allocations; about 2x the cost of a short message's MAC). Entries are found by the
 /// policy's unique id, never by address, so a destroyed policy's context can only be evicted,
@@ -135,7 +135,4 @@ class sha256_hash {
 
 static_assert(hash_policy<sha256_hash>);
 
-namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::sha256_hash;
-}  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

@@ -25,7 +25,7 @@
 /// h = max(w, k − 1) when a causal conv of kernel k precedes the layer (HYPIC §4.3: w ≥ k − 1
 /// warms the conv state). Short segments: head = min(h, n), tail = min(w, n − head), so the
 /// interior is [h, n − w) when h + w < n and empty otherwise — the same interior as
-/// `state::cached_interior` with the same w and k. Default w = 8, HYPIC's default.
+/// `cached_interior` with the same w and k. Default w = 8, HYPIC's default.
 
 #include <cstddef>
 #include <cstdint>
@@ -159,20 +159,4 @@ struct segmentation {
   return out;
 }
 
-namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::segment_range;
-using ::hybridcache::segmentation;
-using ::hybridcache::split_options;
-/// Former name of `split_request`.
-[[nodiscard]] inline segmentation split(std::span<const token_id> tokens,
-                                        const split_options& opts) {
-  return split_request(tokens, opts);
-}
-/// Former name of `splice_request`.
-[[nodiscard]] inline std::vector<token_id> splice(std::span<const token_id> tokens,
-                                                  const segmentation& seg, token_id pad_token) {
-  return splice_request(tokens, seg, pad_token);
-}
-using ::hybridcache::segment_role;
-}  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

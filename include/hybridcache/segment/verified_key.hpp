@@ -2,12 +2,12 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// Owning and non-owning keys that carry their digest, a domain byte *and* their content, for hash maps that
-/// must verify a hit: `verified_key` (owns namespace encoding and token ids) and `key_view`
-/// (borrows them, for lookups without copying). `verified_key_hash` hashes the digest only;
-/// `verified_key_equal` compares digest, namespace bytes and token ids. Both are transparent,
+/// Owning and non-owning keys that carry their digest, a domain byte *and* their content, for hash
+/// maps that must verify a hit: `verified_key` (owns namespace encoding and token ids) and
+/// `key_view` (borrows them, for lookups without copying). `verified_key_hash` hashes the digest
+/// only; `verified_key_equal` compares digest, namespace bytes and token ids. Both are transparent,
 /// so `std::unordered_map<verified_key, V, verified_key_hash, verified_key_equal>` — and
-/// `store::lru_pool` — accept a `key_view` in `find`/`erase`.
+/// `lru_pool` — accept a `key_view` in `find`/`erase`.
 ///
 /// The digest is whatever the owner computed (a segment key or a chained block key); equality
 /// never trusts it alone, so a colliding digest cannot produce a false hit.
@@ -25,7 +25,7 @@
 #include "hybridcache/config.hpp"
 #include "hybridcache/segment/digest.hpp"
 #include "hybridcache/segment/namespace_key.hpp"
-#include "hybridcache/segment/token.hpp"
+#include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
@@ -90,10 +90,4 @@ struct verified_key_equal {
   }
 };
 
-namespace segment {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::key_view;
-using ::hybridcache::verified_key;
-using ::hybridcache::verified_key_equal;
-using ::hybridcache::verified_key_hash;
-}  // namespace segment
 HYBRIDCACHE_NAMESPACE_END

@@ -280,17 +280,4 @@ inline trace build_block_hash_trace(std::string name, std::span<const block_hash
   return t;
 }
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::arrival_options;
-using ::hybridcache::block_hash_record;
-using ::hybridcache::build_block_hash_trace;
-using ::hybridcache::build_document_qa;
-using ::hybridcache::build_rag;
-using ::hybridcache::build_system_prompts;
-using ::hybridcache::generate_requests;
-using ::hybridcache::request_group;
-using ::hybridcache::text_document;
-using ::hybridcache::text_rag_prompt;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -114,14 +114,4 @@ struct composition_costs {
 /// HYPIC Fig. 14's composition costs (see the file comment).
 inline constexpr composition_costs hypic_fig14_composition{2.3, 45.0, 34.0};
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::composition_costs;
-using ::hybridcache::find_model;
-using ::hybridcache::hypic_fig14_composition;
-using ::hybridcache::hypic_fig14_prefill;
-using ::hybridcache::model_presets;
-using ::hybridcache::model_shape;
-using ::hybridcache::qwen3_5_0_8b;
-using ::hybridcache::qwen3_next_80b_a3b;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

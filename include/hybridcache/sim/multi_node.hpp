@@ -90,7 +90,7 @@ inline multi_node_result simulate_multi_node(const trace& t, const multi_node_op
   r.shared_index = shared_index;
 
   // Dense ids for distinct (namespace, tokens) segments, through the verified index.
-  segment::segment_index<std::uint32_t> ids;
+  segment_index<std::uint32_t> ids;
   std::vector<std::size_t> length;     // tokens of segment id
   std::vector<std::uint64_t> holders;  // bit n: node n's pool holds it
   struct pool_state {
@@ -128,7 +128,7 @@ inline multi_node_result simulate_multi_node(const trace& t, const multi_node_op
   for (std::size_t i = 0; i < t.size(); ++i) {
     const request& q = t.requests()[i];
     const std::size_t home = i % o.nodes;
-    const segment::namespace_key ns = detail::namespace_of(q);
+    const namespace_key ns = detail::namespace_of(q);
     const std::size_t k = q.pieces.size() - (q.ends_with_query && !q.pieces.empty() ? 1 : 0);
     const std::size_t query = k < q.pieces.size() ? t.piece(q.pieces.back()).size() : 0;
     lengths.assign(k, 0);
@@ -190,9 +190,4 @@ inline multi_node_result simulate_multi_node(const trace& t, const multi_node_op
   return r;
 }
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::multi_node_options;
-using ::hybridcache::multi_node_result;
-using ::hybridcache::simulate_multi_node;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -28,11 +28,11 @@
 /// every earlier request (a hybrid engine needs a stored recurrent state exactly there).
 ///
 /// Hits and misses are counted per namespace; a segment is looked up in its request's namespace
-/// (`segment::namespace_key`: the request's tenant, or the shared namespace when it names none)
+/// (`namespace_key`: the request's tenant, or the shared namespace when it names none)
 /// only, so two tenants never share an entry. After a request is served, its missed segments are
 /// inserted (the index is unbounded: the simulation measures reuse, not eviction).
 ///
-/// Both caches are exact. The segment cache is a verified `segment::segment_index` (a hit means
+/// Both caches are exact. The segment cache is a verified `segment_index` (a hit means
 /// equal namespace and equal token ids). The prefix cache is a trie over canonical segment ids:
 /// every distinct (namespace, tokens) piece gets one id from a second verified index, and a
 /// cached prefix is a path of ids from the root, so two prompts share a prefix exactly when they
@@ -91,7 +91,7 @@ struct ttft_breakdown {
 
 /// Per-namespace index statistics.
 struct namespace_stats {
-  segment::namespace_key ns{};  ///< the request's tenant, or the shared namespace
+  namespace_key ns{};  ///< the request's tenant, or the shared namespace
   std::size_t lookups = 0, hits = 0, misses = 0;
   double hit_tokens = 0.0, miss_tokens = 0.0;
 };
@@ -204,7 +204,7 @@ inline double percentile(std::vector<double> v, double q) {
 /// Orders namespaces for reports: the shared namespace first, then tenants by name (bytes), then
 /// by encoding.
 struct namespace_order {
-  bool operator()(const segment::namespace_key& a, const segment::namespace_key& b) const {
+  bool operator()(const namespace_key& a, const namespace_key& b) const {
     if (a.is_shared() != b.is_shared()) return a.is_shared();
     const std::string_view ta = a.tenant() ? std::string_view(*a.tenant()) : std::string_view();
     const std::string_view tb = b.tenant() ? std::string_view(*b.tenant()) : std::string_view();
@@ -217,7 +217,7 @@ struct namespace_order {
 class prefix_trie {
  public:
   /// The canonical id of (ns, tokens), assigned on first sight.
-  std::uint32_t id_of(const segment::namespace_key& ns, std::span<const token_id> tokens) {
+  std::uint32_t id_of(const namespace_key& ns, std::span<const token_id> tokens) {
     if (auto id = ids_.find(ns, tokens)) return *id;
     const auto id = static_cast<std::uint32_t>(next_id_++);
     ids_.insert(ns, tokens, id);
@@ -237,14 +237,14 @@ class prefix_trie {
   }
 
  private:
-  segment::segment_index<std::uint32_t> ids_;
+  segment_index<std::uint32_t> ids_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> edges_;
   std::size_t next_id_ = 0, nodes_ = 0;
 };
 
 /// The namespace of a trace request: a tenant namespace, or the shared one when absent.
-inline segment::namespace_key namespace_of(const request& q) {
-  return q.ns ? segment::namespace_key{}.with_tenant(*q.ns) : segment::namespace_key::shared();
+inline namespace_key namespace_of(const request& q) {
+  return q.ns ? namespace_key{}.with_tenant(*q.ns) : namespace_key::shared();
 }
 
 }  // namespace detail
@@ -266,9 +266,9 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t,
   }
   segment_reuse_result r;
   r.trace_name = t.name();
-  segment::segment_index<std::uint32_t> index;  // verified (namespace, tokens) -> first request
+  segment_index<std::uint32_t> index;           // verified (namespace, tokens) -> first request
   detail::prefix_trie prefixes;                 // exact segment-aligned prefix cache
-  std::map<segment::namespace_key, namespace_stats, detail::namespace_order> per_ns;
+  std::map<namespace_key, namespace_stats, detail::namespace_order> per_ns;
   std::vector<double> full, prefix, naive, cold_mask;
   std::vector<std::vector<double>> comp(o.workers.size());
   std::vector<std::size_t> lengths;
@@ -278,7 +278,7 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t,
   const std::size_t every = std::max<std::size_t>(n_req / 100, 1);
   for (std::size_t i = 0; i < n_req; ++i) {
     const request& q = t.requests()[i];
-    const segment::namespace_key key_ns = detail::namespace_of(q);
+    const namespace_key key_ns = detail::namespace_of(q);
     auto& st = per_ns.try_emplace(key_ns).first->second;
     st.ns = key_ns;
     const std::size_t k = q.pieces.size() - (q.ends_with_query && !q.pieces.empty() ? 1 : 0);
@@ -379,15 +379,4 @@ inline segment_reuse_result simulate_segment_reuse(const trace& t,
   return r;
 }
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::cold_dispatch;
-using ::hybridcache::composition_ttft;
-using ::hybridcache::namespace_stats;
-using ::hybridcache::segment_reuse_options;
-using ::hybridcache::segment_reuse_result;
-using ::hybridcache::simulate_segment_reuse;
-using ::hybridcache::ttft_breakdown;
-using ::hybridcache::ttft_summary;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -68,8 +68,8 @@
 /// (L · kv_bytes_per_token); recurrent checkpoints cost `checkpoint_bytes` each (model.hpp).
 ///
 /// ```cpp
-/// auto t = hybridcache::sim::synthetic_document_qa({.requests = 2000});
-/// auto r = hybridcache::sim::simulate_sparse_prefix(t, {.cache_entries = 35});
+/// auto t = hybridcache::synthetic_document_qa({.requests = 2000});
+/// auto r = hybridcache::simulate_sparse_prefix(t, {.cache_entries = 35});
 /// for (const auto& row : r.rows) std::printf("%s M=%zu reduction %.2fx\n",
 ///     std::string(to_string(row.kind)).c_str(), row.budget, row.reduction);
 /// ```
@@ -259,7 +259,7 @@ inline void check_sparse_options(const sparse_prefix_options& o) {
 
 /// Online sparse-prefix simulator: feed requests one at a time with `step`, read `result()`.
 ///
-/// Built from the library: `store::last_k_cache` gives every retained entry's common-prefix
+/// Built from the library: `last_k_cache` gives every retained entry's common-prefix
 /// length (verified token by token), `refresh_policy` owns the EW histogram and the re-plan
 /// clock, `depth_prefix_sums` / `plan_entry` solve each entry's block-compressed problem and
 /// `place_fixed` places the fixed strategies.
@@ -485,11 +485,11 @@ class sparse_prefix_simulator {
   }
 
   // The request's namespace as the cache's key (no namespace = the shared one).
-  const segment::namespace_key& key_of(const std::optional<std::string>& ns) {
+  const namespace_key& key_of(const std::optional<std::string>& ns) {
     if (!ns) return shared_ns_;
     if (!last_ns_ || *last_ns_ != *ns) {
       last_ns_ = *ns;
-      last_key_ = segment::namespace_key().with_extra(*ns);
+      last_key_ = hybridcache::namespace_key().with_extra(*ns);
     }
     return last_key_;
   }
@@ -689,7 +689,7 @@ class sparse_prefix_simulator {
   }
 
   sparse_prefix_options opts_;
-  store::last_k_cache cache_;
+  last_k_cache cache_;
   refresh_policy policy_;
   std::size_t hist_max_ = 0;
   std::vector<config> configs_;
@@ -714,9 +714,9 @@ class sparse_prefix_simulator {
   std::vector<last_k_overlap> evicted_overlaps_;  // hand-over: LCPs with the evicted entry
   std::vector<last_k_overlap> entry_overlaps_;    // hand-over: LCPs of an inheriting entry
   handover_selector handover_{1};                 // hand-over: the selection (scratch only)
-  segment::namespace_key shared_ns_ = segment::namespace_key::shared();
+  namespace_key shared_ns_ = namespace_key::shared();
   std::optional<std::string> last_ns_;
-  segment::namespace_key last_key_;
+  namespace_key last_key_;
   sparse_prefix_result result_;
 };
 
@@ -839,24 +839,4 @@ inline sparse_prefix_result simulate_sparse_prefix(const trace& t,
   return r;
 }
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-/// A checkpoint-placement strategy (the library's, see placement/strategies.hpp).
-using strategy = ::hybridcache::placement_strategy;
-/// Every strategy, in report order.
-inline constexpr const auto& all_strategies = ::hybridcache::all_placement_strategies;
-using ::hybridcache::check_dominance;
-using ::hybridcache::dominance_check;
-using ::hybridcache::dominance_status;
-using ::hybridcache::is_fixed_baseline;
-using ::hybridcache::last_k_overlap;
-using ::hybridcache::parse_strategy;
-using ::hybridcache::simulate_sparse_prefix;
-using ::hybridcache::sparse_prefix_options;
-using ::hybridcache::sparse_prefix_result;
-using ::hybridcache::sparse_prefix_simulator;
-using ::hybridcache::strategy_result;
-using ::hybridcache::to_string;
-using ::hybridcache::uses_budget;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -244,14 +244,4 @@ inline trace cold_segments_request(std::size_t segments = 11, std::size_t tokens
   return t;
 }
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::cold_segments_request;
-using ::hybridcache::synthetic_document_qa;
-using ::hybridcache::synthetic_multimodal;
-using ::hybridcache::synthetic_options;
-using ::hybridcache::synthetic_rag;
-using ::hybridcache::synthetic_rag_options;
-using ::hybridcache::synthetic_system_prompt;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

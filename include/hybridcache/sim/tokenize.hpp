@@ -98,9 +98,4 @@ inline void expand_block_hash(std::uint64_t hash_id, std::size_t count,
   }
 }
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::byte_tokenizer;
-using ::hybridcache::expand_block_hash;
-using ::hybridcache::word_tokenizer;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

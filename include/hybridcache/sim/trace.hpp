@@ -13,9 +13,9 @@
 /// piece as the user query (never cached as a segment, HYPIC §4.3).
 ///
 /// ```cpp
-/// hybridcache::sim::trace t("toy");
-/// auto doc = t.add_piece(std::vector<hybridcache::sim::token_id>{1, 2, 3, 4});
-/// auto q   = t.add_piece(std::vector<hybridcache::sim::token_id>{9});
+/// hybridcache::trace t("toy");
+/// auto doc = t.add_piece(std::vector<hybridcache::token_id>{1, 2, 3, 4});
+/// auto q   = t.add_piece(std::vector<hybridcache::token_id>{9});
 /// t.add_request({.pieces = {doc, q}, .arrival = 0.5, .ends_with_query = true});
 /// // t.length(t.requests()[0]) == 5
 /// ```
@@ -32,7 +32,7 @@
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
-#include "hybridcache/segment/token.hpp"
+#include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
@@ -132,10 +132,4 @@ class trace {
   std::size_t total_tokens_ = 0;
 };
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::progress_fn;
-using ::hybridcache::request;
-using ::hybridcache::token_id;
-using ::hybridcache::trace;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

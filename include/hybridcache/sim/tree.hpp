@@ -9,7 +9,7 @@
 /// - sim/tree/replay.hpp: the replay engine (radix tree, state pool under a budget, metrics);
 /// - sim/tree/policies.hpp: vLLM, SGLang, Marconi and llama.cpp state policies and an offline
 ///   Belady reference;
-/// - sim/tree/library.hpp: the library's tree::state_policy through its public API;
+/// - sim/tree/library.hpp: the library's state_policy through its public API;
 /// - sim/tree/simulate.hpp: the sweep over policies and budgets.
 
 #include "hybridcache/sim/tree/library.hpp"

@@ -70,17 +70,11 @@ std::vector<Real> apply_heads(std::span<const std::vector<segment_summary<Real>>
                           "must equal heads*dk*dv = " + std::to_string(total));
   std::vector<Real> out(total);
   detail::parallel_for(H, opts.threads, opts.executor, [&](std::size_t h) {
-    const auto res = state::apply(std::span<const segment_summary<Real>>(runs[h]),
-                                  prefix_states.subspan(h * n, n));
+    const auto res = hybridcache::apply(std::span<const segment_summary<Real>>(runs[h]),
+                                        prefix_states.subspan(h * n, n));
     std::copy(res.begin(), res.end(), out.begin() + static_cast<std::ptrdiff_t>(h * n));
   });
   return out;
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::apply_heads;
-using ::hybridcache::batch_options;
-using ::hybridcache::bulk_executor;
-using ::hybridcache::summarize_heads;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

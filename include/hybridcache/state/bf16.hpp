@@ -92,14 +92,7 @@ inline segment_summary<float> to_float(const bf16_summary& b) {
 
 /// T_C·prefix + S_C|0 with bf16-stored (T_C, S_C|0) and fp32 arithmetic.
 inline std::vector<float> apply(const bf16_summary& b, std::span<const float> prefix_state) {
-  return state::apply(to_float(b), prefix_state);
+  return hybridcache::apply(to_float(b), prefix_state);
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::apply;
-using ::hybridcache::bf16_summary;
-using ::hybridcache::round_to_bf16;
-using ::hybridcache::to_bf16;
-using ::hybridcache::to_float;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -189,10 +189,4 @@ segment_summary<Real> fold(const std::vector<segment_summary<Real>>& run) {
   return fold(std::span<const segment_summary<Real>>(run));
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::apply;
-using ::hybridcache::compose;
-using ::hybridcache::fold;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -26,7 +26,7 @@
 /// Backends: these overloads take `host_view`s. Views in `device_space` select the CUDA overloads
 /// of `<hybridcache/cuda/state/compose.cuh>` (which also take a `cudaStream_t` and return
 /// `cudaError_t`); without that header, a device view is a compile error naming it, never a host
-/// loop over device memory. The per-element math is `state::detail::affine_scalar` and
+/// loop over device memory. The per-element math is `detail::affine_scalar` and
 /// `compose_log_decay`, the functions the kernels call.
 
 #include <cstddef>
@@ -70,7 +70,7 @@ void apply_elementwise_rows(const LogDecay& log_decay, std::size_t n, const Prev
 /// // two heads, dk = 4, dv = 8, one scalar log-decay each
 /// auto ld = hybridcache::strided_view<const double, 2>(log_decays.data(), {2, 1});
 /// auto s = hybridcache::strided_view<float, 3>(states.data(), {2, 4, 8});
-/// hybridcache::state::apply_elementwise(ld, s, cached_end_states, s);  // in place
+/// hybridcache::apply_elementwise(ld, s, cached_end_states, s);  // in place
 /// ```
 template <host_view LogDecay, host_view Prev, host_view Add, host_view Out>
 requires detail::apply_elementwise_views<LogDecay, Prev, Add, Out>
@@ -199,11 +199,4 @@ requires(device_view<T1> || device_view<S1> || device_view<T2> || device_view<S2
   HYBRIDCACHE_DETAIL_REQUIRE_DEVICE_BACKEND(S1, "hybridcache/cuda/state/compose.cuh");
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::apply_dense;
-using ::hybridcache::apply_elementwise;
-using ::hybridcache::compose_dense;
-using ::hybridcache::compose_elementwise;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -112,8 +112,8 @@ void expand(const delta_product_inputs<Real>& in, expanded_delta_product<Real>& 
 /// Example (two Householder steps per token, scalar gate):
 /// @code
 ///   std::vector<float> k{1, 0, 0, 1}, v{1, 2}, beta{0.5f, 0.5f}, g{-0.1f};
-///   hybridcache::state::delta_product_inputs<float> in{1, 2, 1, 2, k, v, beta, g};
-///   auto s = hybridcache::state::summarize(in);  // dense, length 1
+///   hybridcache::delta_product_inputs<float> in{1, 2, 1, 2, k, v, beta, g};
+///   auto s = hybridcache::summarize(in);  // dense, length 1
 /// @endcode
 template <class Real>
 segment_summary<Real> summarize(const delta_product_inputs<Real>& in,
@@ -135,12 +135,4 @@ std::vector<Real> run_recurrence(const delta_product_inputs<Real>& in,
   return run_recurrence(ex.steps, transition_rule::delta, initial_state);
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::delta_product_inputs;
-using ::hybridcache::expand;
-using ::hybridcache::expanded_delta_product;
-using ::hybridcache::run_recurrence;
-using ::hybridcache::summarize;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -212,8 +212,8 @@ segment_summary<Real> summarize_dplr_chunked(const dplr_inputs<Real>& in, std::s
 /// Example (dk = 1, dv = 1: T = e^{w} + b·a):
 /// @code
 ///   std::vector<double> k{1}, v{2}, a{-0.5}, b{0.5}, w{-0.1};
-///   hybridcache::state::dplr_inputs<double> in{1, 1, 1, k, v, a, b, w};
-///   auto s = hybridcache::state::summarize(in);  // T = e^{-0.1} − 0.25, S = 2
+///   hybridcache::dplr_inputs<double> in{1, 1, 1, k, v, a, b, w};
+///   auto s = hybridcache::summarize(in);  // T = e^{-0.1} − 0.25, S = 2
 /// @endcode
 template <class Real>
 segment_summary<Real> summarize(const dplr_inputs<Real>& in, const summarize_options& opts = {}) {
@@ -249,10 +249,4 @@ std::vector<Real> run_recurrence(const dplr_inputs<Real>& in,
   return s;
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::dplr_inputs;
-using ::hybridcache::run_recurrence;
-using ::hybridcache::summarize;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -46,15 +46,9 @@ state_matrix<Real> apply(const segment_summary<Real>& s, const Eigen::MatrixBase
                           "must be dk x dv = " + std::to_string(s.dk()) + "x" +
                               std::to_string(s.dv()));
   const state_matrix<Real> p = prefix.template cast<Real>();
-  const auto out = state::apply(s, std::span<const Real>(p.data(), static_cast<std::size_t>(p.size())));
+  const auto out =
+      hybridcache::apply(s, std::span<const Real>(p.data(), static_cast<std::size_t>(p.size())));
   return Eigen::Map<const state_matrix<Real>>(out.data(), p.rows(), p.cols());
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-template <class Real>
-using matrix = ::hybridcache::state_matrix<Real>;
-using ::hybridcache::apply;
-using ::hybridcache::end_state_matrix;
-using ::hybridcache::transition_matrix;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

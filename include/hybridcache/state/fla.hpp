@@ -385,9 +385,4 @@ scan_result<Real> selective_scan(const scan_args<Real>& s) {
 
 }  // namespace mamba
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-namespace fla = ::hybridcache::fla;
-namespace mamba = ::hybridcache::mamba;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

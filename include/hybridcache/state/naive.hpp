@@ -49,7 +49,7 @@ template <class Real>
 naive_error_report naive_error(std::span<const segment_summary<Real>> run,
                                std::span<const std::type_identity_t<Real>> prefix_state) {
   const auto naive = naive_addition(run, prefix_state);
-  const auto exact = state::apply(run, prefix_state);
+  const auto exact = hybridcache::apply(run, prefix_state);
   naive_error_report r;
   double e = 0, p = 0;
   for (std::size_t j = 0; j < naive.size(); ++j) {
@@ -70,9 +70,4 @@ naive_error_report naive_error(const segment_summary<Real>& then,
   return naive_error(std::span<const segment_summary<Real>>(&then, 1), prefix_state);
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::naive_addition;
-using ::hybridcache::naive_error;
-using ::hybridcache::naive_error_report;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

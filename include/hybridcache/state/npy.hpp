@@ -35,7 +35,7 @@
 #include "hybridcache/checked.hpp"
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
-#include "hybridcache/rope/half.hpp"
+#include "hybridcache/numeric.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 namespace npy {
@@ -429,8 +429,4 @@ inline array load(const std::string& path) {
 
 }  // namespace npy
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-namespace npy = ::hybridcache::npy;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -96,8 +96,8 @@ segment_outputs<Real> read_out(std::size_t length, std::size_t dk, std::size_t d
 /// Example (GLA-free linear attention, dk = dv = 1):
 /// @code
 ///   std::vector<float> q{1, 1}, k{1, 1}, v{1, 2};
-///   hybridcache::state::token_inputs<float> in{2, 1, 1, k, v, {}, {}};
-///   auto r = hybridcache::state::outputs(in, hybridcache::state::rule::additive, q);
+///   hybridcache::token_inputs<float> in{2, 1, 1, k, v, {}, {}};
+///   auto r = hybridcache::outputs(in, hybridcache::transition_rule::additive, q);
 ///   // r.o == {1, 3} (scale 1^{-1/2} = 1), r.final_state == {3}
 /// @endcode
 template <class Real>
@@ -157,10 +157,4 @@ segment_outputs<Real> outputs(const delta_product_inputs<Real>& in,
                                 });
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::default_scale;
-using ::hybridcache::outputs;
-using ::hybridcache::segment_outputs;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -115,8 +115,4 @@ inline std::vector<bfloat16> run_recurrence(const token_inputs<float>& in, trans
   return s;
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::run_recurrence;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -73,9 +73,4 @@ segment_summary<Real> rerotate(const segment_summary<Real>& s, std::int64_t offs
   return out;
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::rerotate;
-using ::hybridcache::rerotate_state;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

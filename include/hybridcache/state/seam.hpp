@@ -40,7 +40,7 @@
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
-// The library-wide vocabulary (types.hpp); `state::token_range` and `state::segment_role` stay
+// The library-wide vocabulary (types.hpp); `token_range` and `segment_role` stay
 // valid spellings.
 
 /// Seam and conv parameters.
@@ -244,16 +244,4 @@ std::vector<Real> splice(const seam_plan& plan, const std::vector<segment_summar
                 opts);
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::cached_interior;
-using ::hybridcache::plan_seams;
-using ::hybridcache::role_of;
-using ::hybridcache::seam_options;
-using ::hybridcache::seam_plan;
-using ::hybridcache::segment_role;
-using ::hybridcache::splice;
-using ::hybridcache::splice_options;
-using ::hybridcache::splice_step;
-using ::hybridcache::token_range;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -209,8 +209,8 @@ void advance(const selective_inputs<Real>& in, std::size_t begin, std::size_t en
 /// Example (N = 1, D = 1, two tokens, A = −1, Δ = 0.5):
 /// @code
 ///   std::vector<double> k{1, 1}, v{2, 2}, dt{0.5, 0.5}, a{-1};
-///   hybridcache::state::selective_inputs<double> in{2, 1, 1, k, v, dt, a};
-///   auto s = hybridcache::state::summarize(in);  // ℓ = −1, S = e^{−0.5}·1 + 1
+///   hybridcache::selective_inputs<double> in{2, 1, 1, k, v, dt, a};
+///   auto s = hybridcache::summarize(in);  // ℓ = −1, S = e^{−0.5}·1 + 1
 /// @endcode
 template <class Real>
 elementwise_summary<Real> summarize(const selective_inputs<Real>& in) {
@@ -340,13 +340,4 @@ std::vector<Real> apply(const elementwise_summary<Real>& s,
   return out;
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::apply;
-using ::hybridcache::compose;
-using ::hybridcache::elementwise_summary;
-using ::hybridcache::run_recurrence;
-using ::hybridcache::selective_inputs;
-using ::hybridcache::summarize;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

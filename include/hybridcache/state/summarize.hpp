@@ -326,8 +326,8 @@ segment_summary<Real> summarize_dense_chunked(const token_inputs<Real>& in, std:
 /// Example (Gated DeltaNet, dk = 2, dv = 1, two tokens):
 /// @code
 ///   std::vector<float> k{1, 0, 0, 1}, v{1, 2}, beta{0.5f, 0.5f}, g{-0.1f, -0.2f};
-///   hybridcache::state::token_inputs<float> in{2, 2, 1, k, v, beta, g};
-///   auto s = hybridcache::state::summarize(in, hybridcache::state::rule::delta);
+///   hybridcache::token_inputs<float> in{2, 2, 1, k, v, beta, g};
+///   auto s = hybridcache::summarize(in, hybridcache::transition_rule::delta);
 ///   // s.family() == family::dense, s.transition().size() == 4, s.end_state().size() == 2
 /// @endcode
 template <class Real>
@@ -345,10 +345,4 @@ segment_summary<Real> summarize(const token_inputs<Real>& in, transition_rule r,
                  : detail::summarize_dense_per_token(in);
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::summarize;
-using ::hybridcache::summarize_method;
-using ::hybridcache::summarize_options;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -264,8 +264,4 @@ struct summary_access {
 
 }  // namespace detail
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::segment_summary;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -191,14 +191,4 @@ void validate(const token_inputs<Real>& in, transition_rule r) {
 
 }  // namespace detail
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using rule = ::hybridcache::transition_rule;
-using family = ::hybridcache::transition_family;
-using ::hybridcache::family_of;
-using ::hybridcache::gate_kind;
-using ::hybridcache::promote;
-using ::hybridcache::to_string;
-using ::hybridcache::token_inputs;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -401,19 +401,4 @@ inline check_report check_close(std::span<const double> candidate,
   return rep;
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::abs_bound_weights;
-using ::hybridcache::bound_weights;
-using ::hybridcache::check_close;
-using ::hybridcache::check_report;
-using ::hybridcache::element_tolerance;
-using ::hybridcache::error_model;
-using ::hybridcache::exp_budget_ulps;
-using ::hybridcache::gamma_of;
-using ::hybridcache::parse_precision;
-using ::hybridcache::precision;
-using ::hybridcache::to_string;
-using ::hybridcache::unit_roundoff;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// `store::frozen_pool`: SparseX's frozen-block pool (SparseX §4.1–4.2) over an `lru_pool`.
+/// `frozen_pool`: SparseX's frozen-block pool (SparseX §4.1–4.2) over an `lru_pool`.
 ///
 /// A frozen block is an ordinary pool entry (same memory, same accounting — SparseX: "does not
 /// correspond to an independently preallocated GPU memory region; it shares the same physical
@@ -248,7 +248,4 @@ class frozen_pool {
   std::uint64_t sequence_ = 0;
 };
 
-namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::frozen_pool;
-}  // namespace store
 HYBRIDCACHE_NAMESPACE_END

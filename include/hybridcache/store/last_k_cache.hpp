@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// `store::last_k_cache`: the sparse prefix caching paper's fixed "last-K entries" cache
+/// `last_k_cache`: the sparse prefix caching paper's fixed "last-K entries" cache
 /// (§5, "we use a simple caching strategy that keeps exactly the last K entries"; K = 35, 50,
 /// 100 in its experiments). Every observed request becomes an entry; the oldest entry leaves
 /// when a (K+1)-th arrives. The figure a simulator needs is the **overlap depth** of each
@@ -10,7 +10,7 @@
 /// of the same namespace — the T whose distribution p_t the checkpoint placement optimises.
 ///
 /// ```cpp
-/// hybridcache::store::last_k_cache cache(50);
+/// hybridcache::last_k_cache cache(50);
 /// for (const auto& request : trace) {
 ///   auto m = cache.observe(request.tokens);   // depth against the 50 previous requests,
 ///   histogram.observe(m.depth);                // then the request itself is retained
@@ -49,7 +49,7 @@
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/segment/namespace_key.hpp"
-#include "hybridcache/segment/token.hpp"
+#include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
@@ -78,11 +78,11 @@ class last_k_cache {
 
   /// Matches `tokens` (shared namespace), then retains it as the newest entry.
   last_k_match observe(std::span<const token_id> tokens) {
-    return observe(segment::namespace_key::shared(), tokens);
+    return observe(namespace_key::shared(), tokens);
   }
   /// Matches `tokens` within namespace `ns`, then retains it as the newest entry. Entries of
   /// other namespaces never contribute depth.
-  last_k_match observe(const segment::namespace_key& ns, std::span<const token_id> tokens) {
+  last_k_match observe(const namespace_key& ns, std::span<const token_id> tokens) {
     const search_result r = search(ns.bytes(), tokens);
     insert_at(r, ns.bytes(), tokens);
     return r.best;
@@ -90,7 +90,7 @@ class last_k_cache {
   /// Like `observe`, and also lists in `per_entry` (cleared first) every retained entry of `ns`
   /// that shares at least one leading token with `tokens`, with its common-prefix length, before
   /// `tokens` is retained. Order: unspecified.
-  last_k_match observe(const segment::namespace_key& ns, std::span<const token_id> tokens,
+  last_k_match observe(const namespace_key& ns, std::span<const token_id> tokens,
                        std::vector<last_k_overlap>& per_entry) {
     const search_result r = search(ns.bytes(), tokens);
     collect(r, per_entry);
@@ -101,7 +101,7 @@ class last_k_cache {
   /// Every retained entry of `ns` sharing at least one leading token with `tokens`, with its
   /// common-prefix length (into `out`, cleared first; order unspecified), without retaining
   /// anything. O(log K) comparisons plus O(K).
-  void overlaps(const segment::namespace_key& ns, std::span<const token_id> tokens,
+  void overlaps(const namespace_key& ns, std::span<const token_id> tokens,
                 std::vector<last_k_overlap>& out) const {
     collect(search(ns.bytes(), tokens), out);
   }
@@ -131,19 +131,19 @@ class last_k_cache {
   /// The longest-common-prefix match of `tokens` against the retained entries of `ns`, without
   /// retaining anything.
   [[nodiscard]] last_k_match match(std::span<const token_id> tokens) const {
-    return match(segment::namespace_key::shared(), tokens);
+    return match(namespace_key::shared(), tokens);
   }
-  [[nodiscard]] last_k_match match(const segment::namespace_key& ns,
+  [[nodiscard]] last_k_match match(const namespace_key& ns,
                                    std::span<const token_id> tokens) const {
     return search(ns.bytes(), tokens).best;
   }
 
   /// Retains `tokens` as the newest entry (evicting the oldest beyond K). @returns its id.
-  std::uint64_t insert(const segment::namespace_key& ns, std::span<const token_id> tokens) {
+  std::uint64_t insert(const namespace_key& ns, std::span<const token_id> tokens) {
     return insert_at(search(ns.bytes(), tokens), ns.bytes(), tokens);
   }
   std::uint64_t insert(std::span<const token_id> tokens) {
-    return insert(segment::namespace_key::shared(), tokens);
+    return insert(namespace_key::shared(), tokens);
   }
 
   [[nodiscard]] std::size_t size() const noexcept { return order_.size(); }
@@ -262,9 +262,4 @@ class last_k_cache {
   std::deque<std::unique_ptr<entry>> order_;   // oldest first
 };
 
-namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::last_k_cache;
-using ::hybridcache::last_k_match;
-using ::hybridcache::last_k_overlap;
-}  // namespace store
 HYBRIDCACHE_NAMESPACE_END

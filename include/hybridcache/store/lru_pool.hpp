@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// `store::lru_pool<Key, Value>`: a byte-budgeted, thread-safe LRU pool with reference-counted
+/// `lru_pool<Key, Value>`: a byte-budgeted, thread-safe LRU pool with reference-counted
 /// pins, release callbacks and a COMB-style reserved budget.
 ///
 /// Model (the reference model in tests/support/store_reference.hpp implements exactly this):
@@ -510,11 +510,4 @@ class lru_pool {
   std::shared_ptr<state> st_;
 };
 
-namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::entry_class;
-using ::hybridcache::insert_status;
-using ::hybridcache::lru_pool;
-using ::hybridcache::pool_stats;
-using ::hybridcache::release_reason;
-}  // namespace store
 HYBRIDCACHE_NAMESPACE_END

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// `store::pic_store`: HYPIC's two-pool store (HYPIC §4.4 "State cache management", §5).
+/// `pic_store`: HYPIC's two-pool store (HYPIC §4.4 "State cache management", §5).
 ///
 /// - The **public pool** holds per-segment entries shared across requests — for a linear-
 ///   attention layer the summary (T_C, S_C|0), for full attention the segment-local KV — keyed
@@ -34,9 +34,9 @@
 #include "hybridcache/segment/keys.hpp"
 #include "hybridcache/segment/namespace_key.hpp"
 #include "hybridcache/segment/split.hpp"
-#include "hybridcache/segment/token.hpp"
 #include "hybridcache/segment/verified_key.hpp"
 #include "hybridcache/store/lru_pool.hpp"
+#include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
@@ -51,14 +51,12 @@ struct pic_store_options {
 /// HYPIC's public/private store (file comment).
 /// @tparam Segment the public value (segment summary / KV handle)
 /// @tparam State   the private value (running state)
-template <class Segment, class State, segment::hash_policy Hash = segment::xxh3_hash>
+template <class Segment, class State, hash_policy Hash = xxh3_hash>
 class pic_store {
  public:
-  using key_type = segment::verified_key;
-  using public_pool =
-      lru_pool<key_type, Segment, segment::verified_key_hash, segment::verified_key_equal>;
-  using private_pool =
-      lru_pool<key_type, State, segment::verified_key_hash, segment::verified_key_equal>;
+  using key_type = verified_key;
+  using public_pool = lru_pool<key_type, Segment, verified_key_hash, verified_key_equal>;
+  using private_pool = lru_pool<key_type, State, verified_key_hash, verified_key_equal>;
   using public_handle = typename public_pool::handle;
   using private_handle = typename private_pool::handle;
 
@@ -97,37 +95,35 @@ class pic_store {
 
   /// Stores a segment entry under K(ns, tokens) of `kind`.
   typename public_pool::insert_result put_segment(
-      const segment::namespace_key& ns, std::span<const token_id> tokens, Segment value,
-      std::size_t bytes, segment::segment_kind kind = segment::segment_kind::position_independent,
+      const namespace_key& ns, std::span<const token_id> tokens, Segment value, std::size_t bytes,
+      segment_kind kind = segment_kind::position_independent,
       entry_class cls = entry_class::reserved) {
-    key_type k(segment::segment_key(hash_, ns, tokens, kind), static_cast<std::uint8_t>(kind), ns,
-               tokens);
+    key_type k(hybridcache::segment_key(hash_, ns, tokens, kind), static_cast<std::uint8_t>(kind),
+               ns, tokens);
     return public_.insert(std::move(k), std::move(value), bytes, cls);
   }
 
   /// Stores a running state after `prefix` (length a positive multiple of `block_size`).
   /// @throws invalid_argument otherwise.
-  typename private_pool::insert_result put_prefix(const segment::namespace_key& ns,
+  typename private_pool::insert_result put_prefix(const namespace_key& ns,
                                                   std::span<const token_id> prefix, State value,
                                                   std::size_t bytes) {
     if (prefix.empty() || prefix.size() % opts_.block_size != 0)
       hybridcache::detail::throw_invalid("prefix.size()", prefix.size(),
                                          "must be a positive multiple of the block size");
-    const auto keys = segment::block_keys(hash_, ns, prefix, opts_.block_size);
+    const auto keys = hybridcache::block_keys(hash_, ns, prefix, opts_.block_size);
     key_type k(keys.back(), prefix_domain, ns, prefix);
     return private_.insert(std::move(k), std::move(value), bytes);
   }
 
   /// HYPIC lookup order (file comment). `seg` must be `split(tokens, ...)`'s result.
-  [[nodiscard]] lookup_result lookup(const segment::namespace_key& ns,
-                                     std::span<const token_id> tokens,
-                                     const segment::segmentation& seg) {
+  [[nodiscard]] lookup_result lookup(const namespace_key& ns, std::span<const token_id> tokens,
+                                     const segmentation& seg) {
     lookup_result out;
-    const auto keys = segment::block_keys(hash_, ns, tokens, opts_.block_size);
+    const auto keys = hybridcache::block_keys(hash_, ns, tokens, opts_.block_size);
     for (std::size_t m = keys.size(); m > 0; --m) {
       const std::size_t depth = m * opts_.block_size;
-      const segment::key_view probe{keys[m - 1], prefix_domain, ns.bytes(),
-                                    tokens.first(depth)};
+      const key_view probe{keys[m - 1], prefix_domain, ns.bytes(), tokens.first(depth)};
       if (auto h = private_.find(probe)) {
         out.prefix_depth = depth;
         out.prefix = std::move(h);
@@ -143,12 +139,11 @@ class pic_store {
       if (!s.cacheable() || s.end <= out.prefix_depth) continue;
       segment_hit hit{i, {}};
       if (s.begin >= out.prefix_depth) {
-        const auto kind = s.role == segment::segment_role::leading
-                              ? segment::segment_kind::anchored
-                              : segment::segment_kind::position_independent;
+        const auto kind = s.role == segment_role::leading ? segment_kind::anchored
+                                                          : segment_kind::position_independent;
         const auto part = tokens.subspan(s.begin, s.length());
-        const segment::key_view probe{segment::segment_key(hash_, ns, part, kind),
-                                      static_cast<std::uint8_t>(kind), ns.bytes(), part};
+        const key_view probe{hybridcache::segment_key(hash_, ns, part, kind),
+                             static_cast<std::uint8_t>(kind), ns.bytes(), part};
         hit.entry = public_.find(probe);
       }
       out.segments.push_back(std::move(hit));
@@ -168,8 +163,4 @@ class pic_store {
   private_pool private_;
 };
 
-namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::pic_store;
-using ::hybridcache::pic_store_options;
-}  // namespace store
 HYBRIDCACHE_NAMESPACE_END

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// `store::redis_segment_index`: the segment index shared by every serving node, kept in Redis
+/// `redis_segment_index`: the segment index shared by every serving node, kept in Redis
 /// (HYPIC's gateway reusing segments cached on other prefill nodes; SparseX's segments shared
 /// across engine instances). Optional component: link `hybridcache::redis` (hiredis + OpenSSL).
 /// Not part of the umbrella headers.
@@ -87,8 +87,8 @@
 #include "hybridcache/segment/keys.hpp"
 #include "hybridcache/segment/namespace_key.hpp"
 #include "hybridcache/segment/sha256_hash.hpp"
-#include "hybridcache/segment/token.hpp"
 #include "hybridcache/store/segment_location.hpp"
+#include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
@@ -314,7 +314,7 @@ class redis_segment_index {
 
   /// The key prefix of `ns`'s tenant: `prefix ‖ tag(ns) ‖ ":"` (file comment). Every key of a
   /// namespace with this tenant starts with it; an ACL user limited to `prefix*` sees no other.
-  [[nodiscard]] std::string tenant_prefix(const segment::namespace_key& ns) const {
+  [[nodiscard]] std::string tenant_prefix(const namespace_key& ns) const {
     std::string out = opts_.key_prefix;
     const auto& tenant = ns.tenant();
     if (!tenant) {
@@ -326,7 +326,7 @@ class redis_segment_index {
     detail::redis_put_le(len, tenant->size(), 4);
     msg.append(reinterpret_cast<const char*>(len), 4);
     msg.append(*tenant);
-    const segment::digest d = key_hash_(as_bytes(msg), {});
+    const digest d = key_hash_(as_bytes(msg), {});
     static constexpr char hex[] = "0123456789abcdef";
     out.push_back('t');
     for (int i = 0; i < 16; ++i) out.push_back(hex[(d.lo >> (4 * (15 - i))) & 0xfu]);
@@ -336,22 +336,21 @@ class redis_segment_index {
 
   /// The Redis key of segment (ns, tokens): `tenant_prefix(ns) ‖ K` (16 raw bytes).
   /// @throws invalid_argument for an empty segment.
-  [[nodiscard]] std::string key_of(
-      const segment::namespace_key& ns, std::span<const token_id> tokens,
-      segment::segment_kind kind = segment::segment_kind::position_independent) const {
+  [[nodiscard]] std::string key_of(const namespace_key& ns, std::span<const token_id> tokens,
+                                   segment_kind kind = segment_kind::position_independent) const {
     check_segment(tokens);
-    return tenant_prefix(ns) + raw(segment::segment_key(key_hash_, ns, tokens, kind));
+    return tenant_prefix(ns) + raw(hybridcache::segment_key(key_hash_, ns, tokens, kind));
   }
 
   /// The Redis keys of the full blocks of `tokens` (chained keys h_1..h_m of keys.hpp).
   /// @throws invalid_argument if `block_size == 0` or there are more than `max_chain_blocks`.
-  [[nodiscard]] std::vector<std::string> chain_keys(const segment::namespace_key& ns,
+  [[nodiscard]] std::vector<std::string> chain_keys(const namespace_key& ns,
                                                     std::span<const token_id> tokens,
                                                     std::size_t block_size) const {
     check_chain(tokens, block_size);
     const std::size_t m = tokens.size() / block_size;
-    std::vector<segment::digest> h(m);
-    segment::block_keys_into(key_hash_, ns, tokens, block_size, std::span<segment::digest>(h));
+    std::vector<digest> h(m);
+    hybridcache::block_keys_into(key_hash_, ns, tokens, block_size, std::span<digest>(h));
     const std::string prefix = tenant_prefix(ns);
     std::vector<std::string> keys;
     keys.reserve(m);
@@ -399,7 +398,7 @@ class redis_segment_index {
   /// ACL rule that limits `user` to the keys of `ns`'s tenant and to the commands this index
   /// sends: `ACL SETUSER <user> reset on ><password> ~<tenant_prefix>* +get +set +pexpire +del
   /// +ping` (as an argument vector for a Redis client; `redis-cli` takes the same words).
-  [[nodiscard]] std::vector<std::string> acl_setuser_command(const segment::namespace_key& ns,
+  [[nodiscard]] std::vector<std::string> acl_setuser_command(const namespace_key& ns,
                                                              std::string_view user,
                                                              std::string_view password) const {
     if (user.empty() || user.find_first_of(" \t\r\n") != std::string_view::npos)
@@ -428,9 +427,8 @@ class redis_segment_index {
   /// @returns true if this call stored it.
   /// @throws invalid_argument for an empty segment or `loc.tokens != tokens.size()`;
   ///         redis_error on failure (nothing is known about the key then).
-  bool insert(const segment::namespace_key& ns, std::span<const token_id> tokens,
-              const segment_location& loc,
-              segment::segment_kind kind = segment::segment_kind::position_independent) {
+  bool insert(const namespace_key& ns, std::span<const token_id> tokens,
+              const segment_location& loc, segment_kind kind = segment_kind::position_independent) {
     check_location("loc", loc, tokens.size());
     const std::string key = key_of(ns, tokens, kind);
     std::vector<std::string> keys{key};
@@ -441,22 +439,22 @@ class redis_segment_index {
   /// @returns the verified location of (ns, tokens), or nothing (absent, expired, rejected).
   /// @throws redis_error on failure — never a partial or unverified answer.
   [[nodiscard]] std::optional<segment_location> find(
-      const segment::namespace_key& ns, std::span<const token_id> tokens,
-      segment::segment_kind kind = segment::segment_kind::position_independent) {
+      const namespace_key& ns, std::span<const token_id> tokens,
+      segment_kind kind = segment_kind::position_independent) {
     std::vector<std::string> keys{key_of(ns, tokens, kind)};
     return get_keys(keys, static_cast<std::uint32_t>(tokens.size())).front();
   }
 
   /// Renews (ns, tokens)'s TTL. @returns true if the key existed.
-  bool refresh(const segment::namespace_key& ns, std::span<const token_id> tokens,
-               segment::segment_kind kind = segment::segment_kind::position_independent) {
+  bool refresh(const namespace_key& ns, std::span<const token_id> tokens,
+               segment_kind kind = segment_kind::position_independent) {
     std::vector<std::string> keys{key_of(ns, tokens, kind)};
     return simple_keys(keys, "PEXPIRE").front();
   }
 
   /// Removes (ns, tokens). @returns true if the key existed.
-  bool erase(const segment::namespace_key& ns, std::span<const token_id> tokens,
-             segment::segment_kind kind = segment::segment_kind::position_independent) {
+  bool erase(const namespace_key& ns, std::span<const token_id> tokens,
+             segment_kind kind = segment_kind::position_independent) {
     std::vector<std::string> keys{key_of(ns, tokens, kind)};
     return simple_keys(keys, "DEL").front();
   }
@@ -467,7 +465,7 @@ class redis_segment_index {
   /// Inserts the m = tokens.size() / block_size full blocks of a request, block i at
   /// `locs[i]` (first writer wins per block). @returns which blocks this call stored.
   /// @throws invalid_argument if `locs.size() != m` or a `locs[i].tokens != block_size`.
-  std::vector<bool> insert_chain(const segment::namespace_key& ns, std::span<const token_id> tokens,
+  std::vector<bool> insert_chain(const namespace_key& ns, std::span<const token_id> tokens,
                                  std::size_t block_size, std::span<const segment_location> locs) {
     const std::vector<std::string> keys = chain_keys(ns, tokens, block_size);
     if (locs.size() != keys.size())
@@ -486,19 +484,19 @@ class redis_segment_index {
   /// Looks up every full block of a request in ONE pipelined round trip.
   /// @returns one entry per full block: its verified location or nothing.
   [[nodiscard]] std::vector<std::optional<segment_location>> find_chain(
-      const segment::namespace_key& ns, std::span<const token_id> tokens, std::size_t block_size) {
+      const namespace_key& ns, std::span<const token_id> tokens, std::size_t block_size) {
     const std::vector<std::string> keys = chain_keys(ns, tokens, block_size);
     return get_keys(keys, static_cast<std::uint32_t>(block_size));
   }
 
   /// Renews the TTL of every full block. @returns which blocks existed.
-  std::vector<bool> refresh_chain(const segment::namespace_key& ns,
-                                  std::span<const token_id> tokens, std::size_t block_size) {
+  std::vector<bool> refresh_chain(const namespace_key& ns, std::span<const token_id> tokens,
+                                  std::size_t block_size) {
     return simple_keys(chain_keys(ns, tokens, block_size), "PEXPIRE");
   }
 
   /// Removes every full block. @returns which blocks existed.
-  std::vector<bool> erase_chain(const segment::namespace_key& ns, std::span<const token_id> tokens,
+  std::vector<bool> erase_chain(const namespace_key& ns, std::span<const token_id> tokens,
                                 std::size_t block_size) {
     return simple_keys(chain_keys(ns, tokens, block_size), "DEL");
   }
@@ -574,16 +572,16 @@ class redis_segment_index {
   static std::span<const std::byte> as_bytes(std::string_view s) noexcept {
     return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
   }
-  static std::string raw(const segment::digest& d) {
+  static std::string raw(const digest& d) {
     const auto b = d.to_bytes();
     return std::string(reinterpret_cast<const char*>(b.data()), b.size());
   }
-  static segment::sha256_hash derive(const segment::sha256_hash& h, std::string_view label) {
+  static sha256_hash derive(const sha256_hash& h, std::string_view label) {
     const auto b = h(as_bytes(label), {}).to_bytes();
-    return segment::sha256_hash(std::span<const std::byte>(b.data(), b.size()));
+    return hybridcache::sha256_hash(std::span<const std::byte>(b.data(), b.size()));
   }
   // tag = trunc128(HMAC(S_v, "HCR1" ‖ K ‖ body)), K = the key's last 16 bytes (its digest).
-  [[nodiscard]] segment::digest record_tag(std::string_view key, const unsigned char* body) const {
+  [[nodiscard]] digest record_tag(std::string_view key, const unsigned char* body) const {
     unsigned char head[4 + 16];
     std::memcpy(head, "HCR1", 4);
     std::memset(head + 4, 0, 16);
@@ -951,18 +949,10 @@ class redis_segment_index {
   }
 
   redis_options opts_;
-  segment::sha256_hash key_hash_;
-  segment::sha256_hash tag_hash_;
+  sha256_hash key_hash_;
+  sha256_hash tag_hash_;
   std::unique_ptr<pool> pool_;
   std::atomic<std::uint64_t> hits_{0}, misses_{0}, rejected_{0}, errors_{0}, reconnects_{0};
 };
 
-namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-using ::hybridcache::redis_errc;
-using ::hybridcache::redis_error;
-using ::hybridcache::redis_index_stats;
-using ::hybridcache::redis_options;
-using ::hybridcache::redis_segment_index;
-}  // namespace store
 HYBRIDCACHE_NAMESPACE_END

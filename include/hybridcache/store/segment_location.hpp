@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// `store::segment_location`: where a cached segment (or prefix block) lives in a multi-node
+/// `segment_location`: where a cached segment (or prefix block) lives in a multi-node
 /// deployment — the value of the shared segment index (store/redis_index.hpp) and the input of
 /// the dispatch affinity adapter (dispatch/shared_affinity.hpp). Plain data, no dependency, so
 /// code that only *consumes* locations never needs hiredis or OpenSSL.
@@ -25,7 +25,4 @@ struct segment_location {
   friend constexpr bool operator==(const segment_location&, const segment_location&) = default;
 };
 
-namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::segment_location;
-}  // namespace store
 HYBRIDCACHE_NAMESPACE_END

@@ -2,11 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// `store::virtual_block_index`: SparseX's virtual blocks (SparseX §4.4). A virtual block is an
+/// `virtual_block_index`: SparseX's virtual blocks (SparseX §4.4). A virtual block is an
 /// index entry — (namespace, token ids) → (physical block key, source position) — over a block
 /// that already lives in a pool. Several views (e.g. one per knowledge base or user namespace
 /// that may reuse the content) point at one physical block; they add no block memory. Lookup is
-/// verified (`segment::segment_index`: namespace and token ids must match).
+/// verified (`segment_index`: namespace and token ids must match).
 ///
 /// **Copy on hit**: a hit never hands out the shared physical block. `hit` pins the physical
 /// block for the duration of a caller-supplied copy function `copy(const Block&, source_position)`
@@ -24,12 +24,12 @@
 #include "hybridcache/segment/hash.hpp"
 #include "hybridcache/segment/index.hpp"
 #include "hybridcache/segment/namespace_key.hpp"
-#include "hybridcache/segment/token.hpp"
+#include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
 /// Virtual-block views over the blocks of `Pool` (an `lru_pool`). See the file comment.
-template <class Pool, segment::hash_policy Hash = segment::xxh3_hash>
+template <class Pool, hash_policy Hash = xxh3_hash>
 class virtual_block_index {
  public:
   using physical_key = typename Pool::key_type;
@@ -46,19 +46,19 @@ class virtual_block_index {
       : pool_(pool), views_(std::move(hash)) {}
 
   /// Adds a view (ns, tokens) → `physical`. @returns false if that (ns, tokens) view exists.
-  bool add_view(const segment::namespace_key& ns, std::span<const token_id> tokens,
-                physical_key physical, std::size_t source_position = 0) {
+  bool add_view(const namespace_key& ns, std::span<const token_id> tokens, physical_key physical,
+                std::size_t source_position = 0) {
     return views_.insert(ns, tokens, view{std::move(physical), source_position});
   }
   /// Removes a view (the physical block is unaffected). @returns whether it existed.
-  bool remove_view(const segment::namespace_key& ns, std::span<const token_id> tokens) {
+  bool remove_view(const namespace_key& ns, std::span<const token_id> tokens) {
     return views_.erase(ns, tokens);
   }
 
   /// Copy-on-hit lookup: on a verified hit whose physical block is still pooled, returns
   /// `copy(block, source_position)` computed while the block is pinned; otherwise nothing.
   template <class Copy>
-  auto hit(const segment::namespace_key& ns, std::span<const token_id> tokens, Copy&& copy)
+  auto hit(const namespace_key& ns, std::span<const token_id> tokens, Copy&& copy)
       -> std::optional<std::invoke_result_t<Copy&, const block_type&, std::size_t>> {
     const std::optional<view> v = views_.find(ns, tokens);
     if (!v) return std::nullopt;
@@ -75,10 +75,7 @@ class virtual_block_index {
 
  private:
   Pool& pool_;
-  segment::segment_index<view, Hash> views_;
+  segment_index<view, Hash> views_;
 };
 
-namespace store {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::virtual_block_index;
-}  // namespace store
 HYBRIDCACHE_NAMESPACE_END

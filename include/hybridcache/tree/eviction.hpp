@@ -146,7 +146,7 @@ class tree_state_pool {
   void pin(tree_index& ix, slot_id v) {
     std::uint32_t& c = pins_[v];
     if (c == max_pins)
-      throw capacity_error("hybridcache: tree::state_policy pin count overflow (2^24 - 1)");
+      throw capacity_error("hybridcache: state_policy pin count overflow (2^24 - 1)");
     ++c;
     ix[v].pinned = 1;
   }

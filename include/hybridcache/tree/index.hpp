@@ -58,7 +58,7 @@ struct tree_node {
                                  repeat_flag = 32,
                                  prefill_flag = 128;  // with fresh_flag: the prior is π_P
 
-  segment::digest key{};     ///< chained block key h_i (h_0 for a namespace root)
+  digest key{};              ///< chained block key h_i (h_0 for a namespace root)
   slot_id parent = no_slot;  ///< no_slot: namespace root
   slot_id first_child = no_slot;
   slot_id next_sibling = no_slot;
@@ -123,33 +123,33 @@ class tree_index {
     throw stale_handle_error(name, id, slot, id >> 32, nodes_[slot].gen);
   }
 
-  /// The root of namespace `ns`, created on first use with key h_0 = `segment::root_key(hash,
+  /// The root of namespace `ns`, created on first use with key h_0 = `root_key(hash,
   /// ns)`.
   template <class Hash>
-  slot_id root_of(const Hash& hash, const segment::namespace_key& ns) {
+  slot_id root_of(const Hash& hash, const namespace_key& ns) {
     const std::string_view b = ns.bytes();
     auto it = roots_.find(std::string(b));
     if (it != roots_.end()) return it->second;
     const slot_id id = new_node();
-    nodes_[id].key = segment::root_key(hash, ns);
+    nodes_[id].key = hybridcache::root_key(hash, ns);
     root_name_.emplace(id, roots_.emplace(std::string(b), id).first->first);
     return id;
   }
 
   /// The child of `parent` with key `h`, or no_slot.
-  [[nodiscard]] slot_id find(const segment::digest& h, slot_id parent) const noexcept {
+  [[nodiscard]] slot_id find(const digest& h, slot_id parent) const noexcept {
     const slot_id id = index_.find(nodes_, h, parent);
     return id == detail::empty_slot ? no_slot : id;
   }
 
   /// The child of `cur` with key `h`, created if absent (`created` says which).
   /// @throws capacity_error for a path deeper than 2^32 − 1 blocks or 2^32 − 1 slots.
-  slot_id child(slot_id cur, const segment::digest& h, bool& created) {
+  slot_id child(slot_id cur, const digest& h, bool& created) {
     const slot_id found = index_.find(nodes_, h, cur);
     created = found == detail::empty_slot;
     if (!created) return found;
     if (nodes_[cur].blocks == std::numeric_limits<std::uint32_t>::max())
-      throw capacity_error("hybridcache: tree::state_policy path deeper than 2^32 - 1 blocks");
+      throw capacity_error("hybridcache: state_policy path deeper than 2^32 - 1 blocks");
     const slot_id id = new_node();
     tree_node& n = nodes_[id];
     n.key = h;
@@ -220,7 +220,7 @@ class tree_index {
       free_.pop_back();
     } else {
       if (nodes_.size() >= static_cast<std::size_t>(no_slot) - 1)
-        throw capacity_error("hybridcache: tree::state_policy node ids exhausted (2^32 - 1)");
+        throw capacity_error("hybridcache: state_policy node ids exhausted (2^32 - 1)");
       id = static_cast<slot_id>(nodes_.size());
       nodes_.emplace_back();
     }

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// `tree::state_policy`: where a serving engine should keep recurrent (SSM / linear-attention)
+/// `state_policy`: where a serving engine should keep recurrent (SSM / linear-attention)
 /// states in its prefix tree, learned online (DESIGN §7, docs/tree.md).
 ///
 /// The policy mirrors the engine's radix tree at block granularity B: one node per full block,
@@ -63,9 +63,9 @@
 /// Not thread-safe: call it under the engine's scheduler lock.
 ///
 /// @code
-///   hybridcache::tree::state_policy pol({.block_size = 16, .state_bytes = 1 << 20,
+///   hybridcache::state_policy pol({.block_size = 16, .state_bytes = 1 << 20,
 ///                                        .capacity_bytes = 64 << 20});
-///   auto ns = hybridcache::segment::namespace_key{}.with_tenant("org_1");
+///   auto ns = hybridcache::namespace_key{}.with_tenant("org_1");
 ///   auto m = pol.match(ns, prompt);                  // resume from m.resume_tokens
 ///   auto snap = pol.prefill_plan(m, prompt.size(), chunk_ends);
 ///   auto path = pol.insert(ns, prompt);              // path[p / 16 - 1] is the node at p
@@ -87,11 +87,11 @@
 #include "hybridcache/segment/hash.hpp"
 #include "hybridcache/segment/keys.hpp"
 #include "hybridcache/segment/namespace_key.hpp"
-#include "hybridcache/segment/token.hpp"
 #include "hybridcache/tree/eviction.hpp"
 #include "hybridcache/tree/index.hpp"
 #include "hybridcache/tree/planner.hpp"
 #include "hybridcache/tree/statistics.hpp"
+#include "hybridcache/types.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
@@ -190,7 +190,7 @@ struct match_result {
 
 /// The online prefix-tree state policy (see the file comment). `Hash` is a segment hash policy
 /// (keyed XXH3-128 by default).
-template <segment::hash_policy Hash = segment::xxh3_hash>
+template <hash_policy Hash = xxh3_hash>
 class basic_state_policy {
  public:
   /// @throws invalid_argument for block_size 0, state_bytes 0 or ≥ 2^32, capacity_bytes 0,
@@ -204,14 +204,14 @@ class basic_state_policy {
   /// first use), records where the match ended (one EW observation) and pins the resume state.
   /// Pass `tokens` truncated as the engine requires (SGLang caps a match at input length − 1).
   /// Cost: one chained hash and one index probe per matched block.
-  match_result match(const segment::namespace_key& ns, std::span<const token_id> tokens) {
+  match_result match(const namespace_key& ns, std::span<const token_id> tokens) {
     const slot_id root = index_.root_of(hash_, ns);
     const std::size_t B = opts_.block_size;
-    segment::digest h = index_[root].key;
+    digest h = index_[root].key;
     match_result m;
     slot_id cur = root, anchor = root;
     for (std::size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
-      h = segment::chain_key(hash_, h, tokens.subspan(i * B, B));
+      h = hybridcache::chain_key(hash_, h, tokens.subspan(i * B, B));
       const slot_id id = index_.find(h, cur);
       if (id == no_slot) break;
       cur = id;
@@ -222,9 +222,9 @@ class basic_state_policy {
     return finish_match(std::move(m), cur, anchor);
   }
 
-  /// `match` for an engine that already has the chained keys h_1..h_m of `segment::block_keys`
+  /// `match` for an engine that already has the chained keys h_1..h_m of `block_keys`
   /// (computed with this policy's hash and `ns`).
-  match_result match_keys(const segment::namespace_key& ns, std::span<const segment::digest> keys) {
+  match_result match_keys(const namespace_key& ns, std::span<const digest> keys) {
     const slot_id root = index_.root_of(hash_, ns);
     match_result m;
     slot_id cur = root, anchor = root;
@@ -267,15 +267,15 @@ class basic_state_policy {
 
   /// Adds the full blocks of `tokens` under `ns` (existing nodes are reused).
   /// @returns the node of each full block: result[i] covers tokens [0, (i+1)·B).
-  std::vector<node_id> insert(const segment::namespace_key& ns, std::span<const token_id> tokens) {
+  std::vector<node_id> insert(const namespace_key& ns, std::span<const token_id> tokens) {
     const slot_id root = index_.root_of(hash_, ns);
     const std::size_t B = opts_.block_size;
     std::vector<node_id> out;
     out.reserve(tokens.size() / B);
-    segment::digest h = index_[root].key;
+    digest h = index_[root].key;
     slot_id cur = root, anchor = root;
     for (std::size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
-      h = segment::chain_key(hash_, h, tokens.subspan(i * B, B));
+      h = hybridcache::chain_key(hash_, h, tokens.subspan(i * B, B));
       bool created = false;
       cur = index_.child(cur, h, created);
       out.push_back(index_.handle_of(cur));
@@ -287,8 +287,7 @@ class basic_state_policy {
   }
 
   /// `insert` from precomputed chained keys (see `match_keys`).
-  std::vector<node_id> insert_keys(const segment::namespace_key& ns,
-                                   std::span<const segment::digest> keys) {
+  std::vector<node_id> insert_keys(const namespace_key& ns, std::span<const digest> keys) {
     slot_id cur = index_.root_of(hash_, ns), anchor = cur;
     std::vector<node_id> out;
     out.reserve(keys.size());
@@ -309,8 +308,8 @@ class basic_state_policy {
   /// output block by block): adds `keys` below `parent` (`no_node`: the root of `ns`) and
   /// returns their nodes, but notes no end (`note_sequence_end` does, once the sequence ended).
   /// @throws invalid_argument for a `parent` that is not a live node.
-  std::vector<node_id> extend_keys(const segment::namespace_key& ns, node_id parent,
-                                   std::span<const segment::digest> keys) {
+  std::vector<node_id> extend_keys(const namespace_key& ns, node_id parent,
+                                   std::span<const digest> keys) {
     slot_id cur = parent == no_node ? index_.root_of(hash_, ns) : index_.resolve(parent, "parent");
     std::vector<node_id> out;
     out.reserve(keys.size());
@@ -518,7 +517,7 @@ class basic_state_policy {
   [[nodiscard]] std::size_t namespace_count() const noexcept { return index_.namespace_count(); }
   [[nodiscard]] std::uint64_t observations() const noexcept { return stats_.observations(); }
   [[nodiscard]] const policy_options& options() const noexcept { return opts_; }
-  /// The hash policy of the block keys: `segment::block_keys(pol.hash(), ns, tokens, B)` gives
+  /// The hash policy of the block keys: `block_keys(pol.hash(), ns, tokens, B)` gives
   /// the keys `match_keys` / `insert_keys` expect for `tokens`.
   [[nodiscard]] const Hash& hash() const noexcept { return hash_; }
   /// Bytes of bookkeeping: node records and index slots (per node), state records (per state),
@@ -588,7 +587,7 @@ class basic_state_policy {
   match_result finish_match(match_result m, slot_id cur, slot_id anchor) {
     const std::size_t B = opts_.block_size;
     if (pool_.pin_count(index_, anchor) == tree_state_pool::max_pins)
-      throw capacity_error("hybridcache: tree::state_policy pin count overflow (2^24 - 1)");
+      throw capacity_error("hybridcache: state_policy pin count overflow (2^24 - 1)");
     m.node = index_.handle_of(cur);
     m.matched_tokens = static_cast<std::size_t>(index_[cur].blocks) * B;
     m.resume_node = index_.handle_of(anchor);
@@ -623,16 +622,6 @@ class basic_state_policy {
 };
 
 /// The policy with keyed XXH3-128 block keys (a fresh secret per instance).
-using state_policy = basic_state_policy<segment::xxh3_hash>;
+using state_policy = basic_state_policy<xxh3_hash>;
 
-namespace tree {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::admit_result;
-using ::hybridcache::basic_state_policy;
-using ::hybridcache::match_result;
-using ::hybridcache::no_node;
-using ::hybridcache::node_id;
-using ::hybridcache::policy_options;
-using ::hybridcache::replan_result;
-using ::hybridcache::state_policy;
-}  // namespace tree
 HYBRIDCACHE_NAMESPACE_END

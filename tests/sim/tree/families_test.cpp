@@ -14,17 +14,17 @@
 #include <string>
 #include <vector>
 
-namespace sim = hybridcache::sim;
+namespace hc = hybridcache;
 
 namespace {
 
-using tokens = std::vector<sim::token_id>;
+using tokens = std::vector<hc::token_id>;
 
 // Small instances keep the Debug build quick; the default sizes are checked once below.
-sim::family_draft small(std::string_view name, std::uint64_t seed) {
+hc::family_draft small(std::string_view name, std::uint64_t seed) {
   const std::map<std::string_view, std::size_t> sessions{
       {"agent-loop", 24}, {"rag", 300}, {"code-edit", 40}, {"doc-qa-skewed", 80}};
-  return sim::tree_family_draft(name, {.sessions = sessions.at(name), .seed = seed});
+  return hc::tree_family_draft(name, {.sessions = sessions.at(name), .seed = seed});
 }
 
 std::size_t naive_lcp(const tokens& a, const tokens& b) {
@@ -40,12 +40,12 @@ std::size_t common_nodes(const std::vector<std::uint32_t>& a, const std::vector<
 }
 
 struct promise_counts {
-  std::map<sim::family_event, std::size_t> events;
+  std::map<hc::family_event, std::size_t> events;
   std::size_t checked = 0;
 };
 
 // Every promise of `d` against the tokens, and the trie of block `block` against the tokens.
-promise_counts check_promises(const sim::family_draft& d, std::size_t block) {
+promise_counts check_promises(const hc::family_draft& d, std::size_t block) {
   const auto t = d.build(block);
   REQUIRE(t.size() == d.requests.size());
   promise_counts c;
@@ -57,8 +57,8 @@ promise_counts check_promises(const sim::family_draft& d, std::size_t block) {
     REQUIRE(a.size() == q.prompt_tokens + q.output_tokens);
     CHECK(t.requests()[i].prompt_tokens == q.prompt_tokens);
     CHECK(t.requests()[i].path.size() == a.size() / block);
-    if (q.ref == sim::family_request::npos) {
-      CHECK(q.event == sim::family_event::none);
+    if (q.ref == hc::family_request::npos) {
+      CHECK(q.event == hc::family_event::none);
       continue;
     }
     REQUIRE(q.ref < i);  // an earlier request
@@ -68,8 +68,8 @@ promise_counts check_promises(const sim::family_draft& d, std::size_t block) {
     // The trie shares exactly the full blocks of the common prefix (tokens are unique ids, so
     // no later block can coincide).
     CHECK(common_nodes(t.requests()[i].path, t.requests()[q.ref].path) == lcp / block);
-    if (q.event == sim::family_event::extend) CHECK(lcp == b.size());  // all of the reference
-    if (q.event == sim::family_event::rewrite || q.event == sim::family_event::edit) {
+    if (q.event == hc::family_event::extend) CHECK(lcp == b.size());  // all of the reference
+    if (q.event == hc::family_event::rewrite || q.event == hc::family_event::edit) {
       // Diverges strictly inside the reference's prompt: a break mid-sequence.
       CHECK(lcp < d.requests[q.ref].prompt_tokens);
     }
@@ -81,7 +81,7 @@ promise_counts check_promises(const sim::family_draft& d, std::size_t block) {
 }  // namespace
 
 TEST_CASE("tree families: a seed names one trace and another seed another") {
-  for (auto name : sim::tree_family_names) {
+  for (auto name : hc::tree_family_names) {
     CAPTURE(name);
     const auto a = small(name, 7).build(64), b = small(name, 7).build(64);
     const auto c = small(name, 8).build(64);
@@ -106,7 +106,7 @@ TEST_CASE("tree families: a seed names one trace and another seed another") {
 }
 
 TEST_CASE("tree families: every promised shared prefix is the tokens' and the trie's") {
-  for (auto name : sim::tree_family_names) {
+  for (auto name : hc::tree_family_names) {
     CAPTURE(name);
     for (std::uint64_t seed : {1, 2}) {
       for (std::size_t block : {16, 64, 512}) {
@@ -123,9 +123,9 @@ TEST_CASE(
   // Sizes the families promise (families.hpp): a few thousand requests of thousands to tens of
   // thousands of tokens, sessions interleaved in time, each family's own way of breaking prefixes
   // present.
-  for (auto name : sim::tree_family_names) {
+  for (auto name : hc::tree_family_names) {
     CAPTURE(name);
-    const auto d = sim::tree_family_draft(name);
+    const auto d = hc::tree_family_draft(name);
     CHECK(d.requests.size() >= 1500);
     CHECK(d.requests.size() <= 6000);
     double prompt = 0.0;
@@ -151,7 +151,7 @@ TEST_CASE(
     CHECK(sorted);
     CHECK(interleaved);
     const auto c = check_promises(d, 64);
-    using ev = sim::family_event;
+    using ev = hc::family_event;
     if (name == "agent-loop") {
       CHECK(c.events.at(ev::rewrite) >= 50);  // compactions happen, and break mid-sequence
       CHECK(c.events.at(ev::extend) >= 1000);
@@ -172,7 +172,7 @@ TEST_CASE("tree families: agent-loop rewrites diverge at the rewrite point after
   // Hand-sized: one harness, every step compacts (probability 1), keep_head_max = 0, so each
   // compaction keeps system + task + the last item and the next request diverges right after
   // the task: the promise is system + task tokens, the same for every rewrite of a session.
-  sim::agent_loop_options o;
+  hc::agent_loop_options o;
   o.sessions = 3;
   o.system_prompts = 1;
   o.system_min = o.system_max = 1000;
@@ -181,13 +181,13 @@ TEST_CASE("tree families: agent-loop rewrites diverge at the rewrite point after
   o.rewrite_probability = 1.0;
   o.keep_head_max = 0;
   o.keep_tail = 1;
-  const auto d = sim::agent_loop(o);
+  const auto d = hc::agent_loop(o);
   REQUIRE(d.requests.size() == 18);
   std::size_t rewrites = 0;
   tokens a, b;
   for (std::size_t i = 0; i < d.requests.size(); ++i) {
     const auto& q = d.requests[i];
-    if (q.event != sim::family_event::rewrite) continue;
+    if (q.event != hc::family_event::rewrite) continue;
     ++rewrites;
     d.materialize(i, a);
     d.materialize(q.ref, b);
@@ -203,7 +203,7 @@ TEST_CASE("tree families: code-edit diverges at the edit position inside the fil
   // One repository, one session, one core file of exactly 1000 tokens and no task files, every
   // turn edits: the next request diverges at system (100) + the edit position, which is < 1000 +
   // the inserted tokens; every follow-up is an edit event.
-  sim::code_edit_options o;
+  hc::code_edit_options o;
   o.sessions = 1;
   o.repos = 1;
   o.files_per_repo = 1;
@@ -213,12 +213,12 @@ TEST_CASE("tree families: code-edit diverges at the edit position inside the fil
   o.system_tokens = 100;
   o.turns_min = o.turns_max = 5;
   o.edit_probability = 1.0;
-  const auto d = sim::code_edit(o);
+  const auto d = hc::code_edit(o);
   REQUIRE(d.requests.size() == 5);
   tokens a, b;
   for (std::size_t i = 1; i < 5; ++i) {
     const auto& q = d.requests[i];
-    CHECK(q.event == sim::family_event::edit);
+    CHECK(q.event == hc::family_event::edit);
     CHECK(q.ref == i - 1);
     d.materialize(i, a);
     d.materialize(i - 1, b);
@@ -260,26 +260,26 @@ TEST_CASE("tree families: the samplers follow their closed forms") {
 }
 
 TEST_CASE("tree families: bad input names the argument") {
-  CHECK_THROWS_AS(sim::tree_family_draft("agent-loops"), hybridcache::invalid_argument);
-  sim::agent_loop_options a;
+  CHECK_THROWS_AS(hc::tree_family_draft("agent-loops"), hybridcache::invalid_argument);
+  hc::agent_loop_options a;
   a.sessions = 0;
-  CHECK_THROWS_AS(sim::agent_loop(a), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::agent_loop(a), hybridcache::invalid_argument);
   a = {};
   a.call_min = 500;  // > call_max
-  CHECK_THROWS_AS(sim::agent_loop(a), hybridcache::invalid_argument);
-  sim::rag_options r;
+  CHECK_THROWS_AS(hc::agent_loop(a), hybridcache::invalid_argument);
+  hc::rag_options r;
   r.corpus = 5;  // < k_max + 3
-  CHECK_THROWS_AS(sim::rag_sessions(r), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::rag_sessions(r), hybridcache::invalid_argument);
   r = {};
   r.ranked_order = 1.5;
-  CHECK_THROWS_AS(sim::rag_sessions(r), hybridcache::invalid_argument);
-  sim::code_edit_options c;
+  CHECK_THROWS_AS(hc::rag_sessions(r), hybridcache::invalid_argument);
+  hc::code_edit_options c;
   c.files_per_repo = 4;  // < core 3 + task 4
-  CHECK_THROWS_AS(sim::code_edit(c), hybridcache::invalid_argument);
-  sim::doc_qa_skewed_options q;
+  CHECK_THROWS_AS(hc::code_edit(c), hybridcache::invalid_argument);
+  hc::doc_qa_skewed_options q;
   q.length_alpha = 0.0;
-  CHECK_THROWS_AS(sim::doc_qa_skewed(q), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::doc_qa_skewed(q), hybridcache::invalid_argument);
   q = {};
   q.doc_min = 0;
-  CHECK_THROWS_AS(sim::doc_qa_skewed(q), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(hc::doc_qa_skewed(q), hybridcache::invalid_argument);
 }

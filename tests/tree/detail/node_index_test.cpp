@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// tree::detail::node_index (open addressing, backward-shift deletion) against std::map, with
+// detail::node_index (open addressing, backward-shift deletion) against std::map, with
 // clustered keys (many equal digests under different parents) so probe runs wrap and shift.
 #include <doctest/doctest.h>
 
@@ -15,7 +15,7 @@ namespace hc = hybridcache;
 
 namespace {
 struct rec {
-  hc::segment::digest key;
+  hc::digest key;
   std::uint32_t parent;
 };
 }  // namespace
@@ -23,13 +23,13 @@ struct rec {
 TEST_CASE("node_index finds exactly the live (digest, parent) pairs after inserts and erasures") {
   std::mt19937_64 rng(9);
   std::vector<rec> nodes;
-  hc::tree::detail::node_index index;
+  hc::detail::node_index index;
   std::map<std::pair<std::uint64_t, std::uint32_t>, std::uint32_t> ref;  // (lo, parent) -> id
   std::vector<std::uint32_t> live;
   for (int step = 0; step < 20000; ++step) {
     if (live.empty() || rng() % 3 != 0) {
       // Few distinct digests: collisions on the digest, told apart by the parent.
-      const hc::segment::digest d{rng() % 64, 7};
+      const hc::digest d{rng() % 64, 7};
       const auto parent = static_cast<std::uint32_t>(rng() % 4096);
       if (ref.count({d.lo, parent})) continue;
       const auto id = static_cast<std::uint32_t>(nodes.size());
@@ -48,12 +48,12 @@ TEST_CASE("node_index finds exactly the live (digest, parent) pairs after insert
     if (step % 997 == 0 || step == 19999) {
       CHECK(index.size() == ref.size());
       for (const auto& [k, id] : ref)
-        CHECK(index.find(nodes, hc::segment::digest{k.first, 7}, k.second) == id);
+        CHECK(index.find(nodes, hc::digest{k.first, 7}, k.second) == id);
       for (int probe = 0; probe < 200; ++probe) {
-        const hc::segment::digest d{rng() % 64, 7};
+        const hc::digest d{rng() % 64, 7};
         const auto parent = static_cast<std::uint32_t>(rng() % 4096);
         const auto it = ref.find({d.lo, parent});
-        const std::uint32_t want = it == ref.end() ? hc::tree::detail::empty_slot : it->second;
+        const std::uint32_t want = it == ref.end() ? hc::detail::empty_slot : it->second;
         CHECK(index.find(nodes, d, parent) == want);
       }
     }

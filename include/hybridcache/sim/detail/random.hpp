@@ -79,7 +79,4 @@ class zipf {
 
 }  // namespace detail
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -841,22 +841,4 @@ inline tree_trace tree_family(std::string_view name, std::size_t block,
   return tree_family_draft(name, f).build(block);
 }
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::agent_loop;
-using ::hybridcache::agent_loop_options;
-using ::hybridcache::code_edit;
-using ::hybridcache::code_edit_options;
-using ::hybridcache::doc_qa_skewed;
-using ::hybridcache::doc_qa_skewed_options;
-using ::hybridcache::family_draft;
-using ::hybridcache::family_event;
-using ::hybridcache::family_request;
-using ::hybridcache::rag_options;
-using ::hybridcache::rag_sessions;
-using ::hybridcache::token_slice;
-using ::hybridcache::tree_family;
-using ::hybridcache::tree_family_draft;
-using ::hybridcache::tree_family_names;
-using ::hybridcache::tree_family_options;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

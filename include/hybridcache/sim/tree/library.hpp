@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// @file
-/// The library's own prefix-tree state policy (`tree::state_policy`, include/hybridcache/tree/,
+/// The library's own prefix-tree state policy (`state_policy`, include/hybridcache/tree/,
 /// docs/tree.md) driven through its public API on the causal replay engine, exactly as an engine
 /// that already has block hashes would call it, with no knowledge the engine would not have
 /// (replay.hpp's protocol; the trie node ids of the trace stand in for the block hashes):
@@ -63,13 +63,13 @@
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
-/// Adapter of `tree::state_policy` to the causal replay engine (see the file comment).
+/// Adapter of `state_policy` to the causal replay engine (see the file comment).
 class library_policy final : public tree_policy {
  public:
   /// `base`: options passed through (gamma, replan_every, hysteresis, junction/tail switches);
   /// block size, state bytes and capacity are set from the replay.
   /// `name`: the row label (ablations of the options get their own).
-  explicit library_policy(tree::policy_options base = {}, std::string name = "hybridcache")
+  explicit library_policy(policy_options base = {}, std::string name = "hybridcache")
       : base_(base), name_(std::move(name)) {}
   [[nodiscard]] std::string name() const override { return name_; }
 
@@ -77,16 +77,16 @@ class library_policy final : public tree_policy {
     ctx_ = ctx;
     pol_.reset();
     lib_to_node_.clear();
-    node_to_lib_.assign(ctx.trace->node_count(), tree::no_node);
+    node_to_lib_.assign(ctx.trace->node_count(), no_node);
     state_bytes_ = static_cast<std::size_t>(ctx.state_bytes);
     // The pool's capacity before any KV is cached: M states, or for a joint KV budget every
     // state the whole pool could hold.
     if (ctx.pool->capacity() == 0) return;  // no pool: nothing to decide
-    tree::policy_options o = base_;
+    policy_options o = base_;
     o.block_size = ctx.trace->block();
     o.state_bytes = state_bytes_;
     o.capacity_bytes = ctx.pool->capacity() * state_bytes_;
-    pol_ = std::make_unique<tree::state_policy>(o);
+    pol_ = std::make_unique<state_policy>(o);
   }
 
   std::size_t resume(const tree_step& s) override {
@@ -114,7 +114,7 @@ class library_policy final : public tree_policy {
     sync_capacity();  // the request's KV is allocated: the joint pool's room for states is known
     const auto path = s.path();
     keys(path, path.size());
-    lib_ = pol_->extend_keys(ns_of(s), tree::no_node, keys_);
+    lib_ = pol_->extend_keys(ns_of(s), no_node, keys_);
     for (std::size_t i = 0; i < lib_.size(); ++i) map(lib_[i], path[i]);
     const std::size_t plan = pol_->options().prefill_prior && !planned_.empty() &&
                                      planned_.back() == s.prompt_blocks && s.prompt_blocks > 0
@@ -133,7 +133,7 @@ class library_policy final : public tree_policy {
     if (!pol_) return;
     const auto path = s.path();
     keys(path.subspan(j - 1), 1);
-    const auto v = pol_->extend_keys(ns_of(s), j > 1 ? lib_[j - 2] : tree::no_node, keys_);
+    const auto v = pol_->extend_keys(ns_of(s), j > 1 ? lib_[j - 2] : no_node, keys_);
     lib_.push_back(v.front());
     map(v.front(), path[j - 1]);
     // fill_free, online: a state that fits the free room beside the one the end will offer.
@@ -159,42 +159,40 @@ class library_policy final : public tree_policy {
   }
 
   void on_dropped(std::uint32_t v) override {
-    if (pol_ && node_to_lib_[v] != tree::no_node) pol_->drop(node_to_lib_[v]);
+    if (pol_ && node_to_lib_[v] != no_node) pol_->drop(node_to_lib_[v]);
   }
   /// The engine evicted leaf v's KV: `erase` (its match-end mass moves to the parent).
   void on_evicted(std::uint32_t v) override {
-    if (!pol_ || node_to_lib_[v] == tree::no_node) return;
+    if (!pol_ || node_to_lib_[v] == no_node) return;
     const auto lib = node_to_lib_[v];
-    node_to_lib_[v] = tree::no_node;
+    node_to_lib_[v] = no_node;
     pol_->erase(lib);
   }
 
   /// The wrapped policy (null before `reset` or with a zero budget).
-  [[nodiscard]] const tree::state_policy* get() const noexcept { return pol_.get(); }
+  [[nodiscard]] const state_policy* get() const noexcept { return pol_.get(); }
 
  private:
   void keys(std::span<const std::uint32_t> path, std::size_t n) {
     keys_.clear();
     for (std::size_t i = 0; i < n; ++i)
-      keys_.push_back(segment::digest{path[i] + 1ULL, 0x7EE5'5111'0000'0000ULL});
+      keys_.push_back(digest{path[i] + 1ULL, 0x7EE5'5111'0000'0000ULL});
   }
-  segment::namespace_key ns_of(const tree_step& s) const {
-    return segment::namespace_key{}.with_tenant(std::to_string(ctx_.trace->ns(s.root)));
+  namespace_key ns_of(const tree_step& s) const {
+    return namespace_key{}.with_tenant(std::to_string(ctx_.trace->ns(s.root)));
   }
-  /// The policy's ids are slot (low 32 bits) + generation (tree::node_id): the reverse map is
+  /// The policy's ids are slot (low 32 bits) + generation (node_id): the reverse map is
   /// indexed by slot, since slots are reused after `erase` (KV eviction) and ids are not dense.
-  static std::size_t slot_of(tree::node_id lib) noexcept {
+  static std::size_t slot_of(node_id lib) noexcept {
     return static_cast<std::size_t>(lib & 0xFFFF'FFFFULL);
   }
-  void map(tree::node_id lib, std::uint32_t node) {
+  void map(node_id lib, std::uint32_t node) {
     const auto slot = slot_of(lib);
     if (lib_to_node_.size() <= slot) lib_to_node_.resize(slot + 1, tree_trace::no_parent);
     lib_to_node_[slot] = node;
     node_to_lib_[node] = lib;
   }
-  [[nodiscard]] std::uint32_t node_of(tree::node_id lib) const {
-    return lib_to_node_.at(slot_of(lib));
-  }
+  [[nodiscard]] std::uint32_t node_of(node_id lib) const { return lib_to_node_.at(slot_of(lib)); }
   /// The policy's budget follows the engine pool's capacity (it changes only under a joint KV
   /// budget): `set_capacity_bytes` (a capacity of 0 states is one byte: nothing fits).
   void sync_capacity() {
@@ -212,16 +210,16 @@ class library_policy final : public tree_policy {
     if (r.admitted) pool.add(path[j - 1]);
   }
 
-  tree::policy_options base_;
+  policy_options base_;
   std::string name_;
   tree_context ctx_{};
-  std::unique_ptr<tree::state_policy> pol_;
-  tree::match_result m_;
-  std::vector<segment::digest> keys_;
+  std::unique_ptr<state_policy> pol_;
+  match_result m_;
+  std::vector<digest> keys_;
   std::vector<std::size_t> grid_, planned_;
-  std::vector<tree::node_id> lib_;  ///< the policy's node of each known block of the request
+  std::vector<node_id> lib_;  ///< the policy's node of each known block of the request
   std::vector<std::uint32_t> lib_to_node_;  ///< by the policy's slot: the trace node
-  std::vector<tree::node_id> node_to_lib_;  ///< by trace node: the policy's id (or no_node)
+  std::vector<node_id> node_to_lib_;        ///< by trace node: the policy's id (or no_node)
   std::size_t state_bytes_ = 1;
 };
 
@@ -279,10 +277,6 @@ inline tree_metrics static_optimum(const tree_trace& t, std::size_t budget,
   return m;
 }
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::library_policy;
-using ::hybridcache::static_optimum;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END
 
 #else

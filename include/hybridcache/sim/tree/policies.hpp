@@ -1450,21 +1450,4 @@ class oracle_exact_policy final : public belady_policy {
   }
 };
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::llamacpp_policy;
-using ::hybridcache::lru_engine_policy;
-using ::hybridcache::marconi_policy;
-using ::hybridcache::oracle_exact_policy;
-using ::hybridcache::oracle_policy;
-using ::hybridcache::recency_order;
-using ::hybridcache::sglang_extra_buffer_lazy_policy;
-using ::hybridcache::sglang_extra_buffer_policy;
-using ::hybridcache::sglang_no_buffer_policy;
-using ::hybridcache::sglang_policy;
-using ::hybridcache::trtllm_policy;
-using ::hybridcache::vllm_align_dense_policy;
-using ::hybridcache::vllm_align_policy;
-using ::hybridcache::vllm_all_policy;
-using ::hybridcache::vllm_policy;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -769,20 +769,4 @@ inline tree_metrics replay_tree(const tree_trace& t, tree_policy& policy, std::s
   return r.metrics();
 }
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::block_tree;
-using ::hybridcache::deepest_held;
-using ::hybridcache::kv_budget;
-using ::hybridcache::kv_mode;
-using ::hybridcache::replay_tree;
-using ::hybridcache::state_pool;
-using ::hybridcache::to_string;
-using ::hybridcache::tree_context;
-using ::hybridcache::tree_cost_model;
-using ::hybridcache::tree_metrics;
-using ::hybridcache::tree_policy;
-using ::hybridcache::tree_replayer;
-using ::hybridcache::tree_step;
-using ::hybridcache::usable_matches;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

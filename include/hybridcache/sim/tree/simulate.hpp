@@ -136,9 +136,9 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
     return std::make_unique<portfolio_policy>(std::move(c), std::string(name));
   }
   if (name == "hybridcache_exact")
-    return std::make_unique<library_policy>(tree::policy_options{}, "hybridcache_exact");
+    return std::make_unique<library_policy>(policy_options{}, "hybridcache_exact");
   if (name.rfind("hybridcache_", 0) == 0) {
-    tree::policy_options b;
+    policy_options b;
     bool known = true;
     if (name == "hybridcache_base" || name == "hybridcache_prev") {
       b.repeat_discount = false;
@@ -233,13 +233,4 @@ inline tree_result simulate_tree(const tree_trace& t, const tree_options& o,
   return res;
 }
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::make_tree_policy;
-using ::hybridcache::simulate_tree;
-using ::hybridcache::tree_options;
-using ::hybridcache::tree_policy_names;
-using ::hybridcache::tree_policy_variants;
-using ::hybridcache::tree_result;
-using ::hybridcache::tune_marconi_alpha;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -163,13 +163,12 @@ class tree_trace_builder {
     r.prompt_tokens = prompt_tokens;
     r.output_tokens = tokens.size() - prompt_tokens;
     r.arrival = arrival;
-    segment::namespace_key nk =
-        ns ? segment::namespace_key{}.with_tenant(*ns) : segment::namespace_key{};
-    segment::digest h = segment::root_key(hash_, nk);
+    namespace_key nk = ns ? namespace_key{}.with_tenant(*ns) : namespace_key{};
+    digest h = hybridcache::root_key(hash_, nk);
     std::uint32_t prev = r.root;
     for (std::size_t i = 0; i + b <= tokens.size(); i += b) {
       const auto blk = tokens.subspan(i, b);
-      h = segment::chain_key(hash_, h, blk);
+      h = hybridcache::chain_key(hash_, h, blk);
       prev = intern_tokens(h, prev, blk);
       r.path.push_back(prev);
     }
@@ -206,7 +205,7 @@ class tree_trace_builder {
   [[nodiscard]] tree_trace take() { return std::move(t_); }
 
  private:
-  std::uint32_t intern_tokens(const segment::digest& h, std::uint32_t parent,
+  std::uint32_t intern_tokens(const digest& h, std::uint32_t parent,
                               std::span<const token_id> blk) {
     auto& bucket = by_key_[h];
     for (auto node : bucket) {
@@ -226,8 +225,8 @@ class tree_trace_builder {
   }
 
   tree_trace t_;
-  segment::xxh3_hash hash_{};
-  std::unordered_map<segment::digest, std::vector<std::uint32_t>, segment::digest_hasher> by_key_;
+  xxh3_hash hash_{};
+  std::unordered_map<digest, std::vector<std::uint32_t>, digest_hasher> by_key_;
   // (parent, id) -> node, exact. Keyed (keyed_hash.hpp): ids come from the trace file, and under
   // the identity std::hash crafted ids shared one bucket, O(n^2) to load (#21).
   keyed_map<std::pair<std::uint32_t, std::uint64_t>, std::uint32_t> by_id_;
@@ -235,7 +234,7 @@ class tree_trace_builder {
   std::vector<std::size_t> offset_;
 };
 
-/// Converts a `sim::trace` (the text builders of sim/builders.hpp: L-Eval documents with their
+/// Converts a `trace` (the text builders of sim/builders.hpp: L-Eval documents with their
 /// questions, system prompts with ShareGPT queries) into a tree trace of block size `block`: each
 /// request's tokens are its prompt, with no output. Requests shorter than 1 token are skipped.
 inline tree_trace from_trace(const trace& t, std::size_t block) {
@@ -342,12 +341,4 @@ inline tree_trace synthetic_multi_turn(const multi_turn_options& o = {}) {
   return b.take();
 }
 
-namespace sim {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::from_trace;
-using ::hybridcache::multi_turn_options;
-using ::hybridcache::synthetic_multi_turn;
-using ::hybridcache::tree_request;
-using ::hybridcache::tree_trace;
-using ::hybridcache::tree_trace_builder;
-}  // namespace sim
 HYBRIDCACHE_NAMESPACE_END

@@ -100,7 +100,4 @@ concept compose_dense_views =
 
 }  // namespace detail
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

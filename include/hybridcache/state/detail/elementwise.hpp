@@ -196,7 +196,4 @@ HYBRIDCACHE_HOST_DEVICE inline void rope_rotate_rows(Real* s, std::size_t dv,
 
 }  // namespace detail
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

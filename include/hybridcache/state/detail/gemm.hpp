@@ -82,7 +82,4 @@ void invert_unit_lower(Real* a, std::size_t n, std::size_t lda, Real* scratch) {
 
 }  // namespace detail
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

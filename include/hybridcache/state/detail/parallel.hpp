@@ -88,7 +88,4 @@ void parallel_for(std::size_t n, std::size_t threads, const Executor& executor, 
 
 }  // namespace detail
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

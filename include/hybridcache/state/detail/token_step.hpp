@@ -47,7 +47,4 @@ void delta_token(Real* m, std::size_t dk, std::size_t w, std::size_t value_offse
 
 }  // namespace detail
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END

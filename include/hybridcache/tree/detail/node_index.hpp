@@ -36,7 +36,7 @@ class node_index {
 
   /// The node with key `key` and parent `parent`, or `empty_slot`.
   template <class Nodes>
-  [[nodiscard]] std::uint32_t find(const Nodes& nodes, const segment::digest& key,
+  [[nodiscard]] std::uint32_t find(const Nodes& nodes, const digest& key,
                                    std::uint32_t parent) const noexcept {
     const std::size_t mask = slots_.size() - 1;
     for (std::size_t i = home(key, parent) & mask;; i = (i + 1) & mask) {
@@ -77,8 +77,8 @@ class node_index {
   }
 
  private:
-  static std::size_t home(const segment::digest& key, std::uint32_t parent) noexcept {
-    return static_cast<std::size_t>(segment::digest_hasher{}(key) ^
+  static std::size_t home(const digest& key, std::uint32_t parent) noexcept {
+    return static_cast<std::size_t>(digest_hasher{}(key) ^
                                     (static_cast<std::uint64_t>(parent) * 0x9e3779b97f4a7c15ull));
   }
   template <class Nodes>
@@ -102,7 +102,4 @@ class node_index {
 
 }  // namespace detail
 
-namespace tree {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-namespace detail = ::hybridcache::detail;
-}  // namespace tree
 HYBRIDCACHE_NAMESPACE_END

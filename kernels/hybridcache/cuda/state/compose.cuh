@@ -5,7 +5,7 @@
 /// CUDA backend of `<hybridcache/state/compose.hpp>` (its batched view API,
 /// state/compose_views.hpp): batched apply and compose of segment summaries (HYPIC eq. 6;
 /// DESIGN.md §3 "Linear-attention state") for B independent (head, layer, request) slots at once.
-/// `state::apply_elementwise` & co. with device views land here (overloads at the end of this
+/// `apply_elementwise` & co. with device views land here (overloads at the end of this
 /// file); the `cuda::` spellings below are the same functions.
 ///
 /// A summary is the affine map S ↦ T·S + S₀ on dk×dv states (row-major, K-first). For every
@@ -14,7 +14,7 @@
 ///   compose:  (T, S) = (T_then·T_first, T_then·S_first + S_then)   ("first, then `then`")
 /// Families, as the host stores them:
 ///  - scalar / diagonal: log-decays ℓ (1 or dk per entry, `double`), T = Diag(e^{ℓ}); the kernels
-///    call the host's `state::detail::decay_factor`, `affine_scalar` and `compose_log_decay`, so
+///    call the host's `detail::decay_factor`, `affine_scalar` and `compose_log_decay`, so
 ///    −∞ (hard reset) composes to −∞ and multiplies to exactly 0 on both sides alike;
 ///  - dense: T as a dk×dk matrix; apply and compose are batched GEMMs with the "+ S" fused into
 ///    the epilogue (own tiled kernel: docs/cuda.md explains why not cuBLAS).
@@ -357,12 +357,12 @@ requires(T1::rank == 3 && S1::rank == 3 && T2::rank == 3 && S2::rank == 3 && TOu
 }  // namespace cuda
 
 // ---------------------------------------------------------------------------------------------
-// The host API's device overloads: `state::apply_elementwise`, `compose_elementwise`,
+// The host API's device overloads: `apply_elementwise`, `compose_elementwise`,
 // `apply_dense` and `compose_dense` (state/compose_views.hpp) with device views, a stream last
 // and a `cudaError_t` result. They are more specialised than the host header's missing-backend
 // fallback, so including this header is what makes device views compile.
 
-/// Device overload of `state::apply_elementwise` (host contract in state/compose_views.hpp).
+/// Device overload of `apply_elementwise` (host contract in state/compose_views.hpp).
 template <device_view LogDecay, device_view Prev, device_view Add, device_view Out>
 requires detail::apply_elementwise_views<LogDecay, Prev, Add, Out> cudaError_t
 apply_elementwise(LogDecay log_decay, Prev prev, Add add, Out out, cudaStream_t stream) {
@@ -375,7 +375,7 @@ apply_elementwise(LogDecay log_decay, Prev prev, Add add, Out out) {
   return cuda::apply_elementwise(log_decay, prev, add, out, cudaStream_t{});
 }
 
-/// Device overload of `state::compose_elementwise` (host contract in state/compose_views.hpp).
+/// Device overload of `compose_elementwise` (host contract in state/compose_views.hpp).
 template <device_view Log1, device_view S1, device_view Log2, device_view S2, device_view LogOut,
           device_view SOut>
 requires detail::compose_elementwise_views<Log1, S1, Log2, S2, LogOut, SOut> cudaError_t
@@ -394,7 +394,7 @@ compose_elementwise(Log1 first_log, S1 first_state, Log2 then_log, S2 then_state
                                    cudaStream_t{});
 }
 
-/// Device overload of `state::apply_dense` (host contract in state/compose_views.hpp).
+/// Device overload of `apply_dense` (host contract in state/compose_views.hpp).
 template <device_view Trans, device_view Prev, device_view Add, device_view Out>
 requires detail::apply_dense_views<Trans, Prev, Add, Out> cudaError_t
 apply_dense(Trans transition, Prev prev, Add add, Out out, cudaStream_t stream) {
@@ -409,7 +409,7 @@ requires detail::apply_dense_views<Trans, Prev, Add, Out> cudaError_t apply_dens
   return cuda::apply_dense(transition, prev, add, out, cudaStream_t{});
 }
 
-/// Device overload of `state::compose_dense` (host contract in state/compose_views.hpp).
+/// Device overload of `compose_dense` (host contract in state/compose_views.hpp).
 template <device_view T1, device_view S1, device_view T2, device_view S2, device_view TOut,
           device_view SOut>
 requires detail::compose_dense_views<T1, S1, T2, S2, TOut, SOut> cudaError_t compose_dense(
@@ -424,10 +424,4 @@ compose_dense(T1 first_t, S1 first_s, T2 then_t, S2 then_s, TOut out_t, SOut out
   return cuda::compose_dense(first_t, first_s, then_t, then_s, out_t, out_s, cudaStream_t{});
 }
 
-namespace state {  // deprecated spellings (docs/design/namespaces.md): use hybridcache::X
-using ::hybridcache::apply_dense;
-using ::hybridcache::apply_elementwise;
-using ::hybridcache::compose_dense;
-using ::hybridcache::compose_elementwise;
-}  // namespace state
 HYBRIDCACHE_NAMESPACE_END
