@@ -7,6 +7,8 @@
 // first, scanned for the first evictable item) on random traces.
 #include <doctest/doctest.h>
 
+#include "hand_trace.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -36,41 +38,7 @@ hc::tree_cost_model toy_joint(std::size_t pages, std::size_t M) {
   return c;
 }
 
-/// A hand-built trace: blocks are named by strings, a node is a prefix of names.
-struct hand_trace {
-  hand_trace() : t("joint", 4) { root = t.root_of(std::nullopt); }
-  std::uint32_t node(const std::vector<std::string>& names) {
-    std::uint32_t parent = root;
-    std::vector<std::string> prefix;
-    for (const auto& n : names) {
-      prefix.push_back(n);
-      auto it = nodes.find(prefix);
-      if (it == nodes.end()) it = nodes.emplace(prefix, t.new_node(parent, 0)).first;
-      parent = it->second;
-    }
-    return parent;
-  }
-  void add(const std::vector<std::string>& names, std::size_t prompt, std::size_t output = 0) {
-    hc::tree_request r;
-    r.root = root;
-    r.prompt_tokens = prompt;
-    r.output_tokens = output;
-    std::vector<std::string> prefix;
-    for (const auto& n : names) {
-      prefix.push_back(n);
-      r.path.push_back(node(prefix));
-    }
-    REQUIRE(r.path.size() == (prompt + output) / t.block());
-    t.add_request(std::move(r));
-  }
-  /// The node of the prefix `names` (must exist).
-  [[nodiscard]] std::uint32_t at(const std::vector<std::string>& names) const {
-    return nodes.at(names);
-  }
-  hc::tree_trace t;
-  std::uint32_t root = 0;
-  std::map<std::vector<std::string>, std::uint32_t> nodes;
-};
+using hybridcache_test::hand_trace;
 
 /// vLLM's free queue restated for `vllm_align` on a pool of `pages` pages (one per KV block and
 /// per state): a list of cached items, least recently used first; a use moves an item to the
@@ -190,7 +158,7 @@ TEST_CASE("vllm joint pool: a new state takes an older KV block, not the row's n
   // state, s_a2). R3 = a1 a2 c3 (P = 13): match 2, resumes at s_a2 (k = 2; old rule: 0). Its KV
   // c3 makes 5 + 2 = 7 pages: the oldest evictable is the leaf b2 (before s_b2, taken after it),
   // which goes with s_b2. Then s_c3 at pb = 3 fits. Evicted: a3, b2; dropped: s_b2.
-  hand_trace h;
+  hand_trace h(4);
   h.add({"a1", "a2", "a3"}, 9, 3);
   h.add({"b1", "b2"}, 9);
   h.add({"a1", "a2", "c3"}, 13);
@@ -230,7 +198,7 @@ TEST_CASE("vllm joint pool: new KV takes an older state, and a new state the row
   // R4 = a1 … a5 (P = 17, one output block): a4 is still cached, so the match is 4 (old rule:
   // 3) and it resumes at s_a3 (k = 3). Its KV a5 makes 7 + 2 = 9: the leaf b2 (older than s_b2)
   // goes with s_b2; s_a4 at pb = 4 fits. Evicted: b2; dropped: s_a1, s_b2.
-  hand_trace h;
+  hand_trace h(4);
   h.add({"a1", "a2"}, 8);
   h.add({"a1", "a2", "a3", "a4"}, 13, 3);
   h.add({"b1", "b2"}, 9);
@@ -314,7 +282,7 @@ TEST_CASE("one LRU: only the vllm rows join it, and only under a joint pool") {
   // The default `lru_state` keeps a policy's states out of the one LRU (the engine then evicts
   // KV first, as before): SGLang's rows (separate pools in SGLang) and every row under a
   // `separate` budget.
-  hand_trace h;
+  hand_trace h(4);
   h.add({"a1", "a2"}, 8);
   h.add({"a1", "a2", "a3", "a4"}, 13, 3);
   for (const auto mode : {hc::kv_mode::separate, hc::kv_mode::joint}) {
