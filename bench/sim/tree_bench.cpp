@@ -119,7 +119,10 @@ const int registered = [] {
   }
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
   // M = 1024: the pool is mostly free for a long time, so fill_free admits the most there.
-  for (std::string_view name : {"hybridcache", "hybridcache_nofill", "sglang_extra_buffer"}) {
+  // hybridcache_exact and hybridcache_shadows split the row: the exact policy (with re-plans;
+  // BM_tree_library_no_replan/1024 without) and the eleven engine rows in shadow.
+  for (std::string_view name : {"hybridcache", "hybridcache_exact", "hybridcache_shadows",
+                                "hybridcache_nofill", "sglang_extra_buffer"}) {
     benchmark::RegisterBenchmark(("BM_tree_policy_M1024/" + std::string(name)).c_str(),
                                  BM_tree_policy, std::string(name), std::size_t{1024})
         ->Unit(benchmark::kMillisecond);
