@@ -622,13 +622,12 @@ class tree_replayer {
   [[nodiscard]] double kv_bytes() const noexcept {
     return static_cast<double>(tree_.blocks()) * block_bytes_;
   }
-  /// Metrics of the requests replayed so far.
   /// Times the policy's calls (`decision_ns`, `decision_ns_per_block`) when `on` (the
   /// default). A replay run inside another policy — a candidate shadow, a tuning replay — is
   /// timed by its caller already; switching its own clock reads off removes their cost (two
   /// `steady_clock::now()` per call) and changes nothing else.
   void set_timing(bool on) noexcept { timing_ = on; }
-
+  /// Metrics of the requests replayed so far.
   [[nodiscard]] tree_metrics metrics() const {
     tree_metrics m = m_;
     const double n = static_cast<double>(std::max<std::size_t>(m.requests, 1));
@@ -680,15 +679,21 @@ class tree_replayer {
     m_.states_dropped += 1.0;
     policy_.on_dropped(v);
   }
+  /// Evicts the least recently used KV leaf off the running path (stamped before `guard`),
+  /// dropping the state it held first. @returns the leaf, or `no_parent` when none is left.
+  std::uint32_t evict_leaf(std::uint64_t guard) {
+    const auto v = tree_.evict_lru_leaf(t_, guard);
+    if (v == tree_trace::no_parent) return v;
+    m_.kv_evicted_blocks += 1.0;
+    if (pool_.holds(v)) drop_state(v);
+    policy_.on_evicted(v);
+    return v;
+  }
   /// `tree_context::grow` (joint KV budget): evicts LRU KV leaves off the running path until n
   /// more states fit. @returns the free room in states.
   std::size_t grow(std::size_t n) {
     while (joint_capacity() < pool_.size() + n) {
-      const auto v = tree_.evict_lru_leaf(t_, guard_);
-      if (v == tree_trace::no_parent) break;
-      m_.kv_evicted_blocks += 1.0;
-      if (pool_.holds(v)) drop_state(v);
-      policy_.on_evicted(v);
+      if (evict_leaf(guard_) == tree_trace::no_parent) break;
     }
     const std::size_t cap = joint_capacity();
     pool_.set_capacity(std::max(cap, pool_.capacity()));
@@ -698,10 +703,7 @@ class tree_replayer {
   /// path if it is older than `stamp`. @returns whether it did.
   bool evict_kv_older(std::uint64_t stamp) {
     if (tree_.lru_leaf_stamp(guard_) >= stamp) return false;
-    const auto v = tree_.evict_lru_leaf(t_, guard_);
-    m_.kv_evicted_blocks += 1.0;
-    if (pool_.holds(v)) drop_state(v);
-    policy_.on_evicted(v);
+    evict_leaf(guard_);
     pool_.set_capacity(std::max(joint_capacity(), pool_.capacity()));
     return true;
   }
@@ -720,11 +722,7 @@ class tree_replayer {
           continue;
         }
       }
-      const auto v = tree_.evict_lru_leaf(t_, guard);
-      if (v == tree_trace::no_parent) break;
-      m_.kv_evicted_blocks += 1.0;
-      if (pool_.holds(v)) drop_state(v);
-      policy_.on_evicted(v);
+      if (evict_leaf(guard) == tree_trace::no_parent) break;
     }
     if (cost_.kv.mode != kv_mode::joint) return;
     const std::size_t cap = joint_capacity();
