@@ -170,3 +170,60 @@ TEST_CASE("tree_state_pool: a new state displaces the cheapest held one, by hand
   CHECK(r2.victims.empty());
   CHECK(pool.count() == 2);
 }
+
+TEST_CASE("tree_state_pool: evictable bytes, depth gaps and flags stay exact through every change") {
+  // The pool keeps Σ bytes of the states at pinned nodes, each state's depth gap to the state
+  // above and copies of its node's pin and planned flags incrementally (planned as of the last
+  // `sync_planned`, which the policy calls after a re-plan); all are checked after every
+  // operation against a scan from scratch.
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 100; ++trial) {
+    CAPTURE(trial);
+    world w(rng, 4 + rng() % 20);
+    hc::tree_state_pool pool;
+    std::vector<std::uint32_t> bytes(w.ix.slots().size(), 0);
+    std::vector<std::uint32_t> pins(w.ix.slots().size(), 0);
+    for (int op = 0; op < 200; ++op) {
+      const slot v = w.inner[rng() % w.inner.size()];
+      const bool held = w.ix[v].state != hc::tree_state_pool::no_state;
+      if (rng() % 8 == 0) {  // the planner flips a node's flag; the pool copies it on sync
+        w.ix[v].flags ^= hc::tree_node::planned_flag;
+        pool.sync_planned(w.ix);
+      }
+      switch (rng() % 4) {
+        case 0:
+          if (!held) {
+            bytes[v] = static_cast<std::uint32_t>(1 + rng() % 9);
+            pool.add(w.ix, v, bytes[v], 0);
+          }
+          break;
+        case 1:
+          if (held) pool.remove(w.ix, v);
+          break;
+        case 2:
+          pool.pin(w.ix, v);
+          ++pins[v];
+          break;
+        default:
+          CHECK(pool.unpin(w.ix, v) == (pins[v] > 0));
+          if (pins[v] > 0) --pins[v];
+      }
+      const slot exclude = rng() % 2 ? w.inner[rng() % w.inner.size()] : hc::tree_index::no_slot;
+      std::size_t evictable = 0;
+      for (const slot x : w.inner) {
+        if (w.ix[x].state == hc::tree_state_pool::no_state) continue;
+        if (pins[x] == 0 && x != exclude) evictable += bytes[x];
+        // The gap to the nearest ancestor holding a state (or the root), by a walk up.
+        slot a = w.ix[x].parent;
+        while (w.ix[a].parent != hc::tree_index::no_slot && w.ix[a].state == hc::tree_state_pool::no_state)
+          a = w.ix[a].parent;
+        const auto& st = pool.state_at(w.ix, x);
+        CHECK(st.up == a);
+        CHECK(st.gap == w.ix[x].blocks - w.ix[a].blocks);
+        CHECK(st.pinned == (pins[x] > 0 ? 1 : 0));
+        CHECK(st.planned == ((w.ix[x].flags & hc::tree_node::planned_flag) != 0 ? 1 : 0));
+      }
+      CHECK(pool.evictable_bytes(w.ix, exclude) == evictable);
+    }
+  }
+}

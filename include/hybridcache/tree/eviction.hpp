@@ -47,6 +47,9 @@ struct tree_state {
   std::uint32_t bytes = 0;
   std::uint32_t last_use = 0;  ///< clock of the last admit/resume (LRU tie-break)
   std::uint32_t touched = 0;   ///< observations (mod 2^32) at the last admit/resume: its age
+  std::uint32_t gap = 0;       ///< depth(node) − depth(up), blocks (kept with `up`)
+  std::uint8_t pinned = 0;     ///< the node's pin flag (kept by `pin` / `unpin`)
+  std::uint8_t planned = 0;    ///< the node's planned flag (as of `add` / `sync_planned`)
   double region = 0.0;
 };
 
@@ -98,10 +101,13 @@ class tree_state_pool {
     tree_state& s = states_[id];
     s.node = node;
     s.up = up;
+    s.gap = ix[node].blocks - ix[up].blocks;
     s.bytes = bytes;
     s.last_use = ++clock_;
     s.touched = now;
-    s.region = region_of(ix, node, [&](std::uint32_t b) { states_[b].up = node; });
+    s.pinned = ix[node].pinned;
+    s.planned = (ix[node].flags & tree_node::planned_flag) != 0;
+    s.region = region_of(ix, node, [&](std::uint32_t b) { set_up(ix, states_[b], node); });
     // The region above loses exactly what c now anchors. Rounding of this difference is
     // ~ulp(W(up)); re-plans recompute every region from the node weights.
     if (ix[up].state != no_state) {
@@ -109,6 +115,7 @@ class tree_state_pool {
       r = std::max(0.0, r - s.region);
     }
     used_bytes_ += bytes;
+    if (ix[node].pinned) pinned_bytes_ += bytes;
     ++count_;
   }
 
@@ -121,10 +128,11 @@ class tree_state_pool {
     const double region = s.region;
     ix[node].state = no_state;
     used_bytes_ -= s.bytes;
+    if (ix[node].pinned) pinned_bytes_ -= s.bytes;
     --count_;
     s = tree_state{};
     free_states_.push_back(id);
-    (void)region_of(ix, node, [&](std::uint32_t b) { states_[b].up = up; });
+    (void)region_of(ix, node, [&](std::uint32_t b) { set_up(ix, states_[b], up); });
     if (ix[up].state != no_state) states_[ix[up].state].region += region;
   }
 
@@ -133,6 +141,12 @@ class tree_state_pool {
   void recompute_regions(const tree_index& ix) {
     for (auto& st : states_)
       if (st.node != no_slot) st.region = region_of(ix, st.node, [](std::uint32_t) {});
+  }
+  /// Copies the planner's flag of every held state's node into its record (`tree_state::planned`):
+  /// call after a re-plan changed the plan, so that ranking reads only the pool's records.
+  void sync_planned(const tree_index& ix) noexcept {
+    for (auto& st : states_)
+      if (st.node != no_slot) st.planned = (ix[st.node].flags & tree_node::planned_flag) != 0;
   }
   /// Multiplies every region by `f` (the statistics folding their scale back).
   void scale_regions(double f) noexcept {
@@ -148,6 +162,10 @@ class tree_state_pool {
     if (c == max_pins)
       throw capacity_error("hybridcache: state_policy pin count overflow (2^24 - 1)");
     ++c;
+    if (!ix[v].pinned && ix[v].state != no_state) {
+      pinned_bytes_ += states_[ix[v].state].bytes;
+      states_[ix[v].state].pinned = 1;
+    }
     ix[v].pinned = 1;
   }
   /// Releases one pin of `v`. @returns false if `v` was not pinned.
@@ -157,6 +175,10 @@ class tree_state_pool {
     if (--it->second == 0) {
       pins_.erase(it);
       ix[v].pinned = 0;
+      if (ix[v].state != no_state) {
+        pinned_bytes_ -= states_[ix[v].state].bytes;
+        states_[ix[v].state].pinned = 0;
+      }
     }
     return true;
   }
@@ -167,19 +189,22 @@ class tree_state_pool {
 
   // ---- ranking ---------------------------------------------------------------------------
 
-  /// ΔE[r] per byte of dropping state `s`: (depth(c) − depth(up(c))) · B · W(c) / bytes.
+  /// ΔE[r] per byte of dropping state `s` (a state of this pool):
+  /// (depth(c) − depth(up(c))) · B · W(c) / bytes, the depth gap kept in the record
+  /// (`tree_state::gap`), so that ranking K states reads only the pool's records.
   [[nodiscard]] static double delta_per_byte(const tree_index& ix, const tree_state& s,
                                              std::size_t block_size) noexcept {
-    const double gap =
-        static_cast<double>(ix[s.node].blocks - ix[s.up].blocks) * static_cast<double>(block_size);
+    (void)ix;
+    const double gap = static_cast<double>(s.gap) * static_cast<double>(block_size);
     return gap * s.region / static_cast<double>(s.bytes);
   }
 
-  /// Bytes held by unpinned states other than at `exclude`.
+  /// Bytes held by unpinned states other than at `exclude`. O(1): the bytes of the states at
+  /// pinned nodes are kept as pins and states come and go.
   [[nodiscard]] std::size_t evictable_bytes(const tree_index& ix, slot_id exclude) const {
-    std::size_t evictable = 0;
-    for (const auto& st : states_)
-      if (st.node != no_slot && st.node != exclude && !ix[st.node].pinned) evictable += st.bytes;
+    std::size_t evictable = used_bytes_ - pinned_bytes_;
+    if (exclude != no_slot && ix[exclude].state != no_state && !ix[exclude].pinned)
+      evictable -= states_[ix[exclude].state].bytes;
     return evictable;
   }
 
@@ -188,7 +213,8 @@ class tree_state_pool {
   /// scaled: `value` must not fall as other states go), recomputed when it comes up; ties as
   /// the file comment says. Victims are taken off the books and returned. Every victim is
   /// reported as `on_end(age)`, age = now − touched, after the loop, so that `value` sees the
-  /// same statistics throughout. O(K log K + Σ victim regions), K = states held.
+  /// same statistics throughout. O(K + V log K + Σ victim regions), K = states held, V the
+  /// victims (the first is found by one scan; a heap orders the rest).
   template <class Value, class OnEnd>
   std::vector<node_id> evict(tree_index& ix, std::size_t need, slot_id exclude, std::uint32_t now,
                              Value&& value, OnEnd&& on_end) {
@@ -197,14 +223,27 @@ class tree_state_pool {
     using entry = victim_entry;
     heap_.clear();
     for (const auto& st : states_) {
-      if (st.node == no_slot || st.node == exclude || ix[st.node].pinned) continue;
-      heap_.push_back(
-          {value(st), (ix[st.node].flags & tree_node::planned_flag) != 0, st.last_use, st.node});
+      if (st.node == no_slot || st.node == exclude || st.pinned) continue;
+      heap_.push_back({value(st), st.planned != 0, st.last_use, st.node});
     }
     auto cmp = std::greater<>{};
     auto less_urgent = [&](const entry& a, const entry& b) { return cmp(a, b); };
-    std::make_heap(heap_.begin(), heap_.end(), less_urgent);
     std::size_t freed = 0;
+    // The first victim is the least entry (the order is total: slots differ), found by one
+    // scan; the heap, whose pops give the same sequence, is built only if more must go.
+    if (!heap_.empty()) {
+      const auto first = std::min_element(heap_.begin(), heap_.end(),
+                                          [](const entry& a, const entry& b) { return b > a; });
+      const entry e = *first;
+      *first = heap_.back();
+      heap_.pop_back();
+      const tree_state& s = states_[ix[e.v].state];
+      freed += s.bytes;
+      ended_.push_back(now - s.touched);
+      remove(ix, e.v);
+      out.push_back(ix.handle_of(e.v));
+    }
+    if (freed < need) std::make_heap(heap_.begin(), heap_.end(), less_urgent);
     while (freed < need && !heap_.empty()) {
       std::pop_heap(heap_.begin(), heap_.end(), less_urgent);
       entry e = heap_.back();
@@ -278,6 +317,12 @@ class tree_state_pool {
     }
   };
 
+  /// `s.up = up`, with the depth gap that goes with it.
+  static void set_up(const tree_index& ix, tree_state& s, slot_id up) noexcept {
+    s.up = up;
+    s.gap = ix[s.node].blocks - ix[up].blocks;
+  }
+
   /// Σ weight over the region of `c` (c and its descendants not below another state); calls
   /// `boundary(s)` for each state met at the region's lower boundary. O(region size).
   template <class F>
@@ -303,6 +348,7 @@ class tree_state_pool {
   std::vector<std::uint32_t> free_states_;
   std::unordered_map<slot_id, std::uint32_t> pins_;  // pin counts of the pinned nodes
   std::size_t used_bytes_ = 0, count_ = 0;
+  std::size_t pinned_bytes_ = 0;  // bytes of the states at pinned nodes
   std::uint32_t clock_ = 0;
   // scratch
   std::vector<std::uint32_t> ended_;

@@ -437,7 +437,7 @@ class basic_state_policy {
   replan_result replan() {
     planner_.restart();
     pool_.recompute_regions(index_);
-    return planner_.replan(
+    const replan_result r = planner_.replan(
         index_, opts_.block_size,
         [&] {
           const std::size_t per = pool_.count() > 0
@@ -446,6 +446,8 @@ class basic_state_policy {
           return opts_.capacity_bytes / per;
         },
         opts_.hysteresis);
+    if (r.adopted) pool_.sync_planned(index_);
+    return r;
   }
 
   // ---- queries ------------------------------------------------------------------------------

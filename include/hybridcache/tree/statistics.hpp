@@ -215,23 +215,26 @@ class tree_statistics {
   void note_hit_age(std::uint32_t age) { age_event(age_hits_, age); }
   /// A state left the pool (evicted or dropped) at age `age`.
   void note_end_age(std::uint32_t age) { age_event(age_ends_, age); }
-  /// P(hit | age) = (H_{≥b} + s·P̄)/(H_{≥b} + E_{≥b} + s), P̄ = (H + s/2)/(H + E + s). The suffix
-  /// table is rebuilt (33 bins) only after a new event.
+  /// P(hit | age) = (H_{≥b} + s·P̄)/(H_{≥b} + E_{≥b} + s), P̄ = (H + s/2)/(H + E + s). The
+  /// table of the 33 bins' values is rebuilt only after a new event, so ranking K states costs
+  /// one lookup each.
   [[nodiscard]] double hit_given_age(std::uint32_t age) const noexcept {
     if (age_dirty_) {
       double h = 0.0, n = 0.0;
+      double suffix_h[age_buckets], suffix_n[age_buckets];
       for (std::size_t j = age_buckets; j-- > 0;) {
         h += age_hits_[j];
         n += age_hits_[j] + age_ends_[j];
-        age_suffix_h_[j] = h;
-        age_suffix_n_[j] = n;
+        suffix_h[j] = h;
+        suffix_n[j] = n;
       }
+      const double s = age_scale_;
+      const double all = (suffix_h[0] + 0.5 * s) / (suffix_n[0] + s);
+      for (std::size_t j = 0; j < age_buckets; ++j)
+        age_hit_[j] = (suffix_h[j] + s * all) / (suffix_n[j] + s);
       age_dirty_ = false;
     }
-    const double s = age_scale_;
-    const double all = (age_suffix_h_[0] + 0.5 * s) / (age_suffix_n_[0] + s);
-    const std::size_t b = age_bucket(age);
-    return (age_suffix_h_[b] + s * all) / (age_suffix_n_[b] + s);
+    return age_hit_[age_bucket(age)];
   }
 
   // ---- queries ------------------------------------------------------------------------
@@ -305,10 +308,10 @@ class tree_statistics {
   double delay_sum_ = 0.0, delay_n_ = 0.0;  // EW sum / count of their ages at the first match
   double pre_ends_ = 0.0, pre_hit_ = 0.0;   // the same for noted prefill ends (prefill_prior)
   double pre_delay_sum_ = 0.0, pre_delay_n_ = 0.0;
-  // Age-conditioned value: EW hits / ends per log2 age bucket, common scale, suffix sums.
+  // Age-conditioned value: EW hits / ends per log2 age bucket, common scale, P(hit | bin).
   double age_hits_[age_buckets] = {}, age_ends_[age_buckets] = {};
   double age_scale_ = 1.0;
-  mutable double age_suffix_h_[age_buckets] = {}, age_suffix_n_[age_buckets] = {};
+  mutable double age_hit_[age_buckets] = {};  // P(hit | bin), rebuilt after an event
   mutable bool age_dirty_ = true;
 };
 

@@ -51,50 +51,10 @@
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/sim/detail/held_tree.hpp"
+#include "hybridcache/sim/tree/recency_order.hpp"
 #include "hybridcache/sim/tree/replay.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
-
-/// Recency (or insertion) order of held states: an ordered set of (stamp, node). Stamps come
-/// from its own counter or, when `reset` is given one, from an outside clock (the engine's one
-/// LRU, `tree_context::lru_tick`), so they compare with the KV blocks' stamps.
-class recency_order {
- public:
-  /// @param clock optional outside clock: each call returns a stamp larger than every earlier one.
-  void reset(std::size_t nodes, std::function<std::uint64_t()> clock = {}) {
-    order_.clear();
-    stamp_.assign(nodes, 0);
-    clock_ = 0;
-    outside_ = std::move(clock);
-  }
-  /// Inserts `v` as the most recent.
-  void insert(std::uint32_t v) {
-    clock_ = outside_ ? outside_() : clock_ + 1;
-    stamp_[v] = clock_;
-    order_.emplace(stamp_[v], v);
-  }
-  /// Moves `v` (held) to the most recent position.
-  void touch(std::uint32_t v) {
-    order_.erase({stamp_[v], v});
-    insert(v);
-  }
-  void erase(std::uint32_t v) { order_.erase({stamp_[v], v}); }
-  [[nodiscard]] bool empty() const noexcept { return order_.empty(); }
-  /// Least recently used (or first inserted).
-  [[nodiscard]] std::uint32_t oldest() const { return order_.begin()->second; }
-  [[nodiscard]] std::uint64_t stamp(std::uint32_t v) const noexcept { return stamp_[v]; }
-  [[nodiscard]] std::uint64_t clock() const noexcept { return clock_; }
-  [[nodiscard]] std::size_t size() const noexcept { return order_.size(); }
-  /// (stamp, node) pairs, oldest first.
-  [[nodiscard]] auto begin() const noexcept { return order_.begin(); }
-  [[nodiscard]] auto end() const noexcept { return order_.end(); }
-
- private:
-  std::set<std::pair<std::uint64_t, std::uint32_t>> order_;
-  std::vector<std::uint64_t> stamp_;
-  std::uint64_t clock_ = 0;
-  std::function<std::uint64_t()> outside_;
-};
 
 /// Shared skeleton of the LRU engine rows (vLLM, SGLang, TensorRT-LLM): one recency order over
 /// the held states, a *pinned* state that cannot be evicted while the request runs (the hit

@@ -46,7 +46,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -54,6 +53,7 @@
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/sim/tree/recency_order.hpp"
 #include "hybridcache/sim/tree/replay.hpp"
 #include "hybridcache/tree/safeguard.hpp"
 
@@ -104,9 +104,7 @@ class portfolio_policy final : public tree_policy {
     guard_ = leader_safeguard(candidates_.size());
     losses_.assign(candidates_.size(), 0.0);
     resumed_.assign(candidates_.size(), 0);
-    stamp_.assign(ctx.trace->node_count(), 0);
-    lru_.clear();
-    clock_ = 0;
+    lru_.reset(ctx.trace->node_count());
     leader_ = 0;
     actual_loss_ = handover_loss_ = 0.0;
   }
@@ -198,16 +196,8 @@ class portfolio_policy final : public tree_policy {
   [[nodiscard]] std::size_t candidates() const noexcept { return candidates_.size(); }
 
  private:
-  void touch(std::uint32_t v) {
-    if (stamp_[v] != 0) lru_.erase({stamp_[v], v});
-    stamp_[v] = ++clock_;
-    lru_.emplace(stamp_[v], v);
-  }
-  void untrack(std::uint32_t v) {
-    if (stamp_[v] == 0) return;
-    lru_.erase({stamp_[v], v});
-    stamp_[v] = 0;
-  }
+  void touch(std::uint32_t v) { lru_.touch(v); }
+  void untrack(std::uint32_t v) { lru_.erase(v); }
   void drop_actual(std::uint32_t v) {
     ctx_.pool->remove(v);
     untrack(v);
@@ -258,9 +248,7 @@ class portfolio_policy final : public tree_policy {
   tree_context ctx_{};
   std::vector<double> losses_;
   std::vector<std::size_t> resumed_, planned_;
-  std::vector<std::uint64_t> stamp_;
-  std::set<std::pair<std::uint64_t, std::uint32_t>> lru_;
-  std::uint64_t clock_ = 0;
+  recency_order lru_;  ///< the real pool's states, least recently used first
   std::size_t leader_ = 0, runner_ = 0;
   double actual_loss_ = 0.0, handover_loss_ = 0.0;
 };
