@@ -23,7 +23,8 @@ using tokens = std::vector<hc::token_id>;
 // Small instances keep the Debug build quick; the default sizes are checked once below.
 hc::family_draft small(std::string_view name, std::uint64_t seed) {
   const std::map<std::string_view, std::size_t> sessions{
-      {"agent-loop", 24}, {"rag", 300}, {"code-edit", 40}, {"doc-qa-skewed", 80}};
+      {"agent-loop", 24}, {"rag", 300}, {"code-edit", 40}, {"doc-qa-skewed", 80},
+      {"prompt-library", 300}};
   return hc::tree_family_draft(name, {.sessions = sessions.at(name), .seed = seed});
 }
 
@@ -137,7 +138,8 @@ TEST_CASE(
     prompt /= static_cast<double>(d.requests.size());
     CHECK(prompt >= 3000.0);
     CHECK(prompt <= 30000.0);
-    CHECK(longest >= 20000);
+    // prompt-library is mostly single-turn: its prompts are a system prompt and a message.
+    CHECK(longest >= (name == "prompt-library" ? 10000u : 20000u));
     // Arrival order, and sessions interleave: some session has another's request between two of
     // its own.
     bool sorted = true, interleaved = false;
@@ -160,6 +162,9 @@ TEST_CASE(
       CHECK(c.events.at(ev::extend) >= 100);
     } else if (name == "rag") {
       CHECK(c.events.at(ev::sibling) >= 1000);
+      CHECK(c.events.at(ev::extend) >= 500);
+    } else if (name == "prompt-library") {
+      CHECK(c.events.at(ev::sibling) >= 2500);  // every conversation's first request
       CHECK(c.events.at(ev::extend) >= 500);
     } else {
       CHECK(c.events.at(ev::sibling) >= 1000);  // documents come back
@@ -282,4 +287,48 @@ TEST_CASE("tree families: bad input names the argument") {
   q = {};
   q.doc_min = 0;
   CHECK_THROWS_AS(hc::doc_qa_skewed(q), hybridcache::invalid_argument);
+  hc::prompt_library_options p;
+  p.apps = 0;
+  CHECK_THROWS_AS(hc::prompt_library(p), hybridcache::invalid_argument);
+  p = {};
+  p.body_min = 7000;  // > body_max
+  CHECK_THROWS_AS(hc::prompt_library(p), hybridcache::invalid_argument);
+  p = {};
+  p.drift_share = -0.1;
+  CHECK_THROWS_AS(hc::prompt_library(p), hybridcache::invalid_argument);
+  p = {};
+  p.drift_every = 0;
+  CHECK_THROWS_AS(hc::prompt_library(p), hybridcache::invalid_argument);
+}
+
+TEST_CASE("tree families: prompt-library branches at the vendor header, the app body, the version") {
+  // The three levels of sharing, counted from the generator's own draws and checked against the
+  // tokens: first requests of two conversations share exactly a vendor header (same vendor,
+  // other app), a header ++ body (same app, other version) or header ++ body ++ last section
+  // (same version), and nothing when the vendors differ.
+  const auto d = hc::prompt_library({.conversations = 800, .seed = 3});
+  tokens a, b;
+  std::map<std::string, std::size_t> levels;
+  for (std::size_t i = 0; i < d.requests.size(); ++i) {
+    const auto& q = d.requests[i];
+    if (q.event != hc::family_event::sibling) continue;
+    d.materialize(i, a);
+    d.materialize(q.ref, b);
+    const std::size_t lcp = naive_lcp(a, b);
+    REQUIRE(lcp == q.shared_with_ref);
+    // The slices say which level it is: the number of leading slices the two requests share.
+    const auto& x = q.tokens;
+    const auto& y = d.requests[q.ref].tokens;
+    std::size_t same = 0;
+    while (same < x.size() && same < y.size() && x[same].segment == y[same].segment) ++same;
+    std::size_t covered = 0;
+    for (std::size_t k = 0; k < same; ++k) covered += x[k].size();
+    CHECK(covered == lcp);
+    ++levels[same == 0 ? "none" : same == 1 ? "vendor" : same == 2 ? "app" : "version"];
+  }
+  // Every level occurs (a vendor of many apps, popular apps, apps with several versions).
+  CHECK(levels["none"] > 0);
+  CHECK(levels["vendor"] > 0);
+  CHECK(levels["app"] > 0);
+  CHECK(levels["version"] > 0);
 }

@@ -3,7 +3,7 @@
 
 /// @file
 /// Seeded synthetic tree-trace families: the *tuning set* of issue #24 (docs/tree_simulation.md,
-/// "Tuning families and ablation"). Four generators, each a pure function of its options (the seed
+/// "Tuning families and ablation"). Five generators, each a pure function of its options (the seed
 /// included), each shaped after one workload whose prefix structure the shared traces lack:
 ///
 /// - `agent_loop` (`--tree agent-loop`): agent tool loops, system prompt ++ task ++ a growing
@@ -16,7 +16,11 @@
 ///   then the chat; an edit in the middle of a file (by this or another session of the
 ///   repository) invalidates everything after it;
 /// - `doc_qa_skewed` (`doc-qa-skewed`): long-document Q&A, heavy-tailed document lengths, bursty
-///   skewed question arrivals; documents come back after long gaps.
+///   skewed question arrivals; documents come back after long gaps;
+/// - `prompt_library` (`prompt-library`, added in 0.2.1): hundreds of applications' system
+///   prompts behind one endpoint, each a vendor's shared header ++ the app's own body (++ one of
+///   a few versions of a last section), Zipf-popular with drifting ranks, mostly single-turn; the
+///   prefix branches at two or three levels and the pool cannot hold every app.
 ///
 /// These traces are for *tuning and ablation only*: no result of record is reported on them (the
 /// results of record stay on the shared traces, which no constant was tuned on).
@@ -792,11 +796,163 @@ inline family_draft doc_qa_skewed(const doc_qa_skewed_options& o = {}) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// prompt_library
+
+/// Shape of `prompt_library` (defaults and their reasons).
+struct prompt_library_options {
+  std::size_t conversations = 3000;  ///< conversations (≈ 5k requests at the defaults)
+  /// Vendors (model providers, agent frameworks): every app's prompt opens with its vendor's
+  /// shared header (identity, safety and formatting rules). A dozen, a few of them large: each
+  /// app's vendor is a Zipf(1) draw.
+  std::size_t vendors = 12;
+  /// Distinct applications (system prompts): hundreds, as one API endpoint serves; more than the
+  /// smaller state pools hold, so the pool must choose among apps of every popularity.
+  std::size_t apps = 400;
+  std::size_t header_min = 300, header_max = 3000;  ///< a vendor's header, log-uniform
+  std::size_t body_min = 200, body_max = 6000;  ///< an app's instructions and tools, log-uniform
+  /// Share of apps that serve 2–3 prompt versions at once (an A/B test, a dated or per-locale
+  /// section): the versions share the app's body and differ in a last section.
+  double variant_share = 0.3;
+  std::size_t variant_min = 30, variant_max = 400;  ///< that last section, log-uniform
+  double app_zipf = 1.0;  ///< app popularity (API traffic is heavy-tailed)
+  /// Popularity drifts: after every `drift_every` conversations a random `drift_share` of the
+  /// apps trade popularity ranks among themselves (launches, campaigns, time zones).
+  std::size_t drift_every = 500;
+  double drift_share = 0.2;
+  std::size_t user_min = 10, user_max = 2000;  ///< a user message, log-uniform
+  std::size_t answer_min = 20, answer_max = 800;
+  double multi_turn = 0.25;                    ///< conversations that go on after one answer
+  std::size_t follow_min = 1, follow_max = 5;  ///< further turns of such a conversation
+  double rate = 3.0;                           ///< new conversations per second
+  double think_time = 30.0;                    ///< mean seconds between a conversation's turns
+  std::uint64_t seed = 1;
+};
+
+/// A library of system prompts behind one endpoint (see the file comment of `prompt_library`):
+/// a conversation's first request = its app's vendor header ++ the app's body (++ one of its
+/// versions' last sections) ++ a user message; the answer is the output; a follow-up = the
+/// previous prompt ++ its answer ++ a new user message (`family_event::extend`). Apps are Zipf
+/// draws over popularity ranks that drift. A conversation's first request is a `sibling` of the
+/// previous conversation's first: they share the vendor header when the vendors agree, the body
+/// when the apps do, the last section when the versions do, and never the user message.
+/// @throws invalid_argument for no conversations, vendors or apps, empty or inverted ranges,
+///         non-positive rates, probabilities out of [0, 1], a negative Zipf exponent.
+inline family_draft prompt_library(const prompt_library_options& o = {}) {
+  using detail::total;
+  if (o.conversations == 0)
+    hybridcache::detail::throw_invalid("conversations", o.conversations, "must be >= 1");
+  if (o.vendors == 0) hybridcache::detail::throw_invalid("vendors", o.vendors, "must be >= 1");
+  if (o.apps == 0) hybridcache::detail::throw_invalid("apps", o.apps, "must be >= 1");
+  detail::check_range("header_min", o.header_min, o.header_max);
+  detail::check_range("body_min", o.body_min, o.body_max);
+  detail::check_range("variant_min", o.variant_min, o.variant_max);
+  detail::check_range("user_min", o.user_min, o.user_max);
+  detail::check_range("answer_min", o.answer_min, o.answer_max);
+  detail::check_range("follow_min", o.follow_min, o.follow_max);
+  detail::check_probability("variant_share", o.variant_share);
+  detail::check_probability("drift_share", o.drift_share);
+  detail::check_probability("multi_turn", o.multi_turn);
+  detail::check_positive("rate", o.rate);
+  detail::check_positive("think_time", o.think_time);
+  if (o.drift_every == 0)
+    hybridcache::detail::throw_invalid("drift_every", o.drift_every, "must be >= 1");
+  if (!(o.app_zipf >= 0.0) || !std::isfinite(o.app_zipf))
+    hybridcache::detail::throw_invalid("app_zipf", o.app_zipf, "must be finite and >= 0");
+
+  detail::rng rng(detail::derive_seed(o.seed, 0x9A1));
+  detail::family_pool pool("prompt-library");
+  auto& reqs = pool.draft().requests;
+  std::vector<token_slice> header;
+  for (std::size_t v = 0; v < o.vendors; ++v)
+    header.push_back(pool.fresh(detail::log_uniform(rng, o.header_min, o.header_max)));
+  struct app {
+    std::size_t vendor = 0;
+    token_slice body{};
+    std::vector<token_slice> versions{};  // empty: one version, no last section
+  };
+  std::vector<app> apps(o.apps);
+  const detail::zipf vendor_pop(o.vendors, 1.0);
+  for (auto& a : apps) {
+    a.vendor = vendor_pop(rng);
+    a.body = pool.fresh(detail::log_uniform(rng, o.body_min, o.body_max));
+    if (rng.uniform() < o.variant_share) {
+      const std::size_t n = rng.between(2, 3);
+      for (std::size_t i = 0; i < n; ++i)
+        a.versions.push_back(pool.fresh(detail::log_uniform(rng, o.variant_min, o.variant_max)));
+    }
+  }
+  std::vector<std::size_t> at_rank(o.apps);  // the app at each popularity rank
+  std::iota(at_rank.begin(), at_rank.end(), std::size_t{0});
+  const detail::zipf app_pop(o.apps, o.app_zipf);
+
+  std::size_t last_first = family_request::npos, last_app = 0, last_version = 0;
+  double start = 0.0;
+  for (std::size_t c = 0; c < o.conversations; ++c) {
+    if (c > 0 && c % o.drift_every == 0) {  // a share of the apps trade ranks
+      std::vector<std::size_t> ranks;
+      for (std::size_t r = 0; r < o.apps; ++r)
+        if (rng.uniform() < o.drift_share) ranks.push_back(r);
+      for (std::size_t i = ranks.size(); i > 1; --i)
+        std::swap(at_rank[ranks[i - 1]], at_rank[ranks[rng.below(i)]]);
+    }
+    start += rng.exponential(o.rate);
+    const std::size_t a = at_rank[app_pop(rng)];
+    const std::size_t version = apps[a].versions.empty() ? 0 : rng.below(apps[a].versions.size());
+    std::vector<token_slice> history{header[apps[a].vendor], apps[a].body};
+    if (!apps[a].versions.empty()) history.push_back(apps[a].versions[version]);
+    const std::size_t turns =
+        1 + (rng.uniform() < o.multi_turn
+                 ? static_cast<std::size_t>(rng.between(o.follow_min, o.follow_max))
+                 : 0);
+    double t = start;
+    std::size_t prev = family_request::npos;
+    for (std::size_t turn = 0; turn < turns; ++turn) {
+      history.push_back(pool.fresh(detail::log_uniform(rng, o.user_min, o.user_max)));
+      family_request q;
+      q.arrival = t;
+      q.session = static_cast<std::uint32_t>(c);
+      q.tokens = history;
+      q.prompt_tokens = total(history);
+      const token_slice answer = pool.fresh(detail::log_uniform(rng, o.answer_min, o.answer_max));
+      q.tokens.push_back(answer);
+      q.output_tokens = answer.size();
+      if (turn == 0) {
+        q.ref = last_first;
+        if (q.ref != family_request::npos) {
+          q.event = family_event::sibling;
+          const app& p = apps[last_app];
+          if (p.vendor == apps[a].vendor) {
+            q.shared_with_ref = header[apps[a].vendor].size();
+            if (last_app == a) {
+              q.shared_with_ref += apps[a].body.size();
+              if (!apps[a].versions.empty() && last_version == version)
+                q.shared_with_ref += apps[a].versions[version].size();
+            }
+          }
+        }
+        last_first = reqs.size();
+        last_app = a;
+        last_version = version;
+      } else {
+        q.ref = prev;
+        q.event = family_event::extend;
+        q.shared_with_ref = total(reqs[prev].tokens);
+      }
+      prev = reqs.size();
+      reqs.push_back(std::move(q));
+      history.push_back(answer);
+      t += rng.exponential(1.0 / o.think_time);
+    }
+  }
+  return pool.take();
+}
+
+// ---------------------------------------------------------------------------------------------
 // By name
 
 /// The family names `tree_family` accepts (the CLI's `--tree` names).
 inline constexpr std::string_view tree_family_names[] = {"agent-loop", "rag", "code-edit",
-                                                         "doc-qa-skewed"};
+                                                         "doc-qa-skewed", "prompt-library"};
 
 /// Size and seed of a family run from the CLI: `sessions` (0 = the family's default) scales the
 /// family's session count (bursts for doc-qa-skewed).
@@ -831,6 +987,12 @@ inline family_draft tree_family_draft(std::string_view name, const tree_family_o
     o.seed = f.seed;
     if (f.sessions) o.bursts = f.sessions;
     return doc_qa_skewed(o);
+  }
+  if (name == "prompt-library") {
+    prompt_library_options o;
+    o.seed = f.seed;
+    if (f.sessions) o.conversations = f.sessions;
+    return prompt_library(o);
   }
   hybridcache::detail::throw_invalid("family", name, "unknown tree family");
 }
