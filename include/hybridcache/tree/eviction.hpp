@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <unordered_map>
 #include <vector>
@@ -214,52 +213,57 @@ class tree_state_pool {
   /// the file comment says. Victims are taken off the books and returned. Every victim is
   /// reported as `on_end(age)`, age = now − touched, after the loop, so that `value` sees the
   /// same statistics throughout. O(K + V log K + Σ victim regions), K = states held, V the
-  /// victims (the first is found by one scan; a heap orders the rest).
+  /// victims (the first is found by one scan that stores nothing; a heap orders the rest).
   template <class Value, class OnEnd>
   std::vector<node_id> evict(tree_index& ix, std::size_t need, slot_id exclude, std::uint32_t now,
                              Value&& value, OnEnd&& on_end) {
     std::vector<node_id> out;
     if (need == 0 || count_ == 0) return out;
     using entry = victim_entry;
-    heap_.clear();
+    std::size_t freed = 0;
+    auto take = [&](slot_id v) {
+      const tree_state& s = states_[ix[v].state];
+      freed += s.bytes;
+      ended_.push_back(now - s.touched);
+      remove(ix, v);
+      out.push_back(ix.handle_of(v));
+    };
+    // The first victim is the least entry (the order is total: slots differ), found by one scan
+    // that stores nothing; most admissions need no more.
+    bool any = false;
+    entry best{};
     for (const auto& st : states_) {
       if (st.node == no_slot || st.node == exclude || st.pinned) continue;
-      heap_.push_back({value(st), st.planned != 0, st.last_use, st.node});
+      const entry e{value(st), st.planned != 0, st.last_use, st.node};
+      if (!any || best > e) best = e;
+      any = true;
     }
-    auto cmp = std::greater<>{};
-    auto less_urgent = [&](const entry& a, const entry& b) { return cmp(a, b); };
-    std::size_t freed = 0;
-    // The first victim is the least entry (the order is total: slots differ), found by one
-    // scan; the heap, whose pops give the same sequence, is built only if more must go.
-    if (!heap_.empty()) {
-      const auto first = std::min_element(heap_.begin(), heap_.end(),
-                                          [](const entry& a, const entry& b) { return b > a; });
-      const entry e = *first;
-      *first = heap_.back();
-      heap_.pop_back();
-      const tree_state& s = states_[ix[e.v].state];
-      freed += s.bytes;
-      ended_.push_back(now - s.touched);
-      remove(ix, e.v);
-      out.push_back(ix.handle_of(e.v));
-    }
-    if (freed < need) std::make_heap(heap_.begin(), heap_.end(), less_urgent);
-    while (freed < need && !heap_.empty()) {
-      std::pop_heap(heap_.begin(), heap_.end(), less_urgent);
-      entry e = heap_.back();
-      heap_.pop_back();
-      const double v_now = value(states_[ix[e.v].state]);
-      if (v_now != e.per_byte) {  // Δ only grows as victims go: re-queue the stale entry
-        e.per_byte = v_now;
-        heap_.push_back(e);
-        std::push_heap(heap_.begin(), heap_.end(), less_urgent);
-        continue;
+    if (!any) return out;
+    take(best.v);
+    if (freed < need) {
+      // More must go: the rest by their values now, in a heap, re-queued lazily as values
+      // grow. (Each step takes the least current value, as if the heap had held every state
+      // from the start: a stale entry is never below its current value.)
+      heap_.clear();
+      for (const auto& st : states_) {
+        if (st.node == no_slot || st.node == exclude || st.pinned) continue;
+        heap_.push_back({value(st), st.planned != 0, st.last_use, st.node});
       }
-      const tree_state& s = states_[ix[e.v].state];
-      freed += s.bytes;
-      ended_.push_back(now - s.touched);
-      remove(ix, e.v);
-      out.push_back(ix.handle_of(e.v));
+      auto less_urgent = [](const entry& a, const entry& b) { return a > b; };
+      std::make_heap(heap_.begin(), heap_.end(), less_urgent);
+      while (freed < need && !heap_.empty()) {
+        std::pop_heap(heap_.begin(), heap_.end(), less_urgent);
+        entry e = heap_.back();
+        heap_.pop_back();
+        const double v_now = value(states_[ix[e.v].state]);
+        if (v_now != e.per_byte) {  // Δ only grows as victims go: re-queue the stale entry
+          e.per_byte = v_now;
+          heap_.push_back(e);
+          std::push_heap(heap_.begin(), heap_.end(), less_urgent);
+          continue;
+        }
+        take(e.v);
+      }
     }
     for (std::uint32_t age : ended_) on_end(age);
     ended_.clear();
