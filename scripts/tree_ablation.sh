@@ -3,9 +3,9 @@
 # Issue #24's ablation on the synthetic *tuning* families (include/hybridcache/sim/tree/families.hpp;
 # docs/tree_simulation.md, "Tuning families and ablation"): the library's row `hybridcache`, its
 # ablation variants (`tree_policy_variants` of sim/tree/simulate.hpp) and the faithful engine rows,
-# on agent-loop, rag, code-edit, doc-qa-skewed x M = 16, 64, 256, 1024 x KV unlimited, separate,
+# on agent-loop, rag, code-edit, doc-qa-skewed, prompt-library x M = 16, 64, 256, 1024 x KV unlimited, separate,
 # joint, then one markdown table (stdout and OUT/ablation.md):
-#   - per row, the geometric mean over the 16 (family, M) cells of a KV mode of
+#   - per row, the geometric mean over the (family, M) cells of a KV mode (20 at the defaults) of
 #     (recomputed tokens + 64) / (hybridcache's recomputed tokens + 64) — one block added to both so
 #     that cells where both recompute nothing count as 1 (< 1: the row recomputes less);
 #   - win / tie / loss of the row against the best faithful engine row of the same cell (the
@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-out/tree_ablation}
 BIN=${HYBRIDCACHE_BIN:-build/release/bin/hybridcache}
-FAMILIES=${FAMILIES:-agent-loop,rag,code-edit,doc-qa-skewed}
+FAMILIES=${FAMILIES:-agent-loop,rag,code-edit,doc-qa-skewed,prompt-library}
 BUDGETS=${BUDGETS:-16,64,256,1024}
 # 4 GiB of KV = 5461 blocks of 64 tokens (12 KiB per token, ≈Qwen3.5-0.8B) ≈ 350k tokens: the
 # budget of the results of record, and below the live working set of every family (10–15
@@ -28,7 +28,7 @@ BUDGETS=${BUDGETS:-16,64,256,1024}
 # in `separate` and shared with states in `joint` (tree.csv's kv_evicted_blocks says how much).
 KV_BUDGET=${KV_BUDGET:-4GiB}
 SEED=${SEED:-1}
-VARIANTS=hybridcache_exact,hybridcache_base,hybridcache_prev,hybridcache_noprior,hybridcache_norepeat,hybridcache_noage,hybridcache_noprefill,hybridcache_nofill
+VARIANTS=hybridcache_exact,hybridcache_pool_memory,hybridcache_one_memory,hybridcache_base,hybridcache_prev,hybridcache_noprior,hybridcache_norepeat,hybridcache_noage,hybridcache_noprefill,hybridcache_nofill
 ENGINES=vllm_align,vllm_align_dense,vllm_all,sglang_no_buffer,sglang_extra_buffer,sglang_extra_buffer_lazy,sglang_extra_buffer_cap,marconi,llamacpp,llamacpp_cache_ram,trtllm
 
 mkdir -p "$OUT"

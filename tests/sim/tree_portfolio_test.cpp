@@ -207,3 +207,37 @@ TEST_CASE("replay: grow under a joint budget evicts the least recently used KV l
   CHECK_FALSE(r.tree().present(a1));
   CHECK(r.tree().present(b1));
 }
+
+TEST_CASE("portfolio: the library's row runs the exact policy at two memories") {
+  // make_tree_policy("hybridcache"): candidate 0 is the exact policy at the base EW memory,
+  // candidate 1 the same with its memory lengthened by the budget, 1/(1 − γ') = 1/(1 − γ) + M,
+  // then the eleven engine rows. Reference for candidate 1: a library_policy built with γ'
+  // written out by hand, replayed alone.
+  CHECK(hc::library_policy::pool_window(0.99, 156) == doctest::Approx(1.0 - 1.0 / 256.0));
+  CHECK(hc::library_policy::pool_window(0.5, 0) == doctest::Approx(0.5));
+  CHECK(hc::library_policy::pool_window(1.0, 64) == 1.0);  // no decay stays no decay
+  const auto t = small_trace(9);
+  hc::tree_options o;
+  const auto usable = hc::usable_matches(t, o.cost);
+  for (std::size_t M : {16, 256}) {
+    CAPTURE(M);
+    auto row = hc::make_tree_policy("hybridcache", o);
+    auto* p = dynamic_cast<hc::portfolio_policy*>(row.get());
+    REQUIRE(p != nullptr);
+    REQUIRE(p->candidates() == 2 + hc::faithful_tree_policy_names.size());
+    (void)hc::replay_tree(t, *p, M, usable, o.cost);
+    CHECK(p->stats().candidates[0] == "hybridcache");
+    CHECK(p->stats().candidates[1] == "hybridcache_pool_memory");
+    hc::policy_options longer;
+    longer.gamma = 1.0 - 1.0 / (100.0 + static_cast<double>(M));
+    hc::library_policy ref(longer, "reference");
+    const auto alone = hc::replay_tree(t, ref, M, usable, o.cost);
+    const auto shadow = p->shadow(1).metrics();
+    CHECK(shadow.recomputed_tokens == alone.recomputed_tokens);
+    CHECK(shadow.states_mean == alone.states_mean);
+    // And the base candidate is the default exact policy.
+    hc::library_policy base;
+    CHECK(p->shadow(0).metrics().recomputed_tokens ==
+          hc::replay_tree(t, base, M, usable, o.cost).recomputed_tokens);
+  }
+}

@@ -69,8 +69,21 @@ class library_policy final : public tree_policy {
   /// `base`: options passed through (gamma, replan_every, hysteresis, junction/tail switches);
   /// block size, state bytes and capacity are set from the replay.
   /// `name`: the row label (ablations of the options get their own).
-  explicit library_policy(policy_options base = {}, std::string name = "hybridcache")
-      : base_(base), name_(std::move(name)) {}
+  /// `pool_memory`: lengthen the EW memory by the state budget M, 1/(1 − γ') = 1/(1 − γ) + M
+  /// (`pool_window`): the long-memory candidate of the library's row (sim/tree/simulate.hpp).
+  explicit library_policy(policy_options base = {}, std::string name = "hybridcache",
+                          bool pool_memory = false)
+      : base_(base), name_(std::move(name)), pool_memory_(pool_memory) {}
+
+  /// γ' with 1/(1 − γ') = 1/(1 − γ) + M: an EW memory of the base window plus one observation
+  /// per state of the budget. Derived: a pool of M states holds prefixes down to a match share
+  /// of about 1/M per request (a request ends its match at one node), and a window shorter than
+  /// M observations sees such a prefix less than once, so its weight there is mostly 0; the
+  /// base window (100 observations at γ = 0.99) stays the floor for small pools. γ = 1 stays 1.
+  [[nodiscard]] static double pool_window(double gamma, std::size_t m) noexcept {
+    if (!(gamma < 1.0)) return gamma;
+    return 1.0 - 1.0 / (1.0 / (1.0 - gamma) + static_cast<double>(m));
+  }
   [[nodiscard]] std::string name() const override { return name_; }
 
   void reset(const tree_context& ctx) override {
@@ -86,6 +99,7 @@ class library_policy final : public tree_policy {
     o.block_size = ctx.trace->block();
     o.state_bytes = state_bytes_;
     o.capacity_bytes = ctx.pool->capacity() * state_bytes_;
+    if (pool_memory_) o.gamma = pool_window(o.gamma, ctx.budget);
     pol_ = std::make_unique<state_policy>(o);
   }
 
@@ -212,6 +226,7 @@ class library_policy final : public tree_policy {
 
   policy_options base_;
   std::string name_;
+  bool pool_memory_ = false;
   tree_context ctx_{};
   std::unique_ptr<state_policy> pol_;
   match_result m_;

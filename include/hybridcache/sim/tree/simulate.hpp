@@ -58,8 +58,11 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 
 /// Ablations of the library's policy, run only when named (`--tree-policies`):
 /// `hybridcache_exact` = the exact ΔE[r] policy alone (`library_policy`, no shadows: the
-/// `hybridcache` row before issue #24), `hybridcache_shadows` = the engines' rows in shadow
-/// without the exact policy among the candidates; the rest vary the exact policy's options, one
+/// `hybridcache` row before issue #24), `hybridcache_pool_memory` = the same with its EW memory
+/// lengthened by the state budget (`library_policy::pool_window`: the row's second library
+/// candidate since 0.2.1), `hybridcache_one_memory` = the row with the exact policy at the base
+/// memory as its only library candidate (the row of 0.2.0), `hybridcache_shadows` = the engines'
+/// rows in shadow without the exact policy among the candidates; the rest vary the exact policy's options, one
 /// row per remaining mechanism (docs/tree_simulation.md, "Fewer knobs (issue #24)"): the default
 /// without one each, `hybridcache_noprior` (`fresh_prior`), `hybridcache_norepeat`
 /// (`repeat_discount`), `hybridcache_noage` (`age_value`), `hybridcache_noprefill`
@@ -68,10 +71,11 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// work-bounded re-plans only: `repeat_discount`, `age_value`, `prefill_prior` and `fill_free`
 /// off) and `hybridcache_base` (before those too: also `fresh_prior` off, `replan_work = 0`).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 9> tree_policy_variants{
-    "hybridcache_exact", "hybridcache_shadows",   "hybridcache_base",
-    "hybridcache_prev",  "hybridcache_noprior",   "hybridcache_norepeat",
-    "hybridcache_noage", "hybridcache_noprefill", "hybridcache_nofill"};
+inline constexpr std::array<std::string_view, 11> tree_policy_variants{
+    "hybridcache_exact",     "hybridcache_pool_memory", "hybridcache_one_memory",
+    "hybridcache_shadows",   "hybridcache_base",        "hybridcache_prev",
+    "hybridcache_noprior",   "hybridcache_norepeat",    "hybridcache_noage",
+    "hybridcache_noprefill", "hybridcache_nofill"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -127,16 +131,21 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   if (name == "oracle") return std::make_unique<oracle_policy>();
   if (name == "oracle_exact") return std::make_unique<oracle_exact_policy>();
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-  if (name == "hybridcache" || name == "hybridcache_shadows") {
+  if (name == "hybridcache" || name == "hybridcache_shadows" || name == "hybridcache_one_memory") {
     // The library's row: the exact ΔE[r] policy and every faithful engine row, run in shadow;
     // the pool follows the lazy leader with a hand-over (sim/tree/portfolio.hpp).
     std::vector<std::unique_ptr<tree_policy>> c;
-    if (name == "hybridcache") c.push_back(std::make_unique<library_policy>());
+    if (name != "hybridcache_shadows") c.push_back(std::make_unique<library_policy>());
+    if (name == "hybridcache")
+      c.push_back(
+          std::make_unique<library_policy>(policy_options{}, "hybridcache_pool_memory", true));
     for (auto f : faithful_tree_policy_names) c.push_back(make_tree_policy(f, o));
     return std::make_unique<portfolio_policy>(std::move(c), std::string(name));
   }
   if (name == "hybridcache_exact")
     return std::make_unique<library_policy>(policy_options{}, "hybridcache_exact");
+  if (name == "hybridcache_pool_memory")
+    return std::make_unique<library_policy>(policy_options{}, "hybridcache_pool_memory", true);
   if (name.rfind("hybridcache_", 0) == 0) {
     policy_options b;
     bool known = true;
