@@ -241,3 +241,29 @@ TEST_CASE("portfolio: the library's row runs the exact policy at two memories") 
           hc::replay_tree(t, base, M, usable, o.cost).recomputed_tokens);
   }
 }
+
+TEST_CASE("library_policy: under a joint budget its states take their M share back from KV") {
+  // The joint pool is the KV share plus M states' bytes; cached KV spills into the room states
+  // leave free. The exact policy must reclaim that room (least recently used KV first) until it
+  // holds M states, as the engine's one block pool hands a new state block the LRU cached one.
+  // Reference: the pool's own count (states_peak) and the KV it had to evict for them, against
+  // the same replay with KV unlimited (where no KV is ever evicted).
+  const auto t = small_trace(13);
+  for (std::size_t M : {4, 16}) {
+    CAPTURE(M);
+    hc::tree_options o;
+    o.cost = cost_for(hc::kv_mode::joint, t);
+    const auto usable = hc::usable_matches(t, o.cost);
+    hc::library_policy p;
+    hc::tree_replayer r(t, p, M, usable, o.cost);
+    std::size_t full_after_kv = 0;  // requests that end with M states while KV fills the rest
+    while (r.step()) {
+      CHECK(r.pool().size() <= r.pool().capacity());
+      if (r.pool().size() == M && r.kv_bytes() >= o.cost.kv.bytes) ++full_after_kv;
+    }
+    const auto m = r.metrics();
+    CHECK(m.states_peak >= M);
+    CHECK(m.kv_evicted_blocks > 0.0);
+    CHECK(full_after_kv > t.size() / 2);  // the M share is held for most of the trace
+  }
+}

@@ -27,8 +27,11 @@
 /// The policy's `capacity_bytes` is the pool's capacity: M states, or with a joint KV budget the
 /// room the pool has for states, which changes per request (`set_capacity_bytes` at match time
 /// and again once the request's KV is allocated; the policy is built with the whole pool's
-/// capacity before any KV is cached). States the engine drops with their KV are given back by
-/// `drop`, and every evicted KV leaf by `erase`.
+/// capacity before any KV is cached). Under a joint budget a state offered into a full pool
+/// while fewer than M are held first takes its room back from the least recently used KV leaves
+/// (`tree_context::grow`; since 0.2.1: before, cached KV kept the M states' share once it had
+/// spilled into it). States the engine drops with their KV are given back by `drop`, and every
+/// evicted KV leaf by `erase`.
 /// The namespace is a tenant named after the trace's namespace index, so namespaces stay apart
 /// in the policy too.
 ///
@@ -219,6 +222,15 @@ class library_policy final : public tree_policy {
     const auto lib = lib_[j - 1];
     if (pol_->has_state(lib)) return;
     auto& pool = *ctx_.pool;
+    // Joint KV budget: the pool was sized as the KV share plus M states' bytes, and cached KV
+    // spills into whatever states leave free. A state that finds the pool full while fewer than
+    // M are held takes its room back from the least recently used KV leaves (as the engine's
+    // one block pool hands a new block the least recently used cached one); beyond M it competes
+    // within the room it has.
+    if (ctx_.grow && pool.full() && pool.size() < ctx_.budget) {
+      ctx_.grow(1);
+      sync_capacity();
+    }
     const auto r = pol_->admit(lib, state_bytes_);
     for (auto victim : r.victims) pool.remove(node_of(victim));
     if (r.admitted) pool.add(path[j - 1]);
