@@ -13,7 +13,9 @@
 // previous default (before the junction prior, repeat discount, pool-scaled window and admission
 // by value); the other hybridcache_* rows drop one option each (sim/tree/simulate.hpp).
 // Since issue #24 BM_tree_policy/hybridcache is the library's row with every faithful engine row
-// in shadow (sim/tree/portfolio.hpp); /hybridcache_exact is the exact policy alone.
+// in shadow (sim/tree/portfolio.hpp); /hybridcache_exact is the exact policy alone. Since 0.2.1
+// the row also runs the exact policy with the pool-scaled memory (/hybridcache_pool_memory
+// alone); /hybridcache_one_memory is the row without it.
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
@@ -90,6 +92,7 @@ BENCHMARK(BM_tree_library_no_replan)->Arg(64)->Arg(1024)->Unit(benchmark::kMilli
 // The library's row (issue #24) without the Marconi candidate: the cost of the shadows when the
 // one expensive engine row (its alpha-tuning replays and min-max scans) is left out. Compare with
 // BM_tree_policy/hybridcache (all eleven engine rows in shadow) and /hybridcache_exact (none).
+// (It keeps the 0.2.0 composition, one library candidate.)
 void BM_tree_portfolio_no_marconi(benchmark::State& st) {
   const auto usable = hc::usable_matches(trace());
   const hc::tree_options o;
@@ -119,10 +122,12 @@ const int registered = [] {
   }
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
   // M = 1024: the pool is mostly free for a long time, so fill_free admits the most there.
-  // hybridcache_exact and hybridcache_shadows split the row: the exact policy (with re-plans;
-  // BM_tree_library_no_replan/1024 without) and the eleven engine rows in shadow.
-  for (std::string_view name : {"hybridcache", "hybridcache_exact", "hybridcache_shadows",
-                                "hybridcache_nofill", "sglang_extra_buffer"}) {
+  // hybridcache_exact, hybridcache_pool_memory and hybridcache_shadows split the row: the exact
+  // policy at its two memories (with re-plans; BM_tree_library_no_replan/1024 without) and the
+  // eleven engine rows in shadow; hybridcache_one_memory is the 0.2.0 row (no long memory).
+  for (std::string_view name :
+       {"hybridcache", "hybridcache_one_memory", "hybridcache_exact", "hybridcache_pool_memory",
+        "hybridcache_shadows", "hybridcache_nofill", "sglang_extra_buffer"}) {
     benchmark::RegisterBenchmark(("BM_tree_policy_M1024/" + std::string(name)).c_str(),
                                  BM_tree_policy, std::string(name), std::size_t{1024})
         ->Unit(benchmark::kMillisecond);

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The library's tree row (docs/tree.md, "Candidate shadows and the safeguard"): the exact
-// ΔE[r] policy and every faithful engine row run in shadow; the pool follows the lazy leader.
-// A small synthetic multi-turn trace under a joint KV pool, where the engines' rows that keep
-// many states beat the exact policy alone: the row switches and ends near the best candidate.
+// ΔE[r] policy at two EW memories and every faithful engine row run in shadow; the pool follows
+// the lazy leader.
+// A small synthetic multi-turn trace under a joint KV pool: the engines' rows lead for a while
+// (`marconi`, `trtllm`), the row switches to them and back, and ends near the best candidate
+// (since 0.2.1 the exact policy itself, which takes its states' share back from spilled KV).
 #include <algorithm>
 #include <cstdio>
 #include <hybridcache/sim/tree.hpp>
@@ -24,6 +26,9 @@ int main() {
 
   std::vector<std::unique_ptr<hc::tree_policy>> candidates;
   candidates.push_back(std::make_unique<hc::library_policy>());  // the initial leader
+  // The same policy with its EW memory lengthened by the budget (library_policy::pool_window).
+  candidates.push_back(
+      std::make_unique<hc::library_policy>(hc::policy_options{}, "hybridcache_pool_memory", true));
   for (auto name : hc::faithful_tree_policy_names)
     candidates.push_back(hc::make_tree_policy(name, options));
   hc::portfolio_policy row(std::move(candidates));

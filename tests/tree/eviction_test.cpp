@@ -171,7 +171,8 @@ TEST_CASE("tree_state_pool: a new state displaces the cheapest held one, by hand
   CHECK(pool.count() == 2);
 }
 
-TEST_CASE("tree_state_pool: evictable bytes, depth gaps and flags stay exact through every change") {
+TEST_CASE(
+    "tree_state_pool: evictable bytes, depth gaps and flags stay exact through every change") {
   // The pool keeps Σ bytes of the states at pinned nodes, each state's depth gap to the state
   // above and copies of its node's pin and planned flags incrementally (planned as of the last
   // `sync_planned`, which the policy calls after a re-plan); all are checked after every
@@ -215,7 +216,8 @@ TEST_CASE("tree_state_pool: evictable bytes, depth gaps and flags stay exact thr
         if (pins[x] == 0 && x != exclude) evictable += bytes[x];
         // The gap to the nearest ancestor holding a state (or the root), by a walk up.
         slot a = w.ix[x].parent;
-        while (w.ix[a].parent != hc::tree_index::no_slot && w.ix[a].state == hc::tree_state_pool::no_state)
+        while (w.ix[a].parent != hc::tree_index::no_slot &&
+               w.ix[a].state == hc::tree_state_pool::no_state)
           a = w.ix[a].parent;
         const auto& st = pool.state_at(w.ix, x);
         CHECK(st.up == a);

@@ -6,11 +6,13 @@ set(_hc_fam_dir "${CMAKE_CURRENT_BINARY_DIR}/simulate_tree_families")
 file(MAKE_DIRECTORY "${_hc_fam_dir}")
 
 add_test(NAME cli/simulate/tree_families
-  COMMAND hybridcache_cli simulate --scenario tree --tree agent-loop,rag,code-edit,doc-qa-skewed
+  COMMAND hybridcache_cli simulate --scenario tree
+          --tree agent-loop,rag,code-edit,doc-qa-skewed,prompt-library
           --tree-sessions 4 --tree-budgets 2 --tree-policies hybridcache,vllm_align --no-plot
           --quiet --out "${_hc_fam_dir}/all")
 set_tests_properties(cli/simulate/tree_families PROPERTIES
-  PASS_REGULAR_EXPRESSION "trace agent-loop: .*trace rag: .*trace code-edit: .*trace doc-qa-skewed: "
+  PASS_REGULAR_EXPRESSION
+    "trace agent-loop: .*trace rag: .*trace code-edit: .*trace doc-qa-skewed: .*trace prompt-library: "
   LABELS "cli;sim")
 
 # --seed changes the trace (the request or node counts differ); the same seed reproduces it.

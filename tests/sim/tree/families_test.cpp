@@ -22,9 +22,11 @@ using tokens = std::vector<hc::token_id>;
 
 // Small instances keep the Debug build quick; the default sizes are checked once below.
 hc::family_draft small(std::string_view name, std::uint64_t seed) {
-  const std::map<std::string_view, std::size_t> sessions{
-      {"agent-loop", 24}, {"rag", 300}, {"code-edit", 40}, {"doc-qa-skewed", 80},
-      {"prompt-library", 300}};
+  const std::map<std::string_view, std::size_t> sessions{{"agent-loop", 24},
+                                                         {"rag", 300},
+                                                         {"code-edit", 40},
+                                                         {"doc-qa-skewed", 80},
+                                                         {"prompt-library", 300}};
   return hc::tree_family_draft(name, {.sessions = sessions.at(name), .seed = seed});
 }
 
@@ -301,7 +303,8 @@ TEST_CASE("tree families: bad input names the argument") {
   CHECK_THROWS_AS(hc::prompt_library(p), hybridcache::invalid_argument);
 }
 
-TEST_CASE("tree families: prompt-library branches at the vendor header, the app body, the version") {
+TEST_CASE(
+    "tree families: prompt-library branches at the vendor header, the app body, the version") {
   // The three levels of sharing, counted from the generator's own draws and checked against the
   // tokens: first requests of two conversations share exactly a vendor header (same vendor,
   // other app), a header ++ body (same app, other version) or header ++ body ++ last section

@@ -91,7 +91,8 @@ class recency_order {
   /// Least recently used (or first inserted).
   /// @throws invalid_argument when the order is empty.
   [[nodiscard]] std::uint32_t oldest() const {
-    if (head_ == none) hybridcache::detail::throw_invalid("recency_order", "empty", "has no oldest");
+    if (head_ == none)
+      hybridcache::detail::throw_invalid("recency_order", "empty", "has no oldest");
     return head_;
   }
   /// The stamp of `v`'s last insert or touch.
