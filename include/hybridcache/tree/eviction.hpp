@@ -213,7 +213,9 @@ class tree_state_pool {
   /// the file comment says. Victims are taken off the books and returned. Every victim is
   /// reported as `on_end(age)`, age = now − touched, after the loop, so that `value` sees the
   /// same statistics throughout. O(K + V log K + Σ victim regions), K = states held, V the
-  /// victims (the first is found by one scan that stores nothing; a heap orders the rest).
+  /// victims (the first is found by two passes over the records, values then ties; a heap
+  /// orders the rest). `value` is called once per unpinned state per pass it is needed in: a
+  /// small callable (tree/policy.hpp's `eviction_value`) keeps the first pass a tight loop.
   template <class Value, class OnEnd>
   std::vector<node_id> evict(tree_index& ix, std::size_t need, slot_id exclude, std::uint32_t now,
                              Value&& value, OnEnd&& on_end) {
@@ -228,17 +230,34 @@ class tree_state_pool {
       remove(ix, v);
       out.push_back(ix.handle_of(v));
     };
-    // The first victim is the least entry (the order is total: slots differ), found by one scan
-    // that stores nothing; most admissions need no more.
+    // The first victim is the least entry (the order is total: slots differ); most admissions
+    // need no more. It is found in two passes so that no division sits on a loop-carried
+    // chain: the values and their minimum m (a running min, whatever the order of the states),
+    // then the least entry among the states of value m (the tie-breaks). Same entry as one
+    // scan comparing whole entries.
+    constexpr double none = std::numeric_limits<double>::infinity();
+    values_.resize(states_.size());
+    double m = none;
     bool any = false;
-    entry best{};
-    for (const auto& st : states_) {
-      if (st.node == no_slot || st.node == exclude || st.pinned) continue;
-      const entry e{value(st), st.planned != 0, st.last_use, st.node};
-      if (!any || best > e) best = e;
-      any = true;
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      const tree_state& st = states_[i];
+      const bool eligible = st.node != no_slot && st.node != exclude && !st.pinned;
+      const double v = eligible ? value(st) : none;
+      values_[i] = v;
+      m = v < m ? v : m;
+      any |= eligible;
     }
     if (!any) return out;
+    entry best{};
+    bool found = false;
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      if (values_[i] != m) continue;
+      const tree_state& st = states_[i];
+      if (st.node == no_slot || st.node == exclude || st.pinned) continue;
+      const entry e{m, st.planned != 0, st.last_use, st.node};
+      if (!found || best > e) best = e;
+      found = true;
+    }
     take(best.v);
     if (freed < need) {
       // More must go: the rest by their values now, in a heap, re-queued lazily as values
@@ -300,10 +319,12 @@ class tree_state_pool {
 
   [[nodiscard]] std::size_t used_bytes() const noexcept { return used_bytes_; }
   [[nodiscard]] std::size_t count() const noexcept { return count_; }
-  /// Bytes of the state records, their free list and the pin table.
+  /// Bytes of the state records, their free list, the pin table and the victim search's values
+  /// (one double per record).
   [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
     return states_.capacity() * sizeof(tree_state) +
-           free_states_.capacity() * sizeof(std::uint32_t) + detail::table_bytes(pins_);
+           free_states_.capacity() * sizeof(std::uint32_t) + detail::table_bytes(pins_) +
+           values_.capacity() * sizeof(double);
   }
 
  private:
@@ -358,6 +379,7 @@ class tree_state_pool {
   std::vector<std::uint32_t> ended_;
   std::vector<slot_id> stack_;
   std::vector<victim_entry> heap_;
+  std::vector<double> values_;  // evict's first pass, one per record
 };
 
 HYBRIDCACHE_NAMESPACE_END

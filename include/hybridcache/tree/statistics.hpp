@@ -219,22 +219,13 @@ class tree_statistics {
   /// table of the 33 bins' values is rebuilt only after a new event, so ranking K states costs
   /// one lookup each.
   [[nodiscard]] double hit_given_age(std::uint32_t age) const noexcept {
-    if (age_dirty_) {
-      double h = 0.0, n = 0.0;
-      double suffix_h[age_buckets], suffix_n[age_buckets];
-      for (std::size_t j = age_buckets; j-- > 0;) {
-        h += age_hits_[j];
-        n += age_hits_[j] + age_ends_[j];
-        suffix_h[j] = h;
-        suffix_n[j] = n;
-      }
-      const double s = age_scale_;
-      const double all = (suffix_h[0] + 0.5 * s) / (suffix_n[0] + s);
-      for (std::size_t j = 0; j < age_buckets; ++j)
-        age_hit_[j] = (suffix_h[j] + s * all) / (suffix_n[j] + s);
-      age_dirty_ = false;
-    }
-    return age_hit_[age_bucket(age)];
+    return hit_given_age_table()[age_bucket(age)];
+  }
+  /// The 33 values P(hit | bin j), j = `age_bucket(age)`, as `hit_given_age` reads them (rebuilt
+  /// here if an event came since). Valid until the next `note_hit_age` / `note_end_age`.
+  [[nodiscard]] const double* hit_given_age_table() const noexcept {
+    if (age_dirty_) rebuild_age_table();
+    return age_hit_;
   }
 
   // ---- queries ------------------------------------------------------------------------
@@ -295,6 +286,22 @@ class tree_statistics {
     }
     bins[age_bucket(age)] += age_scale_;
     age_dirty_ = true;
+  }
+
+  void rebuild_age_table() const noexcept {
+    double h = 0.0, n = 0.0;
+    double suffix_h[age_buckets], suffix_n[age_buckets];
+    for (std::size_t j = age_buckets; j-- > 0;) {
+      h += age_hits_[j];
+      n += age_hits_[j] + age_ends_[j];
+      suffix_h[j] = h;
+      suffix_n[j] = n;
+    }
+    const double s = age_scale_;
+    const double all = (suffix_h[0] + 0.5 * s) / (suffix_n[0] + s);
+    for (std::size_t j = 0; j < age_buckets; ++j)
+      age_hit_[j] = (suffix_h[j] + s * all) / (suffix_n[j] + s);
+    age_dirty_ = false;
   }
 
   tree_statistics_options opts_;
