@@ -47,14 +47,7 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define HYBRIDCACHE_DETAIL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define HYBRIDCACHE_DETAIL_UNLIKELY(x) __builtin_expect(!!(x), 0)
-// For a small call in a hot loop that the inliner's budget would leave out of line.
-#define HYBRIDCACHE_DETAIL_ALWAYS_INLINE __attribute__((always_inline)) inline
-#elif defined(_MSC_VER)
-#define HYBRIDCACHE_DETAIL_LIKELY(x) (x)
-#define HYBRIDCACHE_DETAIL_UNLIKELY(x) (x)
-#define HYBRIDCACHE_DETAIL_ALWAYS_INLINE __forceinline
 #else
 #define HYBRIDCACHE_DETAIL_LIKELY(x) (x)
 #define HYBRIDCACHE_DETAIL_UNLIKELY(x) (x)
-#define HYBRIDCACHE_DETAIL_ALWAYS_INLINE inline
 #endif

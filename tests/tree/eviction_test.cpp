@@ -6,11 +6,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <hybridcache/tree/eviction.hpp>
@@ -288,5 +290,120 @@ TEST_CASE(
     }
     REQUIRE(victims.size() == 1);
     CHECK(w.ix.live_slot(victims[0]) == bs);
+  }
+}
+
+TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through every change") {
+  // `evict` with `age_scaled_value` ranks only the states a snapshot cannot rule out (see
+  // least_by_snapshot). Here pools of a few hundred states see one random operation of a kind
+  // that changes a rank between evictions (states added and removed, regions raised and lowered
+  // through region_at, common scalings, a recompute, pins, uses, planned flags, resumes that
+  // reset an age, a clock that advances by up to 2^12 per step, an age table that changes,
+  // regions and scales far from 1), so
+  // that most states stay as the snapshot saw them; before each eviction the least entry of
+  // (value, planned, last use, slot) is found by scanning every record with the same value.
+  std::mt19937_64 rng(31);
+  for (int trial = 0; trial < 24; ++trial) {
+    CAPTURE(trial);
+    world w(rng, 300 + rng() % 300);
+    for (const slot v : w.inner)
+      if (rng() % 5 == 0) w.ix[v].weight = 0.0;
+    hc::tree_state_pool pool;
+    std::array<double, hc::age_scaled_value::bins> table{};
+    auto new_table = [&] {
+      for (double& h : table) h = static_cast<double>(1 + rng() % 1000) / 1000.0;
+    };
+    new_table();
+    std::uint32_t now = static_cast<std::uint32_t>(rng());  // ages wrap mod 2^32 as well
+    const bool aged = trial % 4 != 0;                       // a quarter with every h = 1
+    for (const slot v : w.inner) {
+      if (rng() % 3 == 0) continue;
+      pool.add(w.ix, v, static_cast<std::uint32_t>(1 + rng() % 3), now);
+      now += static_cast<std::uint32_t>(rng() % 64);
+    }
+    int evictions = 0;
+    for (int op = 0; op < 600; ++op) {
+      const slot v = w.inner[rng() % w.inner.size()];
+      const bool held = w.ix[v].state != hc::tree_state_pool::no_state;
+      switch (rng() % 12) {
+        case 0:
+        case 1:
+          if (!held) pool.add(w.ix, v, static_cast<std::uint32_t>(1 + rng() % 3), now);
+          break;
+        case 2:
+          if (held) pool.remove(w.ix, v);
+          break;
+        case 3:
+          if (double* r = pool.region_at(w.ix, v)) *r *= static_cast<double>(rng() % 300) / 100.0;
+          break;
+        case 4:
+          pool.scale_regions(0.3 + static_cast<double>(rng() % 700) / 1000.0);
+          break;
+        case 5:
+          if (held) pool.state_at(w.ix, v).touched = now;  // a resume
+          break;
+        case 6:
+          if (held) pool.touch(w.ix, v);
+          break;
+        case 7:
+          if (rng() % 2)
+            pool.pin(w.ix, v);
+          else
+            (void)pool.unpin(w.ix, v);
+          break;
+        case 8:
+          w.ix[v].flags ^= hc::tree_node::planned_flag;
+          pool.sync_planned(w.ix);
+          break;
+        case 9:
+          if (rng() % 4 == 0) pool.recompute_regions(w.ix);
+          if (rng() % 2) new_table();
+          break;
+        case 10:  // far from 1: subnormal regions, tiny common scales
+          if (double* r = pool.region_at(w.ix, v)) *r = rng() % 2 ? 1e-310 : 1e-150;
+          if (rng() % 4 == 0) pool.scale_regions(rng() % 2 ? 1e-120 : 1e120);
+          break;
+        default:
+          break;
+      }
+      now += static_cast<std::uint32_t>(rng() % 4096);
+      if (pool.count() == 0 || rng() % 2 != 0) continue;
+      const hc::age_scaled_value value{
+          .block_size = 4, .hit_by_bin = aged ? table.data() : nullptr, .now = now};
+      const slot exclude =
+          rng() % 4 == 0 ? w.inner[rng() % w.inner.size()] : hc::tree_index::no_slot;
+      bool any = false;
+      double bv = 0.0;
+      bool bp = false;
+      std::uint32_t bl = 0;
+      slot bs = hc::tree_index::no_slot;
+      for (const slot x : w.inner) {
+        if (w.ix[x].state == hc::tree_state_pool::no_state || x == exclude) continue;
+        const auto& st = std::as_const(pool).state_at(w.ix, x);
+        if (st.pinned) continue;
+        const double val = value(st);
+        const bool p = st.planned != 0;
+        const bool less =
+            !any || val < bv ||
+            (val == bv &&
+             (p < bp || (p == bp && (st.last_use < bl || (st.last_use == bl && x < bs)))));
+        if (less) {
+          any = true;
+          bv = val;
+          bp = p;
+          bl = st.last_use;
+          bs = x;
+        }
+      }
+      const auto victims = pool.evict(w.ix, 1, exclude, now, value, [](std::uint32_t) {});
+      if (!any) {
+        CHECK(victims.empty());
+        continue;
+      }
+      REQUIRE(victims.size() == 1);
+      CHECK(w.ix.live_slot(victims[0]) == bs);
+      ++evictions;
+    }
+    CHECK(evictions > 100);
   }
 }

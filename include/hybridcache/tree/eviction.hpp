@@ -17,12 +17,17 @@
 /// and victims go in increasing ΔE[r] per byte, recomputed after each removal (removing c raises
 /// W(up(c)) and the Δ of the states just below c), ties: not planned first, then least recently
 /// used, then slot. The pool keeps W(c) per state incrementally (the statistics update it
-/// through `region_at`) and `up(c)` per state, so Δ(c) is O(1).
+/// through `region_at`) and `up(c)` per state, so Δ(c) is O(1). The first victim of an
+/// admission is found without ranking every held state (`least_by_snapshot`; docs/tree.md,
+/// "Finding the first victim without ranking every state").
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -49,7 +54,35 @@ struct tree_state {
   std::uint32_t gap = 0;       ///< depth(node) − depth(up), blocks (kept with `up`)
   std::uint8_t pinned = 0;     ///< the node's pin flag (kept by `pin` / `unpin`)
   std::uint8_t planned = 0;    ///< the node's planned flag (as of `add` / `sync_planned`)
+  std::uint8_t changed = 0;    ///< changed since the victim search's last snapshot (internal)
   double region = 0.0;
+};
+
+/// The eviction value of the library's policy: ΔE[r] per byte times P(hit | age bin),
+///
+///   value(s) = (depth(c) − depth(up(c))) · B · W(c) / bytes(c) · h[bin(now − touched(c))],
+///
+/// bin(a) = bit_width(a) ∈ [0, 32] (`tree_statistics::age_bucket`), h the 33 values of
+/// `tree_statistics::hit_given_age_table()` (nullptr: every h = 1). `tree_state_pool::evict`
+/// recognises this type and finds the first victim without ranking every held state (see there);
+/// any other callable is ranked by a scan.
+struct age_scaled_value {
+  std::size_t block_size = 1;
+  const double* hit_by_bin = nullptr;
+  std::uint32_t now = 0;
+  static constexpr std::size_t bins = 33;
+  [[nodiscard]] static std::size_t bin(std::uint32_t age) noexcept {
+    return static_cast<std::size_t>(std::bit_width(age));
+  }
+  /// ΔE[r] per byte alone (the factor that does not depend on the age).
+  [[nodiscard]] double key(const tree_state& s) const noexcept {
+    const double gap = static_cast<double>(s.gap) * static_cast<double>(block_size);
+    return gap * s.region / static_cast<double>(s.bytes);
+  }
+  [[nodiscard]] double operator()(const tree_state& s) const noexcept {
+    const double d = key(s);
+    return hit_by_bin ? d * hit_by_bin[bin(now - s.touched)] : d;
+  }
 };
 
 /// The held states and their eviction ranking (see the file comment). Not thread-safe.
@@ -70,17 +103,23 @@ class tree_state_pool {
     return a;
   }
   /// W of the state at `anchor`, or nullptr when it holds none (a root's free empty state).
-  [[nodiscard]] double* region_at(const tree_index& ix, slot_id anchor) noexcept {
-    return ix[anchor].state != no_state ? &states_[ix[anchor].state].region : nullptr;
+  /// (A caller that writes through it changes the state's rank: the victim search re-ranks it.)
+  [[nodiscard]] double* region_at(const tree_index& ix, slot_id anchor) {
+    if (ix[anchor].state == no_state) return nullptr;
+    mark(ix[anchor].state);
+    return &states_[ix[anchor].state].region;
   }
-  /// The record of the state at `v` (which holds one).
-  [[nodiscard]] tree_state& state_at(const tree_index& ix, slot_id v) noexcept {
+  /// The record of the state at `v` (which holds one), to change (re-ranked by the victim
+  /// search, as for `region_at`).
+  [[nodiscard]] tree_state& state_at(const tree_index& ix, slot_id v) {
+    mark(ix[v].state);
     return states_[ix[v].state];
   }
   [[nodiscard]] const tree_state& state_at(const tree_index& ix, slot_id v) const noexcept {
     return states_[ix[v].state];
   }
   /// Marks the last use of the state at `v` (LRU clock).
+  /// (Ties only: the victim search reads it live, so no re-rank.)
   void touch(const tree_index& ix, slot_id v) noexcept { states_[ix[v].state].last_use = ++clock_; }
 
   /// Marks a state of `bytes` at `node` (which holds none), admitted at observation `now`: its
@@ -97,6 +136,7 @@ class tree_state_pool {
     }
     const slot_id up = state_above(ix, node);
     ix[node].state = id;
+    mark(id);
     tree_state& s = states_[id];
     s.node = node;
     s.up = up;
@@ -106,10 +146,14 @@ class tree_state_pool {
     s.touched = now;
     s.pinned = ix[node].pinned;
     s.planned = (ix[node].flags & tree_node::planned_flag) != 0;
-    s.region = region_of(ix, node, [&](std::uint32_t b) { set_up(ix, states_[b], node); });
+    s.region = region_of(ix, node, [&](std::uint32_t b) {
+      mark(b);
+      set_up(ix, states_[b], node);
+    });
     // The region above loses exactly what c now anchors. Rounding of this difference is
     // ~ulp(W(up)); re-plans recompute every region from the node weights.
     if (ix[up].state != no_state) {
+      mark(ix[up].state);
       double& r = states_[ix[up].state].region;
       r = std::max(0.0, r - s.region);
     }
@@ -129,10 +173,18 @@ class tree_state_pool {
     used_bytes_ -= s.bytes;
     if (ix[node].pinned) pinned_bytes_ -= s.bytes;
     --count_;
+    const std::uint8_t changed = s.changed;  // still listed if it was
     s = tree_state{};
+    s.changed = changed;
     free_states_.push_back(id);
-    (void)region_of(ix, node, [&](std::uint32_t b) { set_up(ix, states_[b], up); });
-    if (ix[up].state != no_state) states_[ix[up].state].region += region;
+    (void)region_of(ix, node, [&](std::uint32_t b) {
+      mark(b);
+      set_up(ix, states_[b], up);
+    });
+    if (ix[up].state != no_state) {
+      mark(ix[up].state);
+      states_[ix[up].state].region += region;
+    }
   }
 
   /// Every region recomputed from the node weights (one walk of the tree), so that rounding
@@ -140,6 +192,7 @@ class tree_state_pool {
   void recompute_regions(const tree_index& ix) {
     for (auto& st : states_)
       if (st.node != no_slot) st.region = region_of(ix, st.node, [](std::uint32_t) {});
+    snap_.valid = false;
   }
   /// Copies the planner's flag of every held state's node into its record (`tree_state::planned`):
   /// call after a re-plan changed the plan, so that ranking reads only the pool's records.
@@ -150,6 +203,8 @@ class tree_state_pool {
   /// Multiplies every region by `f` (the statistics folding their scale back).
   void scale_regions(double f) noexcept {
     for (auto& st : states_) st.region *= f;
+    snap_.scale *= f;
+    ++snap_.scalings;
   }
 
   // ---- pins ------------------------------------------------------------------------------
@@ -213,9 +268,10 @@ class tree_state_pool {
   /// the file comment says. Victims are taken off the books and returned. Every victim is
   /// reported as `on_end(age)`, age = now − touched, after the loop, so that `value` sees the
   /// same statistics throughout. O(K + V log K + Σ victim regions), K = states held, V the
-  /// victims (the first is found by two passes over the records, values then ties; a heap
-  /// orders the rest). `value` is called once per unpinned state per pass it is needed in: a
-  /// small callable (tree/policy.hpp's `eviction_value`) keeps the first pass a tight loop.
+  /// victims (a heap orders all but the first). The first: for `age_scaled_value` (the policy's),
+  /// by `least_by_snapshot`, which ranks only the states changed since its snapshot and those
+  /// it cannot rule out; for any other `value`, by two passes over the records (values, then
+  /// ties). Both take the entry a scan comparing every state's entry would.
   template <class Value, class OnEnd>
   std::vector<node_id> evict(tree_index& ix, std::size_t need, slot_id exclude, std::uint32_t now,
                              Value&& value, OnEnd&& on_end) {
@@ -231,33 +287,14 @@ class tree_state_pool {
       out.push_back(ix.handle_of(v));
     };
     // The first victim is the least entry (the order is total: slots differ); most admissions
-    // need no more. It is found in two passes so that no division sits on a loop-carried
-    // chain: the values and their minimum m (a running min, whatever the order of the states),
-    // then the least entry among the states of value m (the tie-breaks). Same entry as one
-    // scan comparing whole entries.
-    constexpr double none = std::numeric_limits<double>::infinity();
-    values_.resize(states_.size());
-    double m = none;
-    bool any = false;
-    for (std::size_t i = 0; i < states_.size(); ++i) {
-      const tree_state& st = states_[i];
-      const bool eligible = st.node != no_slot && st.node != exclude && !st.pinned;
-      const double v = eligible ? value(st) : none;
-      values_[i] = v;
-      m = v < m ? v : m;
-      any |= eligible;
-    }
-    if (!any) return out;
+    // need no more.
     entry best{};
     bool found = false;
-    for (std::size_t i = 0; i < states_.size(); ++i) {
-      if (values_[i] != m) continue;
-      const tree_state& st = states_[i];
-      if (st.node == no_slot || st.node == exclude || st.pinned) continue;
-      const entry e{m, st.planned != 0, st.last_use, st.node};
-      if (!found || best > e) best = e;
-      found = true;
-    }
+    if constexpr (std::is_same_v<std::remove_cvref_t<Value>, age_scaled_value>)
+      found = least_by_snapshot(exclude, value, best);
+    else
+      found = least_by_scan(exclude, value, best);
+    if (!found) return out;
     take(best.v);
     if (freed < need) {
       // More must go: the rest by their values now, in a heap, re-queued lazily as values
@@ -319,12 +356,15 @@ class tree_state_pool {
 
   [[nodiscard]] std::size_t used_bytes() const noexcept { return used_bytes_; }
   [[nodiscard]] std::size_t count() const noexcept { return count_; }
-  /// Bytes of the state records, their free list, the pin table and the victim search's values
-  /// (one double per record).
+  /// Bytes of the state records, their free list, the pin table and the victim search's
+  /// scratch (a value per record; the snapshot, 16 bytes per state, and its list of changed
+  /// records).
   [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
+    std::size_t snap_bytes = changed_.capacity() * sizeof(std::uint32_t);
+    for (const auto& g : snap_.groups) snap_bytes += g.capacity() * sizeof(snap_entry);
     return states_.capacity() * sizeof(tree_state) +
            free_states_.capacity() * sizeof(std::uint32_t) + detail::table_bytes(pins_) +
-           values_.capacity() * sizeof(double);
+           values_.capacity() * sizeof(double) + snap_bytes;
   }
 
  private:
@@ -341,6 +381,124 @@ class tree_state_pool {
       return v > o.v;
     }
   };
+
+  /// The least entry by a scan of every record, in two passes so that no division sits on a
+  /// loop-carried chain: the values and their minimum m, then the least entry among the states
+  /// of value m (the tie-breaks). Same entry as one scan comparing whole entries.
+  template <class Value>
+  bool least_by_scan(slot_id exclude, Value& value, victim_entry& best) {
+    constexpr double none = std::numeric_limits<double>::infinity();
+    values_.resize(states_.size());
+    double m = none;
+    bool any = false;
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      const tree_state& st = states_[i];
+      const bool eligible = st.node != no_slot && st.node != exclude && !st.pinned;
+      const double v = eligible ? value(st) : none;
+      values_[i] = v;
+      m = v < m ? v : m;
+      any |= eligible;
+    }
+    if (!any) return false;
+    bool found = false;
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      if (values_[i] != m) continue;
+      const tree_state& st = states_[i];
+      if (st.node == no_slot || st.node == exclude || st.pinned) continue;
+      const victim_entry e{m, st.planned != 0, st.last_use, st.node};
+      if (!found || best > e) best = e;
+      found = true;
+    }
+    return found;
+  }
+
+  /// The least entry for the policy's value (`age_scaled_value`) without ranking every state.
+  /// A snapshot keeps each state's key k₀ = ΔE[r]/byte and age bin j₀ as of its last rebuild,
+  /// the states of each bin sorted by k₀. Since then, a state that no call marked changed
+  /// (`mark`: its region, depth gap or age written by this pool or through `region_at` /
+  /// `state_at`; flags, pins and last use are read live when a state is ranked, so they need no
+  /// mark) has key k₀·F up to rounding, F
+  /// the product of the `scale_regions` factors, and an age grown by the observations since,
+  /// so its bin lies in [j₀, bin(top of bin j₀ + elapsed)] (all bins if that passes 2^32) and
+  ///
+  ///   value ≥ k₀ · F · min_{bins it may be in} h · (1 − 10⁻¹²)
+  ///
+  /// (the last factor covers the ≤ 140 roundings of ≤ 64 scalings, their product and the
+  /// bound's: each ≤ 2⁻⁵³ relative while every term stays in the normal range, which keeping
+  /// keys outside [1e-100, 1e100] as 0 and using no bound for factors outside [1e-200, 1e200]
+  /// ensure). The search ranks every changed state exactly, then walks each bin's
+  /// sorted list while that bound is ≤ the least value found; a state it stops before has a
+  /// larger value, so it cannot be the least entry nor tie with it. The result is the scan's.
+  /// Rebuilt (O(K log K)) when more than max(64, K/8) states changed, after 64 scalings, after
+  /// `recompute_regions`, or when the clock moved by 2^30.
+  bool least_by_snapshot(slot_id exclude, const age_scaled_value& value, victim_entry& best) {
+    if (!snap_.valid || changed_.size() > std::max<std::size_t>(64, count_ / 8) ||
+        snap_.scalings > 64 || value.now - snap_.now >= (1u << 30))
+      rebuild_snapshot(value);
+    bool found = false;
+    auto consider = [&](const tree_state& st) {
+      if (st.node == no_slot || st.node == exclude || st.pinned) return;
+      const victim_entry e{value(st), st.planned != 0, st.last_use, st.node};
+      if (!found || best > e) best = e;
+      found = true;
+    };
+    for (const std::uint32_t id : changed_) consider(states_[id]);
+    const std::uint64_t elapsed = value.now - snap_.now;
+    const double common = snap_.scale * (1.0 - 1e-12);
+    for (std::size_t j = 0; j < age_scaled_value::bins; ++j) {
+      const auto& group = snap_.groups[j];
+      if (group.empty()) continue;
+      double h = 1.0;
+      if (value.hit_by_bin) {
+        const std::uint64_t top = (j == 0 ? 0 : (std::uint64_t{1} << j) - 1) + elapsed;
+        const bool wraps = top > std::numeric_limits<std::uint32_t>::max();
+        const std::size_t lo = wraps ? 0 : j;
+        const std::size_t hi = wraps ? age_scaled_value::bins - 1
+                                     : age_scaled_value::bin(static_cast<std::uint32_t>(top));
+        h = value.hit_by_bin[lo];
+        for (std::size_t k = lo + 1; k <= hi; ++k) h = std::min(h, value.hit_by_bin[k]);
+      }
+      // Outside [1e-200, 1e200] the product could leave the normal range, where rounding is no
+      // longer relative: no bound then (every state of the bin is ranked).
+      const double f = h * common;
+      const double factor = f >= 1e-200 && f <= 1e200 ? f : 0.0;
+      for (const snap_entry& e : group) {
+        if (found && e.key * factor > best.per_byte) break;
+        const tree_state& st = states_[e.id];
+        if (!st.changed) consider(st);  // a changed one was ranked above
+      }
+    }
+    return found;
+  }
+
+  void rebuild_snapshot(const age_scaled_value& value) {
+    for (const std::uint32_t id : changed_) states_[id].changed = 0;
+    changed_.clear();
+    for (auto& g : snap_.groups) g.clear();
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      const tree_state& st = states_[i];
+      if (st.node == no_slot) continue;
+      // A key outside [1e-100, 1e100] is kept as 0 (always ranked), so that bounds stay in the
+      // normal range.
+      const double k = value.key(st);
+      snap_.groups[age_scaled_value::bin(value.now - st.touched)].push_back(
+          {k >= 1e-100 && k <= 1e100 ? k : 0.0, static_cast<std::uint32_t>(i)});
+    }
+    for (auto& g : snap_.groups)
+      std::sort(g.begin(), g.end(),
+                [](const snap_entry& a, const snap_entry& b) { return a.key < b.key; });
+    snap_.valid = true;
+    snap_.now = value.now;
+    snap_.scale = 1.0;
+    snap_.scalings = 0;
+  }
+
+  /// Record `id` changed since the snapshot (listed once until the next rebuild).
+  void mark(std::uint32_t id) {
+    if (states_[id].changed) return;
+    states_[id].changed = 1;
+    changed_.push_back(id);
+  }
 
   /// `s.up = up`, with the depth gap that goes with it.
   static void set_up(const tree_index& ix, tree_state& s, slot_id up) noexcept {
@@ -379,7 +537,20 @@ class tree_state_pool {
   std::vector<std::uint32_t> ended_;
   std::vector<slot_id> stack_;
   std::vector<victim_entry> heap_;
-  std::vector<double> values_;  // evict's first pass, one per record
+  std::vector<double> values_;  // least_by_scan's first pass, one per record
+  // least_by_snapshot: the snapshot and the records changed since it
+  struct snap_entry {
+    double key;
+    std::uint32_t id;
+  };
+  struct snapshot {
+    std::array<std::vector<snap_entry>, age_scaled_value::bins> groups;
+    bool valid = false;
+    std::uint32_t now = 0;
+    double scale = 1.0;
+    std::uint32_t scalings = 0;
+  } snap_;
+  std::vector<std::uint32_t> changed_;
 };
 
 HYBRIDCACHE_NAMESPACE_END

@@ -567,22 +567,13 @@ class basic_state_policy {
   [[nodiscard]] std::uint32_t now() const noexcept {
     return static_cast<std::uint32_t>(stats_.observations());
   }
-  /// The eviction value of a held state: ΔE[r] per byte, times P(hit | age) with `age_value`.
-  /// A small value type rather than a closure over the policy: it holds the age table and the
-  /// clock, so that ranking K states inlines to a few loads and one division each.
-  struct eviction_value {
-    const tree_index* ix;
-    std::size_t block_size;
-    const double* hit_by_bin;  // tree_statistics::hit_given_age_table(), nullptr: age_value off
-    std::uint32_t now;
-    HYBRIDCACHE_DETAIL_ALWAYS_INLINE double operator()(const tree_state& s) const noexcept {
-      const double d = tree_state_pool::delta_per_byte(*ix, s, block_size);
-      return hit_by_bin ? d * hit_by_bin[tree_statistics::age_bucket(now - s.touched)] : d;
-    }
-  };
-  [[nodiscard]] eviction_value value_fn() const {
-    return {&index_, opts_.block_size, opts_.age_value ? stats_.hit_given_age_table() : nullptr,
-            now()};
+  /// The eviction value of a held state: ΔE[r] per byte, times P(hit | age) with `age_value`
+  /// (`age_scaled_value`, which the pool's victim search ranks without a scan of every state).
+  [[nodiscard]] age_scaled_value value_fn() const {
+    static_assert(age_scaled_value::bins == tree_statistics::age_buckets);
+    return {.block_size = opts_.block_size,
+            .hit_by_bin = opts_.age_value ? stats_.hit_given_age_table() : nullptr,
+            .now = now()};
   }
   /// Where a state leaving the pool at age `age` is counted.
   [[nodiscard]] auto end_fn() {
