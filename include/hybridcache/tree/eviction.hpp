@@ -493,9 +493,10 @@ class tree_state_pool {
     snap_.scalings = 0;
   }
 
-  /// Record `id` changed since the snapshot (listed once until the next rebuild).
+  /// Record `id` changed since the snapshot (listed once until the next rebuild; nothing to do
+  /// while there is no snapshot, e.g. in a pool that never had to evict).
   void mark(std::uint32_t id) {
-    if (states_[id].changed) return;
+    if (!snap_.valid || states_[id].changed) return;
     states_[id].changed = 1;
     changed_.push_back(id);
   }
