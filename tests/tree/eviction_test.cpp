@@ -11,8 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
-#include <utility>
+#include <tuple>
 #include <vector>
 
 #include <hybridcache/tree/eviction.hpp>
@@ -53,6 +54,23 @@ struct world {
     }
   }
 };
+
+/// The least (value, planned, last use, slot) over the held, unpinned states at `candidates`
+/// other than `exclude`, by comparing whole entries as tuples (no_slot when there is none).
+template <class Value>
+slot least_entry_by_scan(const hc::tree_state_pool& pool, const hc::tree_index& ix,
+                         const std::vector<slot>& candidates, slot exclude, const Value& value) {
+  using entry = std::tuple<double, bool, std::uint32_t, slot>;
+  std::optional<entry> best;
+  for (const slot x : candidates) {
+    if (ix[x].state == hc::tree_state_pool::no_state || x == exclude) continue;
+    const hc::tree_state& st = pool.state_at(ix, x);
+    if (st.pinned) continue;
+    const entry e{value(st), st.planned != 0, st.last_use, x};
+    if (!best || e < *best) best = e;
+  }
+  return best ? std::get<3>(*best) : hc::tree_index::no_slot;
+}
 
 }  // namespace
 
@@ -262,34 +280,14 @@ TEST_CASE(
       return std::floor(hc::tree_state_pool::delta_per_byte(w.ix, s, 4) / grid);
     };
     // Brute force, before the pool changes.
-    bool any = false;
-    double bv = 0.0;
-    bool bp = false;
-    std::uint32_t bl = 0;
-    slot bs = hc::tree_index::no_slot;
-    for (const slot x : held) {
-      const auto& st = pool.state_at(w.ix, x);
-      if (st.pinned || x == exclude) continue;
-      const double v = value(st);
-      const bool p = st.planned != 0;
-      const bool less =
-          !any || v < bv ||
-          (v == bv && (p < bp || (p == bp && (st.last_use < bl || (st.last_use == bl && x < bs)))));
-      if (less) {
-        any = true;
-        bv = v;
-        bp = p;
-        bl = st.last_use;
-        bs = x;
-      }
-    }
+    const slot least = least_entry_by_scan(pool, w.ix, held, exclude, value);
     const auto victims = pool.evict(w.ix, 1, exclude, 0, value, [](std::uint32_t) {});
-    if (!any) {
+    if (least == hc::tree_index::no_slot) {
       CHECK(victims.empty());
       continue;
     }
     REQUIRE(victims.size() == 1);
-    CHECK(w.ix.live_slot(victims[0]) == bs);
+    CHECK(w.ix.live_slot(victims[0]) == least);
   }
 }
 
@@ -372,36 +370,14 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
           .block_size = 4, .hit_by_bin = aged ? table.data() : nullptr, .now = now};
       const slot exclude =
           rng() % 4 == 0 ? w.inner[rng() % w.inner.size()] : hc::tree_index::no_slot;
-      bool any = false;
-      double bv = 0.0;
-      bool bp = false;
-      std::uint32_t bl = 0;
-      slot bs = hc::tree_index::no_slot;
-      for (const slot x : w.inner) {
-        if (w.ix[x].state == hc::tree_state_pool::no_state || x == exclude) continue;
-        const auto& st = std::as_const(pool).state_at(w.ix, x);
-        if (st.pinned) continue;
-        const double val = value(st);
-        const bool p = st.planned != 0;
-        const bool less =
-            !any || val < bv ||
-            (val == bv &&
-             (p < bp || (p == bp && (st.last_use < bl || (st.last_use == bl && x < bs)))));
-        if (less) {
-          any = true;
-          bv = val;
-          bp = p;
-          bl = st.last_use;
-          bs = x;
-        }
-      }
+      const slot least = least_entry_by_scan(pool, w.ix, w.inner, exclude, value);
       const auto victims = pool.evict(w.ix, 1, exclude, now, value, [](std::uint32_t) {});
-      if (!any) {
+      if (least == hc::tree_index::no_slot) {
         CHECK(victims.empty());
         continue;
       }
       REQUIRE(victims.size() == 1);
-      CHECK(w.ix.live_slot(victims[0]) == bs);
+      CHECK(w.ix.live_slot(victims[0]) == least);
       ++evictions;
     }
     CHECK(evictions > 100);
