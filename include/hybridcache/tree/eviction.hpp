@@ -249,8 +249,7 @@ class tree_state_pool {
   [[nodiscard]] static double delta_per_byte(const tree_index& ix, const tree_state& s,
                                              std::size_t block_size) noexcept {
     (void)ix;
-    const double gap = static_cast<double>(s.gap) * static_cast<double>(block_size);
-    return gap * s.region / static_cast<double>(s.bytes);
+    return age_scaled_value{.block_size = block_size}.key(s);
   }
 
   /// Bytes held by unpinned states other than at `exclude`. O(1): the bytes of the states at
@@ -417,8 +416,8 @@ class tree_state_pool {
   /// the states of each bin sorted by k₀. Since then, a state that no call marked changed
   /// (`mark`: its region, depth gap or age written by this pool or through `region_at` /
   /// `state_at`; flags, pins and last use are read live when a state is ranked, so they need no
-  /// mark) has key k₀·F up to rounding, F
-  /// the product of the `scale_regions` factors, and an age grown by the observations since,
+  /// mark) has key k₀·F up to rounding, F the product of the `scale_regions` factors, and an age
+  /// grown by the observations since,
   /// so its bin lies in [j₀, bin(top of bin j₀ + elapsed)] (all bins if that passes 2^32) and
   ///
   ///   value ≥ k₀ · F · min_{bins it may be in} h · (1 − 10⁻¹²)
