@@ -39,11 +39,12 @@ struct config_case {
   int scaling;
 };
 
-// Both layouts, partial rotary, both scalings, and head dims whose rows are not 4-byte multiples
-// for 16-bit types (5: the element-wise staging path).
+// Both layouts, partial rotary, both scalings, head dims whose rows are not 4-byte multiples for
+// 16-bit types (5), and rows of more pairs than one group of the 32 lanes takes (576/512: each
+// lane rotates 8 pairs in two groups; 300/290 interleaved: a partial last group).
 const config_case k_cases[] = {
-    {128, 128, false, 0}, {128, 128, true, 0}, {96, 32, false, 1},
-    {64, 48, true, 2},    {5, 4, false, 0},    {5, 4, true, 0},
+    {128, 128, false, 0}, {128, 128, true, 0}, {96, 32, false, 1},   {64, 48, true, 2},
+    {5, 4, false, 0},     {5, 4, true, 0},     {576, 512, false, 0}, {300, 290, true, 1},
 };
 
 hc::rope_params to_params(const config_case& c) {
@@ -91,7 +92,7 @@ TEST_CASE_TEMPLATE("device realign_keys: moved by Δ equals rotated directly at 
                    hc::half, hc::bfloat16) {
   HC_REQUIRE_GPU();
   std::mt19937_64 rng(21);
-  const std::size_t tokens = 70, heads = 3;  // 210 rows: two tiles and a partial one
+  const std::size_t tokens = 70, heads = 3;  // 210 rows: one work item of 128 rows, one partial
   for (const auto& cc : k_cases) {
     const auto params = to_params(cc);
     const auto ref = to_ref(cc);
@@ -148,6 +149,12 @@ TEST_CASE("device realign_keys: strided token axis, pass-through dims, host-visi
   hc::rope_params bad = p;
   bad.rotary_dim = 3;
   CHECK_THROWS_AS((void)hc::realign_keys(bad, src, dst, 1), hc::invalid_argument);
+  // A cos/sin table beyond the kernels' shared-memory budget is refused before any launch.
+  const hc::rope_params huge{.head_dim = 10242, .rotary_dim = 10242, .base = 10000.0};
+  hc::cuda::device_buffer<float> d_wide(10242);
+  const auto wide = hc::cuda::make_view(d_wide.data(), {1, 1, 10242});
+  CHECK_THROWS_WITH_AS((void)hc::realign_keys(huge, wide, wide, 1),
+                       doctest::Contains("params.rotary_dim"), hc::invalid_argument);
 }
 
 TEST_CASE_TEMPLATE(
@@ -155,8 +162,8 @@ TEST_CASE_TEMPLATE(
     hc::half, hc::bfloat16) {
   HC_REQUIRE_GPU();
   std::mt19937_64 rng(5);
-  const std::size_t blocks = 12, bs = 16, heads = 9;  // 144 rows per block: two tiles
-  for (const auto& cc : {k_cases[1], k_cases[2], k_cases[4]}) {
+  const std::size_t blocks = 12, bs = 16, heads = 9;  // 144 rows per block: two work items
+  for (const auto& cc : {k_cases[1], k_cases[2], k_cases[4], k_cases[7]}) {
     const auto params = to_params(cc);
     const auto ref = to_ref(cc);
     const std::size_t d = cc.head_dim, vd = 24;

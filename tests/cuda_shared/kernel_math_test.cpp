@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host tests of what the CUDA kernels share with the host: the launch plans (shared-memory tile
-// geometry) and host replays of the kernels' use of the HYBRIDCACHE_HOST_DEVICE math — the RoPE
-// tile (stage into a padded row, rotate in place with rope_rotate_row, table from rope_theta +
+// Host tests of what the CUDA kernels share with the host: the launch plans (shared-memory
+// budgets) and host replays of the kernels' use of the HYBRIDCACHE_HOST_DEVICE math — the RoPE
+// warp (32 lanes' shares of a row, rope_rotate_row_lane, in place; table from rope_theta +
 // rope_delta_sincos) and the element-wise summary steps (decay_factor, affine_scalar per
 // element, compose_log_decay per entry) — against independent references.
 #include <doctest/doctest.h>
@@ -15,7 +15,6 @@
 #include <hybridcache/state/detail/elementwise.hpp>
 #include <limits>
 #include <random>
-#include <set>
 #include <vector>
 
 #include "support/rope_reference.hpp"
@@ -34,32 +33,19 @@ TEST_CASE("ceil_div and align_up") {
   CHECK(cd::align_up(257) == 512);
 }
 
-TEST_CASE("RoPE tile plan: padded rows are bank-conflict free and the tile fits shared memory") {
-  for (const std::size_t elem : {std::size_t{2}, std::size_t{4}, std::size_t{8}}) {
-    for (std::size_t hd = 2; hd <= 512; hd += 2) {
-      CAPTURE(elem);
-      CAPTURE(hd);
-      const auto p = cd::make_rope_tile_plan(hd, hd, elem);
-      REQUIRE(p.rows_per_tile >= 1);
-      CHECK(p.rows_per_tile <= cd::rope_block_threads);
-      CHECK(p.row_stride >= hd);
-      CHECK(p.shared_bytes <= 48 * 1024);
-      CHECK(p.table_bytes >= hd / 2 * 2 * sizeof(float));
-      CHECK(p.table_bytes % 256 == 0);
-      if (elem <= 4) {
-        CHECK((p.row_stride * elem) % 4 == 0);  // rows start on 4-byte words (word staging)
-        // Thread r rotates row r: at any column, 32 consecutive rows fall in 32 distinct banks.
-        for (std::size_t col : {std::size_t{0}, hd / 2, hd - 1}) {
-          std::set<std::size_t> banks;
-          for (std::size_t r = 0; r < 32; ++r)
-            banks.insert(((r * p.row_stride + col) * elem / 4) % 32);
-          CHECK(banks.size() == 32);
-        }
-      }
-    }
+TEST_CASE("RoPE row plan: the cos/sin table fits shared memory, and one that cannot is refused") {
+  for (std::size_t rd = 0; rd <= 4096; rd += 2) {
+    CAPTURE(rd);
+    const auto p = cd::make_rope_row_plan(rd + 6, rd);
+    CHECK(p.fits);
+    CHECK(p.shared_bytes >= rd / 2 * 2 * sizeof(float));
+    CHECK(p.shared_bytes % 256 == 0);
+    CHECK(p.shared_bytes <= 48 * 1024);
   }
-  // A row that cannot fit is reported (rows_per_tile 0), so the entry point can refuse it.
-  CHECK(cd::make_rope_tile_plan(20000, 20000, 4).rows_per_tile == 0);
+  // 40 KiB holds 5,120 angles (cos and sin): rotary_dim 10,240 fits, 10,242 does not.
+  CHECK(cd::make_rope_row_plan(10240, 10240).fits);
+  CHECK_FALSE(cd::make_rope_row_plan(10242, 10242).fits);
+  CHECK(cd::rope_rows_per_item % (cd::rope_block_threads / 32) == 0);
 }
 
 TEST_CASE("scoring kernel shared memory stays within an opt-in-free block for common head dims") {
@@ -81,9 +67,10 @@ double tolerance() {
 }
 }  // namespace
 
-// The realign kernel, replayed on the host: a tile of rows staged into padded rows, the block's
-// cos/sin table built exactly as rope_fill_table does, each row rotated in place.
-TEST_CASE_TEMPLATE("host replay of the RoPE tile equals rotation at the new position", T, float,
+// The realign kernels' warp, replayed on the host: the block's cos/sin table built exactly as
+// rope_fill_table does, then the 32 lanes' shares of each row (rope_rotate_row_lane) run one lane
+// after another in place, in a scrambled lane order, against the long-double reference.
+TEST_CASE_TEMPLATE("host replay of the RoPE warp equals rotation at the new position", T, float,
                    hc::half, hc::bfloat16) {
   std::mt19937_64 rng(9);
   std::normal_distribution<double> n;
@@ -91,25 +78,23 @@ TEST_CASE_TEMPLATE("host replay of the RoPE tile equals rotation at the new posi
     std::size_t hd, rd;
     bool interleaved;
   };
-  for (const cfg c :
-       {cfg{128, 128, false}, cfg{128, 128, true}, cfg{96, 32, false}, cfg{5, 4, true}}) {
+  for (const cfg c : {cfg{128, 128, false}, cfg{128, 128, true}, cfg{96, 32, false},
+                      cfg{5, 4, true}, cfg{576, 512, false}, cfg{300, 290, true}}) {
     hc::rope_params params{
         .head_dim = c.hd,
         .rotary_dim = c.rd,
         .base = 500000.0,
         .layout = c.interleaved ? hc::rope_layout::interleaved : hc::rope_layout::half_split};
     hcref::rope_ref_config ref{c.hd, c.rd, 500000.0L, c.interleaved, 0};
-    const auto plan = cd::make_rope_tile_plan(c.hd, c.rd, sizeof(T));
-    const std::size_t rows = plan.rows_per_tile;
+    const std::size_t rows = 40;
     for (const long long delta : {1LL, -77LL, 1000000LL}) {
       const long long p0 = 12345;
       std::vector<std::vector<double>> raw(rows, std::vector<double>(c.hd));
-      std::vector<T> tile(rows * plan.row_stride);
+      std::vector<T> keys(rows * c.hd);
       for (std::size_t r = 0; r < rows; ++r) {
         for (auto& x : raw[r]) x = n(rng);
         const auto k = hcref::rope_at(ref, raw[r], static_cast<long double>(p0 + r));
-        for (std::size_t j = 0; j < c.hd; ++j)
-          tile[r * plan.row_stride + j] = T(static_cast<float>(k[j]));
+        for (std::size_t j = 0; j < c.hd; ++j) keys[r * c.hd + j] = T(static_cast<float>(k[j]));
       }
       const auto f = params.frequency_params();
       std::vector<float> cs(c.rd / 2), sn(c.rd / 2);
@@ -118,9 +103,13 @@ TEST_CASE_TEMPLATE("host replay of the RoPE tile equals rotation at the new posi
                                       hc::detail::rope_theta(f, static_cast<double>(i)), &cs[i],
                                       &sn[i]);
       for (std::size_t r = 0; r < rows; ++r) {
-        T* row = &tile[r * plan.row_stride];
-        hc::detail::rope_rotate_row(row, row, c.hd, c.rd, c.interleaved, cs.data(), sn.data(),
-                                    hc::detail::rope_load<T>{}, hc::detail::rope_store<T>{});
+        T* row = &keys[r * c.hd];
+        for (unsigned l = 0; l < 32; ++l) {
+          const unsigned lane = (l * 13 + 5) % 32;  // a permutation of 0..31
+          hc::detail::rope_rotate_row_lane(row, row, c.hd, c.rd, c.interleaved, cs.data(),
+                                           sn.data(), hc::detail::rope_load<T>{},
+                                           hc::detail::rope_store<T>{}, lane, 32u);
+        }
       }
       std::size_t bad = 0;
       for (std::size_t r = 0; r < rows; ++r) {
@@ -128,13 +117,74 @@ TEST_CASE_TEMPLATE("host replay of the RoPE tile equals rotation at the new posi
         for (std::size_t j = 0; j < c.hd; ++j) {
           const std::size_t q = hcref::rope_partner(ref, j);
           const double norm = static_cast<double>(std::sqrt(want[j] * want[j] + want[q] * want[q]));
-          const double err =
-              std::fabs(static_cast<double>(static_cast<float>(tile[r * plan.row_stride + j])) -
-                        static_cast<double>(want[j]));
+          const double err = std::fabs(static_cast<double>(static_cast<float>(keys[r * c.hd + j])) -
+                                       static_cast<double>(want[j]));
           if (err > tolerance<T>() * std::max(norm, 1e-3)) ++bad;
         }
       }
       CHECK(bad == 0);
+    }
+  }
+}
+
+namespace {
+// Counts, per element, the reads and writes a lane's share makes (float rows: Load/Store see the
+// element through its address).
+struct counting_load {
+  const float* base;
+  std::vector<int>* reads;
+  float operator()(const float& v) const {
+    ++(*reads)[static_cast<std::size_t>(&v - base)];
+    return v;
+  }
+};
+struct identity_store {
+  float operator()(float f) const { return f; }
+};
+}  // namespace
+
+TEST_CASE(
+    "the lanes' shares of a row are disjoint, cover it, and each lane reads before it writes") {
+  for (const unsigned lanes : {1u, 7u, 32u}) {
+    for (const bool interleaved : {false, true}) {
+      for (const std::size_t hd :
+           {std::size_t{2}, std::size_t{6}, std::size_t{64}, std::size_t{130}, std::size_t{577}}) {
+        for (const std::size_t rd :
+             {std::size_t{2}, hd / 2 * 2, hd > 8 ? std::size_t{8} : std::size_t{2}}) {
+          CAPTURE(lanes);
+          CAPTURE(interleaved);
+          CAPTURE(hd);
+          CAPTURE(rd);
+          std::vector<float> src(hd), dst(hd, std::numeric_limits<float>::quiet_NaN());
+          for (std::size_t j = 0; j < hd; ++j) src[j] = static_cast<float>(j + 1);
+          std::vector<int> reads(hd, 0);
+          std::vector<float> cs(rd / 2, 0.0f), sn(rd / 2, 1.0f);  // a quarter turn: x' = −y
+          for (unsigned lane = 0; lane < lanes; ++lane) {
+            std::vector<int> before = reads;
+            hc::detail::rope_rotate_row_lane(src.data(), dst.data(), hd, rd, interleaved, cs.data(),
+                                             sn.data(), counting_load{src.data(), &reads},
+                                             identity_store{}, lane, lanes);
+            // Lane `lane` read exactly the pairs i ≡ lane (mod lanes), both members each.
+            for (std::size_t i = 0; i < rd / 2; ++i) {
+              std::size_t a, b;
+              hc::rope_pair(interleaved, rd, i, &a, &b);
+              const int want = i % lanes == lane ? 1 : 0;
+              CHECK(reads[a] - before[a] == want);
+              CHECK(reads[b] - before[b] == want);
+            }
+          }
+          // Every rotated element read once in all; a quarter turn maps (x, y) to (−y, x).
+          for (std::size_t i = 0; i < rd / 2; ++i) {
+            std::size_t a, b;
+            hc::rope_pair(interleaved, rd, i, &a, &b);
+            CHECK(reads[a] == 1);
+            CHECK(reads[b] == 1);
+            CHECK(dst[a] == -src[b]);
+            CHECK(dst[b] == src[a]);
+          }
+          for (std::size_t j = rd; j < hd; ++j) CHECK(dst[j] == src[j]);  // passed through once
+        }
+      }
     }
   }
 }

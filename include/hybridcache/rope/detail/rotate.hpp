@@ -33,6 +33,14 @@
 #define HYBRIDCACHE_DETAIL_IVDEP
 #endif
 
+// Full unrolling of the fixed-count group loops of `rope_rotate_row_lane` in device code, so the
+// group's values stay in registers.
+#if defined(__CUDA_ARCH__)
+#define HYBRIDCACHE_DETAIL_UNROLL _Pragma("unroll")
+#else
+#define HYBRIDCACHE_DETAIL_UNROLL
+#endif
+
 HYBRIDCACHE_NAMESPACE_BEGIN
 namespace detail {
 
@@ -43,6 +51,18 @@ using ::hybridcache::rope_pair;
 using ::hybridcache::rope_reduced_angle;
 using ::hybridcache::rope_theta;
 
+/// Rotates one pair (x, y) by the angle whose cosine is `c` and sine is `s`, in float:
+///
+///     x' = x·c − y·s,   y' = x·s + y·c.
+///
+/// Every row function below and the CUDA kernels (cuda/rope/realign.cuh) rotate with this one
+/// expression.
+HYBRIDCACHE_HOST_DEVICE inline void rope_rotate_pair(float x, float y, float c, float s, float* xo,
+                                                     float* yo) noexcept {
+  *xo = x * c - y * s;
+  *yo = x * s + y * c;
+}
+
 /// Rotates one head vector: reads `src[0..head_dim)`, writes `dst[0..head_dim)` (may be the same
 /// pointer: each pair is read before it is written). `cs`/`sn` hold cos/sin of pair i's angle.
 /// `Load(T) -> float` and `Store(float) -> T` convert the storage type.
@@ -52,21 +72,72 @@ HYBRIDCACHE_HOST_DEVICE inline void rope_rotate_row(const T* src, T* dst, std::s
                                                     const float* cs, const float* sn, Load load,
                                                     Store store) noexcept {
   const std::size_t half = rotary_dim / 2;
+  float xo, yo;
   if (interleaved) {
     for (std::size_t i = 0; i < half; ++i) {
-      const float x = load(src[2 * i]), y = load(src[2 * i + 1]);
-      dst[2 * i] = store(x * cs[i] - y * sn[i]);
-      dst[2 * i + 1] = store(x * sn[i] + y * cs[i]);
+      rope_rotate_pair(load(src[2 * i]), load(src[2 * i + 1]), cs[i], sn[i], &xo, &yo);
+      dst[2 * i] = store(xo);
+      dst[2 * i + 1] = store(yo);
     }
   } else {
     for (std::size_t i = 0; i < half; ++i) {
-      const float x = load(src[i]), y = load(src[i + half]);
-      dst[i] = store(x * cs[i] - y * sn[i]);
-      dst[i + half] = store(x * sn[i] + y * cs[i]);
+      rope_rotate_pair(load(src[i]), load(src[i + half]), cs[i], sn[i], &xo, &yo);
+      dst[i] = store(xo);
+      dst[i + half] = store(yo);
     }
   }
   if (src != dst) {
     for (std::size_t j = rotary_dim; j < head_dim; ++j) dst[j] = src[j];
+  }
+}
+
+/// Pairs one lane rotates per group in `rope_rotate_row_lane` (all their loads come first).
+inline constexpr unsigned rope_lane_group = 4;
+
+/// One lane's share of `rope_rotate_row` when `lanes` threads rotate a row together: the pairs
+/// i ≡ lane (mod lanes), then, when `src != dst`, the pass-through elements j ≥ rotary_dim with
+/// j − rotary_dim ≡ lane (mod lanes). The shares of lanes 0..lanes−1 are disjoint and cover the
+/// row, and a lane reads both members of each of its pairs before it writes them, so the lanes
+/// may run in any order or concurrently, in place included. Each pair gets `rope_rotate_pair`,
+/// so the row equals `rope_rotate_row`'s. The pairs go in groups of `rope_lane_group`, every load
+/// of a group before its first store, so a GPU thread keeps several loads in flight (the CUDA
+/// kernels run 32 lanes per row).
+template <class T, class Load, class Store>
+HYBRIDCACHE_HOST_DEVICE inline void rope_rotate_row_lane(const T* src, T* dst, std::size_t head_dim,
+                                                         std::size_t rotary_dim, bool interleaved,
+                                                         const float* cs, const float* sn,
+                                                         Load load, Store store, unsigned lane,
+                                                         unsigned lanes) noexcept {
+  constexpr unsigned G = rope_lane_group;
+  const std::size_t half = rotary_dim / 2;
+  const std::size_t step = std::size_t{G} * lanes;
+  for (std::size_t i0 = lane; i0 < half; i0 += step) {
+    float x[G], y[G];
+    HYBRIDCACHE_DETAIL_UNROLL
+    for (unsigned g = 0; g < G; ++g) {
+      const std::size_t i = i0 + std::size_t{g} * lanes;
+      if (i < half) {
+        std::size_t a, b;
+        rope_pair(interleaved, rotary_dim, i, &a, &b);
+        x[g] = load(src[a]);
+        y[g] = load(src[b]);
+      }
+    }
+    HYBRIDCACHE_DETAIL_UNROLL
+    for (unsigned g = 0; g < G; ++g) {
+      const std::size_t i = i0 + std::size_t{g} * lanes;
+      if (i < half) {
+        std::size_t a, b;
+        rope_pair(interleaved, rotary_dim, i, &a, &b);
+        float xo, yo;
+        rope_rotate_pair(x[g], y[g], cs[i], sn[i], &xo, &yo);
+        dst[a] = store(xo);
+        dst[b] = store(yo);
+      }
+    }
+  }
+  if (src != dst) {
+    for (std::size_t j = rotary_dim + lane; j < head_dim; j += lanes) dst[j] = src[j];
   }
 }
 
@@ -82,16 +153,18 @@ HYBRIDCACHE_HOST_DEVICE inline void rope_rotate_row_disjoint(
   if (interleaved) {
     HYBRIDCACHE_DETAIL_IVDEP
     for (std::size_t i = 0; i < half; ++i) {
-      const float x = load(src[2 * i]), y = load(src[2 * i + 1]);
-      dst[2 * i] = store(x * cs[i] - y * sn[i]);
-      dst[2 * i + 1] = store(x * sn[i] + y * cs[i]);
+      float xo, yo;
+      rope_rotate_pair(load(src[2 * i]), load(src[2 * i + 1]), cs[i], sn[i], &xo, &yo);
+      dst[2 * i] = store(xo);
+      dst[2 * i + 1] = store(yo);
     }
   } else {
     HYBRIDCACHE_DETAIL_IVDEP
     for (std::size_t i = 0; i < half; ++i) {
-      const float x = load(src[i]), y = load(src[i + half]);
-      dst[i] = store(x * cs[i] - y * sn[i]);
-      dst[i + half] = store(x * sn[i] + y * cs[i]);
+      float xo, yo;
+      rope_rotate_pair(load(src[i]), load(src[i + half]), cs[i], sn[i], &xo, &yo);
+      dst[i] = store(xo);
+      dst[i + half] = store(yo);
     }
   }
   for (std::size_t j = rotary_dim; j < head_dim; ++j) dst[j] = src[j];

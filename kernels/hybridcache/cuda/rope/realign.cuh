@@ -13,11 +13,12 @@
 ///
 /// Work: one read and one write of every key (and value) element, so the kernels are
 /// memory-bound; the figure of merit is GB/s against `cudaMemcpy` of the same bytes
-/// (bench/cuda/cuda_bench.cu). The rotation of each head vector is the host's
-/// `detail::rope_rotate_row`, fed cos/sin from the host's `rope_theta` / `rope_delta_sincos`
-/// (angle Δ·θ_i formed in double and range-reduced), so device and host agree to the last bit
-/// wherever the compilers contract the same float operations (nvcc may fuse x·c − y·s into an
-/// FMA; results then differ by at most one rounding per output).
+/// (bench/cuda/cuda_bench.cu). One warp rotates one head vector at a time, lane l taking the
+/// pairs i ≡ l (mod 32) with the host's `detail::rope_rotate_row_lane` / `rope_rotate_pair`, fed
+/// cos/sin from the host's `rope_theta` / `rope_delta_sincos` (angle Δ·θ_i formed in double and
+/// range-reduced), so device and host agree to the last bit wherever the compilers contract the
+/// same float operations (nvcc may fuse x·c − y·s into an FMA; results then differ by at most one
+/// rounding per output).
 ///
 /// Preconditions the host cannot check without reading device memory (documented, not
 /// diagnosed): block ids in the tables lie in [0, pool blocks) — an id outside that range is
@@ -31,7 +32,7 @@
 #include <type_traits>
 
 #include "hybridcache/cuda/config.cuh"
-#include "hybridcache/cuda/detail/rope_tile.cuh"
+#include "hybridcache/cuda/detail/rope_rows.cuh"
 #include "hybridcache/rope/detail/rotate.hpp"
 #include "hybridcache/rope/params.hpp"
 #include "hybridcache/rope/realign.hpp"
@@ -53,30 +54,22 @@ struct rope_rows_args {
 
 template <class T>
 __global__ void __launch_bounds__(rope_block_threads)
-    realign_keys_kernel(rope_rows_args<T> a, rope_tile_plan plan,
-                        hybridcache::detail::rope_frequency freq, bool interleaved, bool words,
+    realign_keys_kernel(rope_rows_args<T> a, rope_row_plan plan,
+                        hybridcache::detail::rope_frequency freq, bool interleaved,
                         std::int64_t delta) {
   extern __shared__ __align__(256) unsigned char smem[];
   const std::size_t half = plan.rotary_dim / 2;
   float* cs = reinterpret_cast<float*>(smem);
   float* sn = cs + half;
-  T* tile = reinterpret_cast<T*>(smem + plan.table_bytes);
   rope_fill_table(freq, delta, half, cs, sn);
   __syncthreads();
+  const unsigned lane = threadIdx.x % 32;
+  const std::size_t warps = blockDim.x / 32;
   const std::size_t rows = a.tokens * a.heads;
-  const std::size_t tiles = ceil_div(rows, plan.rows_per_tile);
-  for (std::size_t tix = blockIdx.x; tix < tiles; tix += gridDim.x) {
-    const std::size_t r0 = tix * plan.rows_per_tile;
-    const std::size_t n = rows - r0 < plan.rows_per_tile ? rows - r0 : plan.rows_per_tile;
-    auto src_row = [&](std::size_t r) {
-      const std::size_t g = r0 + r;
-      return a.src + (g / a.heads) * a.src_s0 + (g % a.heads) * a.src_s1;
-    };
-    auto dst_row = [&](std::size_t r) {
-      const std::size_t g = r0 + r;
-      return a.dst + (g / a.heads) * a.dst_s0 + (g % a.heads) * a.dst_s1;
-    };
-    rope_tile<T>(plan, interleaved, words, n, src_row, dst_row, cs, sn, tile);
+  for (std::size_t r = blockIdx.x * warps + threadIdx.x / 32; r < rows; r += gridDim.x * warps) {
+    const std::size_t t = row_div(r, a.heads), h = r - t * a.heads;
+    rope_row_warp<T>(plan, interleaved, a.src + t * a.src_s0 + h * a.src_s1,
+                     a.dst + t * a.dst_s0 + h * a.dst_s1, cs, sn, lane);
   }
 }
 
@@ -105,48 +98,40 @@ __device__ inline bool block_id_ok(Id id, std::size_t limit) {
 
 template <class KT, class VT, class Id>
 __global__ void __launch_bounds__(rope_block_threads)
-    realign_blocks_kernel(rope_pages_args<KT, VT, Id> a, rope_tile_plan plan,
-                          hybridcache::detail::rope_frequency freq, bool interleaved, bool k_words,
-                          bool v_words, std::int64_t delta) {
+    realign_blocks_kernel(rope_pages_args<KT, VT, Id> a, rope_row_plan plan,
+                          hybridcache::detail::rope_frequency freq, bool interleaved, bool v_words,
+                          std::int64_t delta) {
   extern __shared__ __align__(256) unsigned char smem[];
   const std::size_t half = plan.rotary_dim / 2;
   float* cs = reinterpret_cast<float*>(smem);
   float* sn = cs + half;
-  KT* tile = reinterpret_cast<KT*>(smem + plan.table_bytes);
   rope_fill_table(freq, delta, half, cs, sn);
   __syncthreads();
   const std::size_t rows_per_block = a.block_size * a.heads;
-  const std::size_t tiles_per_block = ceil_div(rows_per_block, plan.rows_per_tile);
-  const std::size_t items = a.num_logical * tiles_per_block;
+  const std::size_t items_per_block = ceil_div(rows_per_block, rope_rows_per_item);
+  const std::size_t items = a.num_logical * items_per_block;
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (std::size_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const std::size_t b = item / tiles_per_block, tix = item % tiles_per_block;
+    const std::size_t b = item / items_per_block, tix = item % items_per_block;
     const std::size_t first_token = b * a.block_size;
     const std::size_t tokens =
         a.num_tokens - first_token < a.block_size ? a.num_tokens - first_token : a.block_size;
     const std::size_t rows = tokens * a.heads;
-    const std::size_t r0 = tix * plan.rows_per_tile;
-    if (r0 >= rows) continue;  // uniform across the block: no barrier is skipped by a subset
+    const std::size_t r0 = tix * rope_rows_per_item;
+    if (r0 >= rows) continue;
     const Id ob = a.old_blocks[b * a.old_stride], nb = a.new_blocks[b * a.new_stride];
     const bool k_ok = block_id_ok(ob, a.k_src_blocks) && block_id_ok(nb, a.k_dst_blocks);
     const bool v_ok = block_id_ok(ob, a.v_src_blocks) && block_id_ok(nb, a.v_dst_blocks);
     if (!k_ok && !v_ok) continue;
     const std::size_t o = static_cast<std::size_t>(ob), w = static_cast<std::size_t>(nb);
-    const std::size_t n = rows - r0 < plan.rows_per_tile ? rows - r0 : plan.rows_per_tile;
-    if (k_ok) {
-      auto src_row = [&](std::size_t r) {
-        const std::size_t g = r0 + r;
-        return a.k_src + o * a.ks[0] + (g / a.heads) * a.ks[1] + (g % a.heads) * a.ks[2];
-      };
-      auto dst_row = [&](std::size_t r) {
-        const std::size_t g = r0 + r;
-        return a.k_dst + w * a.kd[0] + (g / a.heads) * a.kd[1] + (g % a.heads) * a.kd[2];
-      };
-      rope_tile<KT>(plan, interleaved, k_words, n, src_row, dst_row, cs, sn, tile);
-    }
-    if (v_ok && a.vdim != 0) {
-      for (std::size_t r = warp; r < n; r += warps) {
-        const std::size_t g = r0 + r, t = g / a.heads, h = g % a.heads;
+    const std::size_t n = rows - r0 < rope_rows_per_item ? rows - r0 : rope_rows_per_item;
+    for (std::size_t r = warp; r < n; r += warps) {
+      const std::size_t g = r0 + r, t = row_div(g, a.heads), h = g - t * a.heads;
+      if (k_ok) {
+        rope_row_warp<KT>(plan, interleaved, a.k_src + o * a.ks[0] + t * a.ks[1] + h * a.ks[2],
+                          a.k_dst + w * a.kd[0] + t * a.kd[1] + h * a.kd[2], cs, sn, lane);
+      }
+      if (v_ok && a.vdim != 0) {
         const VT* vs = a.v_src + o * a.vs[0] + t * a.vs[1] + h * a.vs[2];
         VT* vd = a.v_dst + w * a.vd[0] + t * a.vd[1] + h * a.vd[2];
         if (static_cast<const void*>(vs) == static_cast<const void*>(vd)) continue;
@@ -160,15 +145,14 @@ __global__ void __launch_bounds__(rope_block_threads)
   }
 }
 
-/// Host side: the plan for a key element type, or invalid_argument when a row cannot fit.
-template <class T>
-rope_tile_plan rope_plan_or_throw(const rope_params& params) {
-  const rope_tile_plan plan = make_rope_tile_plan(params.head_dim, params.rotary_dim, sizeof(T));
-  if (plan.rows_per_tile == 0) {
-    hybridcache::detail::throw_invalid("params.head_dim", params.head_dim,
-                                       "a head vector does not fit the CUDA backend's " +
-                                           std::to_string(rope_tile_budget) +
-                                           "-byte shared-memory tile");
+/// Host side: the plan, or invalid_argument when the cos/sin table exceeds its shared memory.
+inline rope_row_plan rope_plan_or_throw(const rope_params& params) {
+  const rope_row_plan plan = make_rope_row_plan(params.head_dim, params.rotary_dim);
+  if (!plan.fits) {
+    hybridcache::detail::throw_invalid("params.rotary_dim", params.rotary_dim,
+                                       "needs a cos/sin table larger than the CUDA backend's " +
+                                           std::to_string(rope_table_budget) +
+                                           "-byte shared-memory budget");
   }
   return plan;
 }
@@ -208,7 +192,7 @@ void check_same_extents(const Src& src, const Dst& dst, std::size_t upto) {
 /// @returns the launch status (`cudaSuccess` when enqueued; kernel faults surface at the next
 ///          synchronising call, as usual for CUDA).
 /// @throws invalid_argument for the host-visible errors of the host overload (params, extents,
-///         head axis) or a head vector too large for the shared-memory tile.
+///         head axis) or a cos/sin table (rotary_dim/2 angles) too large for shared memory.
 ///
 /// ```cpp
 /// auto k = hybridcache::cuda::make_view(d_keys.data(), {tokens, heads, 128});
@@ -224,18 +208,16 @@ requires detail::rope_view_pair<Src, Dst, 3> cudaError_t realign_keys(const rope
   detail::check_head_axis(dst, "dst", params.head_dim);
   cuda::detail::check_same_extents(src, dst, 2);
   using T = typename Dst::value_type;
-  const auto plan = cuda::detail::rope_plan_or_throw<T>(params);
+  const auto plan = cuda::detail::rope_plan_or_throw(params);
   const std::size_t rows = src.extent(0) * src.extent(1);
   if (rows == 0) return cudaSuccess;
-  const bool words = cuda::detail::rows_word_movable(src, params.head_dim) &&
-                     cuda::detail::rows_word_movable(dst, params.head_dim);
   cuda::detail::rope_rows_args<T> a{src.data(),    dst.data(),    src.extent(0), src.extent(1),
                                     src.stride(0), src.stride(1), dst.stride(0), dst.stride(1)};
-  const unsigned grid = cuda::detail::rope_grid(cuda::detail::ceil_div(rows, plan.rows_per_tile));
+  const unsigned grid =
+      cuda::detail::rope_grid(cuda::detail::ceil_div(rows, cuda::detail::rope_rows_per_item));
   cuda::detail::realign_keys_kernel<T>
       <<<grid, cuda::detail::rope_block_threads, plan.shared_bytes, stream>>>(
-          a, plan, params.frequency_params(), params.layout == rope_layout::interleaved, words,
-          delta);
+          a, plan, params.frequency_params(), params.layout == rope_layout::interleaved, delta);
   return cuda::detail::last_launch_error();
 }
 
@@ -279,8 +261,9 @@ requires(device_view<Src> || device_view<Dst>) &&
 ///
 /// @returns the launch status.
 /// @throws invalid_argument for the host-visible errors of the host overload (params, block
-///         shapes, table lengths, block_size 0) or a head vector too large for the tile. Block
-///         ids are not validated on the host (they are in device memory): see the file comment.
+///         shapes, table lengths, block_size 0) or a cos/sin table too large for shared memory.
+///         Block ids are not validated on the host (they are in device memory): see the file
+///         comment.
 template <device_view KSrc, device_view VSrc, device_view KDst, device_view VDst, device_view Table>
 requires detail::rope_view_pair<KSrc, KDst, 4> && detail::rope_view_pair<VSrc, VDst, 4> &&
     (Table::rank == 1) &&
@@ -321,10 +304,8 @@ requires detail::rope_view_pair<KSrc, KDst, 4> && detail::rope_view_pair<VSrc, V
   using KT = typename KDst::value_type;
   using VT = typename VDst::value_type;
   using Id = typename Table::value_type;
-  const auto plan = cuda::detail::rope_plan_or_throw<KT>(params);
+  const auto plan = cuda::detail::rope_plan_or_throw(params);
   if (nb == 0 || heads == 0) return cudaSuccess;
-  const bool k_words = cuda::detail::rows_word_movable(k_src, params.head_dim) &&
-                       cuda::detail::rows_word_movable(k_dst, params.head_dim);
   const bool v_words = v_src.stride(3) == 1 && v_dst.stride(3) == 1 &&
                        cuda::detail::rows_word_movable(v_src, vdim) &&
                        cuda::detail::rows_word_movable(v_dst, vdim);
@@ -354,11 +335,12 @@ requires detail::rope_view_pair<KSrc, KDst, 4> && detail::rope_view_pair<VSrc, V
     a.vs[r] = v_src.stride(r);
     a.vd[r] = v_dst.stride(r);
   }
-  const std::size_t items = nb * cuda::detail::ceil_div(bs * heads, plan.rows_per_tile);
+  const std::size_t items =
+      nb * cuda::detail::ceil_div(bs * heads, cuda::detail::rope_rows_per_item);
   cuda::detail::realign_blocks_kernel<KT, VT, Id>
       <<<cuda::detail::rope_grid(items), cuda::detail::rope_block_threads, plan.shared_bytes,
          stream>>>(a, plan, params.frequency_params(), params.layout == rope_layout::interleaved,
-                   k_words, v_words, delta);
+                   v_words, delta);
   return cuda::detail::last_launch_error();
 }
 
