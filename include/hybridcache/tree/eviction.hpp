@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -34,6 +33,7 @@
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/tree/index.hpp"
+#include "hybridcache/tree/statistics.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
@@ -62,7 +62,7 @@ struct tree_state {
 ///
 ///   value(s) = (depth(c) − depth(up(c))) · B · W(c) / bytes(c) · h[bin(now − touched(c))],
 ///
-/// bin(a) = bit_width(a) ∈ [0, 32] (`tree_statistics::age_bucket`), h the 33 values of
+/// bin(a) = `tree_statistics::age_bucket(a)` = bit_width(a) ∈ [0, 32], h the 33 values of
 /// `tree_statistics::hit_given_age_table()` (nullptr: every h = 1). `tree_state_pool::evict`
 /// recognises this type and finds the first victim without ranking every held state (see there);
 /// any other callable is ranked by a scan.
@@ -70,9 +70,9 @@ struct age_scaled_value {
   std::size_t block_size = 1;
   const double* hit_by_bin = nullptr;
   std::uint32_t now = 0;
-  static constexpr std::size_t bins = 33;
+  static constexpr std::size_t bins = tree_statistics::age_buckets;
   [[nodiscard]] static std::size_t bin(std::uint32_t age) noexcept {
-    return static_cast<std::size_t>(std::bit_width(age));
+    return tree_statistics::age_bucket(age);
   }
   /// ΔE[r] per byte alone (the factor that does not depend on the age).
   [[nodiscard]] double key(const tree_state& s) const noexcept {

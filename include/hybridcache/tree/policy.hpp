@@ -570,7 +570,6 @@ class basic_state_policy {
   /// The eviction value of a held state: ΔE[r] per byte, times P(hit | age) with `age_value`
   /// (`age_scaled_value`, which the pool's victim search ranks without a scan of every state).
   [[nodiscard]] age_scaled_value value_fn() const {
-    static_assert(age_scaled_value::bins == tree_statistics::age_buckets);
     return {.block_size = opts_.block_size,
             .hit_by_bin = opts_.age_value ? stats_.hit_given_age_table() : nullptr,
             .now = now()};
