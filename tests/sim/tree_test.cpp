@@ -192,6 +192,56 @@ TEST_CASE("usable match equals a brute-force longest common prefix") {
 // The engine rows' own rules (vLLM, SGLang, TensorRT-LLM, Marconi, llama.cpp), one hand-worked
 // case per rule, are pinned in tree_engines_test.cpp.
 
+TEST_CASE("block_tree: match and insert equal a node-by-node walk, with and without LRU leaves") {
+  // A random trie of chains; requests are random root-to-node paths. The reference keeps its own
+  // present set and counts the present prefix one node at a time.
+  std::mt19937_64 rng(41);
+  for (const bool track : {false, true}) {
+    hc::tree_trace t("t", 4);
+    const auto root = t.root_of(std::nullopt);
+    std::vector<std::uint32_t> nodes{root};
+    for (int i = 0; i < 600; ++i) {
+      const auto parent =
+          nodes[std::uniform_int_distribution<std::size_t>(0, nodes.size() - 1)(rng)];
+      nodes.push_back(t.new_node(parent, 0));
+    }
+    auto path_to = [&](std::uint32_t v) {
+      std::vector<std::uint32_t> p;
+      for (; v != root; v = t.parent(v)) p.push_back(v);
+      std::reverse(p.begin(), p.end());
+      return p;
+    };
+    hc::block_tree tree;
+    tree.reset(t.node_count(), track);
+    std::vector<std::uint8_t> ref(t.node_count(), 0);
+    std::size_t checked = 0;
+    for (int step = 0; step < 3000; ++step) {
+      const auto v = nodes[std::uniform_int_distribution<std::size_t>(1, nodes.size() - 1)(rng)];
+      const auto path = path_to(v);
+      std::size_t want = 0;
+      while (want < path.size() && ref[path[want]]) ++want;
+      CHECK(tree.match(path) == want);
+      ++checked;
+      if (step % 3 != 2) {
+        const auto guard = tree.insert(t, path);
+        for (auto u : path) ref[u] = 1;
+        if (track && step % 5 == 0) {
+          // Evict a few LRU leaves off the running path (they stay closed under parents).
+          for (int e = 0; e < 3; ++e) {
+            const auto gone = tree.evict_lru_leaf(t, guard);
+            if (gone == hc::tree_trace::no_parent) break;
+            CHECK(ref[gone] == 1);
+            ref[gone] = 0;
+          }
+        }
+      }
+      CHECK(tree.blocks() ==
+            static_cast<std::size_t>(std::count(ref.begin(), ref.end(), std::uint8_t{1})));
+    }
+    CHECK(checked == 3000);
+  }
+}
+
 TEST_CASE("sglang no_buffer snapshots at chunk ends and the request end; LRU eviction") {
   // B = 4, chunk C = 8 tokens. R1: prompt 20, output 2 → path of ⌊22/4⌋ = 5 blocks. Chunk ends
   // at 8 and 16 tokens (j = 2, 4), request end j = 5.

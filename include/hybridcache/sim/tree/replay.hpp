@@ -171,17 +171,26 @@ class block_tree {
   [[nodiscard]] std::uint32_t children(std::uint32_t v) const noexcept { return children_[v]; }
   /// Present blocks.
   [[nodiscard]] std::size_t blocks() const noexcept { return blocks_; }
-  /// Leading nodes of `path` present.
+  /// Leading nodes of `path` (root to leaf) present. Present nodes are closed under parents, so
+  /// along a root-to-leaf path they are a prefix: its length by binary search, O(log |path|).
   [[nodiscard]] std::size_t match(std::span<const std::uint32_t> path) const noexcept {
-    std::size_t m = 0;
-    while (m < path.size() && present_[path[m]]) ++m;
-    return m;
+    std::size_t lo = 0, hi = path.size();
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (present_[path[mid]])
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
   }
   /// Inserts `path` (root to leaf); with tracking, every node of it becomes the most recently
   /// used, the leaf last. @returns the first stamp of this insertion (nodes stamped at or after
-  /// it are the running path, see `evict_lru_leaf`).
+  /// it are the running path, see `evict_lru_leaf`). Without tracking the present prefix needs no
+  /// update, so the walk starts after it.
   std::uint64_t insert(const tree_trace& t, std::span<const std::uint32_t> path) {
     const std::uint64_t first = clock_ + 1;
+    if (!track_) path = path.subspan(match(path));
     for (auto v : path) {
       if (!present_[v]) {
         present_[v] = 1;
