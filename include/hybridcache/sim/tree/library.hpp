@@ -92,6 +92,7 @@ class library_policy final : public tree_policy {
   void reset(const tree_context& ctx) override {
     ctx_ = ctx;
     pol_.reset();
+    ns_root_ = tree_trace::no_parent;  // another trace may number its roots differently
     lib_to_node_.clear();
     node_to_lib_.assign(ctx.trace->node_count(), no_node);
     state_bytes_ = static_cast<std::size_t>(ctx.state_bytes);
@@ -195,8 +196,14 @@ class library_policy final : public tree_policy {
     for (std::size_t i = 0; i < n; ++i)
       keys_.push_back(digest{path[i] + 1ULL, 0x7EE5'5111'0000'0000ULL});
   }
-  namespace_key ns_of(const tree_step& s) const {
-    return namespace_key{}.with_tenant(std::to_string(ctx_.trace->ns(s.root)));
+  /// The request's namespace (its trace namespace as the tenant), built once per root: the
+  /// calls of one request share it, and building it allocates.
+  const namespace_key& ns_of(const tree_step& s) {
+    if (s.root != ns_root_) {
+      ns_ = namespace_key{}.with_tenant(std::to_string(ctx_.trace->ns(s.root)));
+      ns_root_ = s.root;
+    }
+    return ns_;
   }
   /// The policy's ids are slot (low 32 bits) + generation (node_id): the reverse map is
   /// indexed by slot, since slots are reused after `erase` (KV eviction) and ids are not dense.
@@ -243,6 +250,8 @@ class library_policy final : public tree_policy {
   std::unique_ptr<state_policy> pol_;
   match_result m_;
   std::vector<digest> keys_;
+  namespace_key ns_{};
+  std::uint32_t ns_root_ = tree_trace::no_parent;  ///< the root `ns_` was built for
   std::vector<std::size_t> grid_, planned_;
   std::vector<node_id> lib_;  ///< the policy's node of each known block of the request
   std::vector<std::uint32_t> lib_to_node_;  ///< by the policy's slot: the trace node
