@@ -36,16 +36,31 @@ TEST_CASE("ceil_div and align_up") {
 TEST_CASE("RoPE row plan: the cos/sin table fits shared memory, and one that cannot is refused") {
   for (std::size_t rd = 0; rd <= 4096; rd += 2) {
     CAPTURE(rd);
-    const auto p = cd::make_rope_row_plan(rd + 6, rd);
+    const auto p = cd::make_rope_row_plan(rd + 6, rd, hc::detail::rope_lane_group);
     CHECK(p.fits);
     CHECK(p.shared_bytes >= rd / 2 * 2 * sizeof(float));
     CHECK(p.shared_bytes % 256 == 0);
     CHECK(p.shared_bytes <= 48 * 1024);
   }
   // 40 KiB holds 5,120 angles (cos and sin): rotary_dim 10,240 fits, 10,242 does not.
-  CHECK(cd::make_rope_row_plan(10240, 10240).fits);
-  CHECK_FALSE(cd::make_rope_row_plan(10242, 10242).fits);
-  CHECK(cd::rope_rows_per_item % (cd::rope_block_threads / 32) == 0);
+  CHECK(cd::make_rope_row_plan(10240, 10240, 8).fits);
+  CHECK_FALSE(cd::make_rope_row_plan(10242, 10242, 8).fits);
+  // Lanes per row: a power of two in [8, 32] that divides the warp, and the largest one that
+  // still gives every lane a full group when any does.
+  for (std::size_t rd = 0; rd <= 2048; rd += 2) {
+    for (const unsigned group : {1u, 4u, 8u}) {
+      CAPTURE(rd);
+      CAPTURE(group);
+      const unsigned L = cd::rope_lanes_per_row(rd, group);
+      CHECK((L == 8 || L == 16 || L == 32));
+      const std::size_t pairs = rd / 2;
+      if (L > 8) CHECK(pairs >= std::size_t{L} * group);      // each lane a full group
+      if (L < 32) CHECK(pairs < std::size_t{2} * L * group);  // twice as many would not
+    }
+  }
+  CHECK(cd::rope_lanes_per_row(128, 8) == 8);   // 64 pairs: 8 lanes, 4 rows per warp
+  CHECK(cd::rope_lanes_per_row(512, 8) == 32);  // 256 pairs: a warp per row
+  CHECK(cd::rope_lanes_per_row(128, 4) == 16);  // the default group: 16 lanes, 2 rows per warp
 }
 
 TEST_CASE("scoring kernel shared memory stays within an opt-in-free block for common head dims") {
@@ -67,10 +82,11 @@ double tolerance() {
 }
 }  // namespace
 
-// The realign kernels' warp, replayed on the host: the block's cos/sin table built exactly as
-// rope_fill_table does, then the 32 lanes' shares of each row (rope_rotate_row_lane) run one lane
-// after another in place, in a scrambled lane order, against the long-double reference.
-TEST_CASE_TEMPLATE("host replay of the RoPE warp equals rotation at the new position", T, float,
+// The realign kernels' lanes, replayed on the host: the block's cos/sin table built exactly as
+// rope_fill_table does, then the shares of each row's lanes (rope_rotate_row_lane, as many lanes
+// as the plan gives a row) run one lane after another in place, in a scrambled lane order,
+// against the long-double reference.
+TEST_CASE_TEMPLATE("host replay of the RoPE lanes equals rotation at the new position", T, float,
                    hc::half, hc::bfloat16) {
   std::mt19937_64 rng(9);
   std::normal_distribution<double> n;
@@ -102,13 +118,15 @@ TEST_CASE_TEMPLATE("host replay of the RoPE warp equals rotation at the new posi
         hc::detail::rope_delta_sincos(static_cast<double>(delta),
                                       hc::detail::rope_theta(f, static_cast<double>(i)), &cs[i],
                                       &sn[i]);
+      const unsigned L =
+          cd::make_rope_row_plan(c.hd, c.rd, hc::detail::rope_lane_group).lanes_per_row;
       for (std::size_t r = 0; r < rows; ++r) {
         T* row = &keys[r * c.hd];
-        for (unsigned l = 0; l < 32; ++l) {
-          const unsigned lane = (l * 13 + 5) % 32;  // a permutation of 0..31
+        for (unsigned l = 0; l < L; ++l) {
+          const unsigned lane = (l * 5 + 3) % L;  // a permutation of 0..L-1 (L a power of two)
           hc::detail::rope_rotate_row_lane(row, row, c.hd, c.rd, c.interleaved, cs.data(),
                                            sn.data(), hc::detail::rope_load<T>{},
-                                           hc::detail::rope_store<T>{}, lane, 32u);
+                                           hc::detail::rope_store<T>{}, lane, L);
         }
       }
       std::size_t bad = 0;
@@ -145,7 +163,7 @@ struct identity_store {
 
 TEST_CASE(
     "the lanes' shares of a row are disjoint, cover it, and each lane reads before it writes") {
-  for (const unsigned lanes : {1u, 7u, 32u}) {
+  for (const unsigned lanes : {1u, 7u, 8u, 16u, 32u}) {
     for (const bool interleaved : {false, true}) {
       for (const std::size_t hd :
            {std::size_t{2}, std::size_t{6}, std::size_t{64}, std::size_t{130}, std::size_t{577}}) {

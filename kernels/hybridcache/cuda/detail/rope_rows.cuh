@@ -4,13 +4,14 @@
 /// @file
 /// The row machinery of the delta-RoPE kernels (`cuda/rope/realign.cuh`).
 ///
-/// A *row* is one head vector (`head_dim` elements, contiguous). One warp rotates one row at a
-/// time, straight between global memory and registers: lane l takes the pairs i ≡ l (mod 32)
+/// A *row* is one head vector (`head_dim` elements, contiguous). L = `plan.lanes_per_row` lanes
+/// (8, 16 or 32) rotate one row together, straight between global memory and registers, so a
+/// warp works on 32 / L rows at once: lane l of a row takes the pairs i ≡ l (mod L)
 /// (`detail::rope_rotate_row_lane`, the host's per-pair rotation, in groups whose loads are all
-/// issued before the first store). Lanes of a warp read consecutive pairs, so every load and
-/// store of the warp is coalesced, and no barrier is needed after the block's cos/sin table is
-/// built. The table is computed once per block with the host's `rope_theta` +
-/// `rope_delta_sincos` (double-precision, range-reduced angle) and kept in shared memory.
+/// issued before the first store). The lanes of a row read consecutive pairs (coalesced), and no
+/// barrier is needed after the block's cos/sin table is built. The table is computed once per block
+/// with the host's `rope_theta` + `rope_delta_sincos` (double-precision, range-reduced angle) and
+/// kept in shared memory.
 
 #include <cstddef>
 #include <cstdint>
@@ -44,29 +45,31 @@ HYBRIDCACHE_HOST_DEVICE inline bool word_aligned(const void* p) noexcept {
   return (reinterpret_cast<std::uintptr_t>(p) & 3u) == 0;
 }
 
-/// Copies one row of `n` elements of `T` global → global, lanes of a warp striding along it.
-/// `words` selects 4-byte transfers (both pointers 4-byte aligned and n·sizeof(T) a multiple of
-/// 4, checked by the caller).
+/// Copies one row of `n` elements of `T` global → global, lane `lane` of `lanes` striding along
+/// it. `words` selects 4-byte transfers (both pointers 4-byte aligned and n·sizeof(T) a multiple
+/// of 4, checked by the caller).
 template <class T>
-__device__ inline void copy_row_warp(const T* src, T* dst, std::size_t n, bool words,
-                                     unsigned lane) {
+__device__ inline void copy_row_lanes(const T* src, T* dst, std::size_t n, bool words,
+                                      unsigned lane, unsigned lanes) {
   if (words) {
     const auto* s = reinterpret_cast<const std::uint32_t*>(src);
     auto* d = reinterpret_cast<std::uint32_t*>(dst);
     const std::size_t nw = n * sizeof(T) / 4;
-    for (std::size_t w = lane; w < nw; w += 32) d[w] = s[w];
+    for (std::size_t w = lane; w < nw; w += lanes) d[w] = s[w];
   } else {
-    for (std::size_t j = lane; j < n; j += 32) dst[j] = src[j];
+    for (std::size_t j = lane; j < n; j += lanes) dst[j] = src[j];
   }
 }
 
-/// One warp rotates the row at `src` into `dst` (may be equal: in place).
+/// Lane `lane` (< plan.lanes_per_row) of the threads rotating the row at `src` into `dst` (may
+/// be equal: in place).
 template <class T>
-__device__ inline void rope_row_warp(const rope_row_plan& plan, bool interleaved, const T* src,
-                                     T* dst, const float* cs, const float* sn, unsigned lane) {
+__device__ inline void rope_row_lanes(const rope_row_plan& plan, bool interleaved, const T* src,
+                                      T* dst, const float* cs, const float* sn, unsigned lane) {
   hybridcache::detail::rope_rotate_row_lane(src, dst, plan.head_dim, plan.rotary_dim, interleaved,
                                             cs, sn, hybridcache::detail::rope_load<T>{},
-                                            hybridcache::detail::rope_store<T>{}, lane, 32u);
+                                            hybridcache::detail::rope_store<T>{}, lane,
+                                            plan.lanes_per_row);
 }
 
 }  // namespace cuda::detail

@@ -63,13 +63,13 @@ __global__ void __launch_bounds__(rope_block_threads)
   float* sn = cs + half;
   rope_fill_table(freq, delta, half, cs, sn);
   __syncthreads();
-  const unsigned lane = threadIdx.x % 32;
-  const std::size_t warps = blockDim.x / 32;
+  const unsigned L = plan.lanes_per_row, lane = threadIdx.x % L;
+  const std::size_t groups = blockDim.x / L;  // rows in flight per block
   const std::size_t rows = a.tokens * a.heads;
-  for (std::size_t r = blockIdx.x * warps + threadIdx.x / 32; r < rows; r += gridDim.x * warps) {
+  for (std::size_t r = blockIdx.x * groups + threadIdx.x / L; r < rows; r += gridDim.x * groups) {
     const std::size_t t = row_div(r, a.heads), h = r - t * a.heads;
-    rope_row_warp<T>(plan, interleaved, a.src + t * a.src_s0 + h * a.src_s1,
-                     a.dst + t * a.dst_s0 + h * a.dst_s1, cs, sn, lane);
+    rope_row_lanes<T>(plan, interleaved, a.src + t * a.src_s0 + h * a.src_s1,
+                      a.dst + t * a.dst_s0 + h * a.dst_s1, cs, sn, lane);
   }
 }
 
@@ -110,7 +110,8 @@ __global__ void __launch_bounds__(rope_block_threads)
   const std::size_t rows_per_block = a.block_size * a.heads;
   const std::size_t items_per_block = ceil_div(rows_per_block, rope_rows_per_item);
   const std::size_t items = a.num_logical * items_per_block;
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  const unsigned L = plan.lanes_per_row, lane = threadIdx.x % L;
+  const std::size_t group = threadIdx.x / L, groups = blockDim.x / L;
   for (std::size_t item = blockIdx.x; item < items; item += gridDim.x) {
     const std::size_t b = item / items_per_block, tix = item % items_per_block;
     const std::size_t first_token = b * a.block_size;
@@ -125,20 +126,20 @@ __global__ void __launch_bounds__(rope_block_threads)
     if (!k_ok && !v_ok) continue;
     const std::size_t o = static_cast<std::size_t>(ob), w = static_cast<std::size_t>(nb);
     const std::size_t n = rows - r0 < rope_rows_per_item ? rows - r0 : rope_rows_per_item;
-    for (std::size_t r = warp; r < n; r += warps) {
+    for (std::size_t r = group; r < n; r += groups) {
       const std::size_t g = r0 + r, t = row_div(g, a.heads), h = g - t * a.heads;
       if (k_ok) {
-        rope_row_warp<KT>(plan, interleaved, a.k_src + o * a.ks[0] + t * a.ks[1] + h * a.ks[2],
-                          a.k_dst + w * a.kd[0] + t * a.kd[1] + h * a.kd[2], cs, sn, lane);
+        rope_row_lanes<KT>(plan, interleaved, a.k_src + o * a.ks[0] + t * a.ks[1] + h * a.ks[2],
+                           a.k_dst + w * a.kd[0] + t * a.kd[1] + h * a.kd[2], cs, sn, lane);
       }
       if (v_ok && a.vdim != 0) {
         const VT* vs = a.v_src + o * a.vs[0] + t * a.vs[1] + h * a.vs[2];
         VT* vd = a.v_dst + w * a.vd[0] + t * a.vd[1] + h * a.vd[2];
         if (static_cast<const void*>(vs) == static_cast<const void*>(vd)) continue;
         if (a.vs[3] == 1 && a.vd[3] == 1) {
-          copy_row_warp(vs, vd, a.vdim, v_words, lane);
+          copy_row_lanes(vs, vd, a.vdim, v_words, lane, L);
         } else {
-          for (std::size_t j = lane; j < a.vdim; j += 32) vd[j * a.vd[3]] = vs[j * a.vs[3]];
+          for (std::size_t j = lane; j < a.vdim; j += L) vd[j * a.vd[3]] = vs[j * a.vs[3]];
         }
       }
     }
@@ -147,7 +148,8 @@ __global__ void __launch_bounds__(rope_block_threads)
 
 /// Host side: the plan, or invalid_argument when the cos/sin table exceeds its shared memory.
 inline rope_row_plan rope_plan_or_throw(const rope_params& params) {
-  const rope_row_plan plan = make_rope_row_plan(params.head_dim, params.rotary_dim);
+  const rope_row_plan plan =
+      make_rope_row_plan(params.head_dim, params.rotary_dim, hybridcache::detail::rope_lane_group);
   if (!plan.fits) {
     hybridcache::detail::throw_invalid("params.rotary_dim", params.rotary_dim,
                                        "needs a cos/sin table larger than the CUDA backend's " +
