@@ -823,7 +823,7 @@ TEST_CASE("tree::state_policy: extend_keys + note_sequence_end insert exactly as
   o.state_bytes = 1;
   o.capacity_bytes = 3;
   o.replan_every = 4;
-  hc::state_policy a(o), b(o);
+  hc::state_policy a(o), b(o), c(o);
   const auto ns = hybridcache::namespace_key{}.with_tenant("t");
   hc::detail::rng rng(5);
   std::vector<std::vector<std::uint32_t>> seqs;  // symbols
@@ -851,26 +851,92 @@ TEST_CASE("tree::state_policy: extend_keys + note_sequence_end insert exactly as
     const std::size_t pl = std::min(prompt, keys.size());
     const auto ma = a.match_keys(ns, std::span(keys).first(pl - 1));
     const auto mb = b.match_keys(ns, std::span(keys).first(pl - 1));
+    const auto mc = c.match_keys(ns, std::span(keys).first(pl - 1));
     REQUIRE(ma.resume_node == mb.resume_node);
+    REQUIRE(ma.resume_node == mc.resume_node);
     const auto na = a.insert_keys(ns, keys);
     auto nb = b.extend_keys(ns, hc::no_node, std::span(keys).first(pl));
     for (std::size_t j = pl; j < keys.size(); ++j)
       nb.push_back(b.extend_keys(ns, nb.back(), std::span(keys).subspan(j, 1)).front());
     b.note_sequence_end(nb.back());
     REQUIRE(na == nb);
+    // C walks the prompt from its match (the prefix overload), then one key at a time.
+    auto nc = c.extend_keys(ns, std::span(mc.path), std::span(keys).first(pl));
+    for (std::size_t j = pl; j < keys.size(); ++j)
+      nc.push_back(c.extend_key(ns, nc.back(), keys[j]));
+    c.note_sequence_end(nc.back());
+    REQUIRE(na == nc);
     for (auto v : {na[pl - 1], na.back()}) {
-      const auto ra = a.admit(v, 1), rb = b.admit(v, 1);
+      const auto ra = a.admit(v, 1), rb = b.admit(v, 1), rc = c.admit(v, 1);
       CHECK(ra.admitted == rb.admitted);
       CHECK(ra.victims == rb.victims);
+      CHECK(ra.admitted == rc.admitted);
+      CHECK(ra.victims == rc.victims);
     }
     a.unpin(ma.resume_node);
     b.unpin(mb.resume_node);
+    c.unpin(mc.resume_node);
+    CHECK(a.expected_recompute() == doctest::Approx(c.expected_recompute()));
+    CHECK(a.state_count() == c.state_count());
     CHECK(a.expected_recompute() == doctest::Approx(b.expected_recompute()));
     CHECK(a.match_share(na.back()) == doctest::Approx(b.match_share(na.back())));
     if (a.has_state(na.back()))
       CHECK(a.hit_chance(na.back()) == doctest::Approx(b.hit_chance(na.back())));
     CHECK(a.state_count() == b.state_count());
   }
+}
+#endif
+
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+TEST_CASE(
+    "tree::state_policy: extend_keys from a match prefix ignores a prefix that is stale or "
+    "foreign") {
+  // The reference is the walk from the root of a second policy with the same history: the
+  // prefix overload must return its nodes whenever the prefix is not the sequence's own.
+  using hybridcache::digest;
+  hc::policy_options o;
+  o.block_size = 1;
+  o.state_bytes = 1;
+  o.capacity_bytes = 4;
+  o.replan_every = 0;
+  hc::state_policy a(o), b(o);
+  const auto ns = hybridcache::namespace_key{}.with_tenant("t");
+  const auto other = hybridcache::namespace_key{}.with_tenant("u");
+  const std::vector<digest> k{digest{1, 9}, digest{2, 9}, digest{3, 9}, digest{4, 9}};
+  for (auto* p : {&a, &b}) (void)p->insert_keys(ns, std::span(k).first(3));
+  const auto m = a.match_keys(ns, std::span(k).first(3));
+  a.unpin(m.resume_node);
+  REQUIRE(m.path.size() == 3);
+  // Too long a prefix is an argument error, nothing inserted.
+  const std::vector<hybridcache::node_id> four(4, m.path[0]);
+  CHECK_THROWS_AS(a.extend_keys(ns, std::span(four), std::span(k).first(3)),
+                  hybridcache::invalid_argument);
+  // Another namespace's walk ignores the prefix (its first node is not a child of that root).
+  CHECK(a.extend_keys(other, std::span(m.path), std::span(k)) ==
+        b.extend_keys(other, hc::no_node, std::span(k)));
+  // One key below a namespace's root, and below a node, without the vector.
+  CHECK(a.extend_key(other, hc::no_node, k[0]) ==
+        b.extend_keys(other, hc::no_node, std::span(k).first(1)).front());
+  const auto below = b.extend_keys(other, hc::no_node, std::span(k).first(2));
+  CHECK(a.extend_key(other, below[0], k[1]) == below[1]);
+  CHECK_THROWS_AS(a.extend_key(other, hc::node_id{12345}, k[1]), hybridcache::invalid_argument);
+  // A prefix whose deepest node was erased since the match: the walk starts at the root and
+  // re-creates the block (the same node count and keys as the root walk).
+  a.erase(m.path[2]);
+  const auto mb = b.match_keys(ns, std::span(k).first(3));
+  b.unpin(mb.resume_node);
+  b.erase(mb.path[2]);
+  const auto ra = a.extend_keys(ns, std::span(m.path), std::span(k));
+  const auto rb = b.extend_keys(ns, hc::no_node, std::span(k));
+  REQUIRE(ra.size() == 4);
+  CHECK(ra == rb);
+  CHECK(ra[0] == m.path[0]);
+  CHECK(ra[2] != m.path[2]);
+  // A prefix naming other keys (keys[0] differs): ignored.
+  std::vector<digest> k2 = k;
+  k2[0] = digest{5, 9};
+  CHECK(a.extend_keys(ns, std::span(ra).first(2), std::span(k2)) ==
+        b.extend_keys(ns, hc::no_node, std::span(k2)));
 }
 #endif
 

@@ -321,6 +321,56 @@ class basic_state_policy {
     planner_.add_work(out.size() + (parent == no_node ? 1 : 0));
     return out;
   }
+  /// `extend_keys(ns, parent, {key})` without the vector: the one block a decode step adds
+  /// below `parent` (`no_node`: the root of `ns`). Same node, same work count.
+  /// @throws invalid_argument for a `parent` that is not a live node.
+  node_id extend_key(const namespace_key& ns, node_id parent, const digest& key) {
+    const slot_id from =
+        parent == no_node ? index_.root_of(hash_, ns) : index_.resolve(parent, "parent");
+    bool created = false;
+    const slot_id cur = index_.child(from, key, created);
+    planner_.add_work(parent == no_node ? 2 : 1);
+    return index_.handle_of(cur);
+  }
+
+  /// `extend_keys(ns, no_node, keys)` of a sequence whose first `prefix.size()` blocks a match of
+  /// the same keys already found (`match_result::path` of `match_keys(ns, keys[0..k))`, k ≥
+  /// prefix.size()): walks only the blocks beyond the prefix, one index probe per new block
+  /// instead of one per block. Returns the same nodes, and counts the same work towards
+  /// work-bounded re-plans, as the walk from the root, so decisions do not change. The prefix is
+  /// checked in O(1): its first node must be a child of `ns`'s root with key keys[0], and its
+  /// deepest a live node of depth prefix.size() with key keys[prefix.size() − 1] (keys are
+  /// chained, so that key names the whole prefix). A prefix that fails the check (a node erased
+  /// since the match, another namespace) is ignored: the walk starts at the root.
+  /// @throws invalid_argument for a prefix longer than `keys`.
+  std::vector<node_id> extend_keys(const namespace_key& ns, std::span<const node_id> prefix,
+                                   std::span<const digest> keys) {
+    if (prefix.size() > keys.size())
+      hybridcache::detail::throw_invalid("prefix.size()", prefix.size(),
+                                         "exceeds keys.size() = " + std::to_string(keys.size()));
+    const slot_id root = index_.root_of(hash_, ns);
+    const std::size_t n = prefix.size();
+    slot_id cur = root;
+    std::vector<node_id> out;
+    out.reserve(keys.size());
+    if (n != 0) {
+      const slot_id first = index_.live_slot(prefix.front()),
+                    last = index_.live_slot(prefix.back());
+      if (first != no_slot && last != no_slot && index_[first].parent == root &&
+          index_[first].key == keys.front() && index_[last].blocks == n &&
+          index_[last].key == keys[n - 1]) {
+        out.assign(prefix.begin(), prefix.end());
+        cur = last;
+      }
+    }
+    for (std::size_t i = out.size(); i < keys.size(); ++i) {
+      bool created = false;
+      cur = index_.child(cur, keys[i], created);
+      out.push_back(index_.handle_of(cur));
+    }
+    planner_.add_work(keys.size() + 1);
+    return out;
+  }
   /// The sequence added by `extend_keys` ended at `end`: notes the end exactly as
   /// `insert_keys` of the whole sequence would (fresh-end prior).
   /// @throws invalid_argument (stale_handle_error) for a node that is not live.

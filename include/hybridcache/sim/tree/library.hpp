@@ -132,7 +132,8 @@ class library_policy final : public tree_policy {
     sync_capacity();  // the request's KV is allocated: the joint pool's room for states is known
     const auto path = s.path();
     keys(path, path.size());
-    lib_ = pol_->extend_keys(ns_of(s), no_node, keys_);
+    // The match found the first blocks' nodes: walk only the blocks the prefill added.
+    lib_ = pol_->extend_keys(ns_of(s), m_.path, keys_);
     for (std::size_t i = 0; i < lib_.size(); ++i) map(lib_[i], path[i]);
     const std::size_t plan = pol_->options().prefill_prior && !planned_.empty() &&
                                      planned_.back() == s.prompt_blocks && s.prompt_blocks > 0
@@ -150,10 +151,10 @@ class library_policy final : public tree_policy {
   void on_decode_block(const tree_step& s, std::size_t j) override {
     if (!pol_) return;
     const auto path = s.path();
-    keys(path.subspan(j - 1), 1);
-    const auto v = pol_->extend_keys(ns_of(s), j > 1 ? lib_[j - 2] : no_node, keys_);
-    lib_.push_back(v.front());
-    map(v.front(), path[j - 1]);
+    const node_id v =
+        pol_->extend_key(ns_of(s), j > 1 ? lib_[j - 2] : no_node, block_key(path[j - 1]));
+    lib_.push_back(v);
+    map(v, path[j - 1]);
     // fill_free, online: a state that fits the free room beside the one the end will offer.
     if (!pol_->options().fill_free) return;
     const std::size_t reserve = pol_->options().snapshot_tail ? 1 : 0;
@@ -191,10 +192,13 @@ class library_policy final : public tree_policy {
   [[nodiscard]] const state_policy* get() const noexcept { return pol_.get(); }
 
  private:
+  /// The key of trace block v (trace nodes are already prefix-unique: no chaining needed).
+  static digest block_key(std::uint32_t v) noexcept {
+    return digest{v + 1ULL, 0x7EE5'5111'0000'0000ULL};
+  }
   void keys(std::span<const std::uint32_t> path, std::size_t n) {
     keys_.clear();
-    for (std::size_t i = 0; i < n; ++i)
-      keys_.push_back(digest{path[i] + 1ULL, 0x7EE5'5111'0000'0000ULL});
+    for (std::size_t i = 0; i < n; ++i) keys_.push_back(block_key(path[i]));
   }
   /// The request's namespace (its trace namespace as the tenant), built once per root: the
   /// calls of one request share it, and building it allocates.

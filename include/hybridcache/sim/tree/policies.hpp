@@ -1109,10 +1109,13 @@ class llamacpp_policy final : public tree_policy {
   /// `server_prompt_cache::alloc` (see the class comment).
   void save(const holder& h) {
     if (h.tokens == 0) return;
+    // (The size and token tests come first: they decide most entries without the prefix walk.)
     for (const auto& e : cache_)
-      if (lcp(e, h.path) == h.path.size() && h.tokens <= e.tokens) return;
+      if (h.tokens <= e.tokens && e.path.size() >= h.path.size() && lcp(e, h.path) == h.path.size())
+        return;
     for (auto it = cache_.begin(); it != cache_.end();) {
-      if (lcp(*it, h.path) == it->path.size() && it->tokens <= h.tokens) {
+      if (it->tokens <= h.tokens && it->path.size() <= h.path.size() &&
+          lcp(*it, h.path) == it->path.size()) {
         clear(*it);
         it = cache_.erase(it);
       } else {
