@@ -112,6 +112,25 @@ void BM_tree_row_no_replan(benchmark::State& st) {
 }
 BENCHMARK(BM_tree_row_no_replan)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 
+// The row's simulator harness alone: the portfolio with as many candidates as the row, each a
+// policy that decides nothing (`noop`). What remains is what the simulator does per shadow
+// whatever the candidates decide (each shadow's replayer and its copy of the KV bookkeeping) and
+// the portfolio's scoring; BM_tree_row_no_replan minus this is the candidates' decisions and the
+// real pool's hand-over.
+void BM_tree_row_harness(benchmark::State& st) {
+  const auto budget = static_cast<std::size_t>(st.range(0));
+  const auto usable = hc::usable_matches(trace());
+  const std::size_t n = 2 + hybridcache::faithful_tree_policy_names.size();
+  for (auto _ : st) {
+    std::vector<std::unique_ptr<hybridcache::tree_policy>> c;
+    for (std::size_t i = 0; i < n; ++i) c.push_back(std::make_unique<noop>());
+    hybridcache::portfolio_policy p(std::move(c));
+    benchmark::DoNotOptimize(hc::replay_tree(trace(), p, budget, usable));
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
+}
+BENCHMARK(BM_tree_row_harness)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
+
 // The library's row (issue #24) without the Marconi candidate: the cost of the shadows when the
 // one expensive engine row (its alpha-tuning replays and min-max scans) is left out. Compare with
 // BM_tree_policy/hybridcache (all eleven engine rows in shadow) and /hybridcache_exact (none).
