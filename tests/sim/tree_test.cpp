@@ -811,6 +811,20 @@ TEST_CASE("KV budget: every policy runs within both pools on the synthetic workl
 }
 
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+namespace {
+/// The hand-worked policies below: one-token blocks, one-byte states, `capacity` states.
+hc::policy_options unit_policy(std::size_t capacity, std::size_t replan_every) {
+  hc::policy_options o;
+  o.block_size = 1;
+  o.state_bytes = 1;
+  o.capacity_bytes = capacity;
+  o.replan_every = replan_every;
+  return o;
+}
+}  // namespace
+#endif
+
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
 TEST_CASE("tree::state_policy: extend_keys + note_sequence_end insert exactly as insert_keys") {
   // Two policies see the same requests: A inserts each whole sequence at its end (insert_keys);
   // B adds the prompt, then the output one block at a time (extend_keys), then notes the end
@@ -818,11 +832,7 @@ TEST_CASE("tree::state_policy: extend_keys + note_sequence_end insert exactly as
   // Their node ids, states, expected recompute and the tail's hit chance must agree throughout
   // (the fresh-end prior included).
   using hybridcache::digest;
-  hc::policy_options o;
-  o.block_size = 1;
-  o.state_bytes = 1;
-  o.capacity_bytes = 3;
-  o.replan_every = 4;
+  hc::policy_options o = unit_policy(3, 4);
   hc::state_policy a(o), b(o), c(o);
   const auto ns = hybridcache::namespace_key{}.with_tenant("t");
   hc::detail::rng rng(5);
@@ -894,11 +904,7 @@ TEST_CASE(
   // The reference is the walk from the root of a second policy with the same history: the
   // prefix overload must return its nodes whenever the prefix is not the sequence's own.
   using hybridcache::digest;
-  hc::policy_options o;
-  o.block_size = 1;
-  o.state_bytes = 1;
-  o.capacity_bytes = 4;
-  o.replan_every = 0;
+  hc::policy_options o = unit_policy(4, 0);
   hc::state_policy a(o), b(o);
   const auto ns = hybridcache::namespace_key{}.with_tenant("t");
   const auto other = hybridcache::namespace_key{}.with_tenant("u");
@@ -948,11 +954,7 @@ TEST_CASE("tree::state_policy: set_capacity_bytes frees what evict would, then p
   // plans (fill_free) with room for 0 more states: no fill position; with the capacity back at
   // 4, the free room of 3 states takes the three other grid positions of a 4-block prompt.
   using hybridcache::digest;
-  hc::policy_options o;
-  o.block_size = 1;
-  o.state_bytes = 1;
-  o.capacity_bytes = 4;
-  o.replan_every = 0;
+  hc::policy_options o = unit_policy(4, 0);
   o.snapshot_tail = false;
   o.snapshot_junction = false;
   hc::state_policy a(o), b(o);
