@@ -12,6 +12,10 @@
 #   tests/fuzz/manifest_fuzz.cpp HC_FUZZ_MANIFEST_SECONDS (default 10) seconds: the manifest
 #                                reader of `hybridcache verify` (tools/hybridcache/
 #                                verify_manifest.hpp; needs Eigen's and nlohmann-json's headers)
+#   tests/fuzz/tree_policy_fuzz.cpp HC_FUZZ_TREE_SECONDS (default 20) seconds: state_policy's
+#                                engine calls in any order with stale, foreign and invented
+#                                handles, differential (a prompt extended from its match vs from
+#                                the root)
 # Exits non-zero on a crash, a leak, a sanitizer report, an untyped exception or a disagreement
 # with the reference model (the targets abort).
 set -euo pipefail
@@ -101,3 +105,11 @@ printf '{"format_version": 3, "cases": [{"name": "state/gla/outputs/T64/fp32", "
 printf '{"format_version": 2, "cases": [{"name": "select/selection/tail", "expected": {"key": {"reference": "select/selection/tail/expected_key.npy", "compare": "exact", "shape": [5]}}}]}\n' > "$mc/seed_exact"
 printf '{"format_version": 2, "cases": [{"name": "../x", "expected": {"a": {"reference": "/etc/passwd", "compare": "exact", "shape": [18446744073709551615, 2]}}}]}\n' > "$mc/seed_hostile"
 run manifest_fuzz "${HC_FUZZ_MANIFEST_SECONDS:-10}" 4096 "$mc"
+
+# state_policy's engine-facing calls, differential (see the target's file comment). Seed:
+# options byte, then match / extend from the match / decode block / admit / unpin / erase ops.
+build tree_policy_fuzz tests/fuzz/tree_policy_fuzz.cpp
+tc="$out/tree_policy_corpus"
+mkdir -p "$tc"
+printf '\011\000\005\021\001\002\000\003\004\000\004\001\001\002\005\001\001\003\006\002\000\002\001\001\005\000\000' > "$tc/seed_ops"
+run tree_policy_fuzz "${HC_FUZZ_TREE_SECONDS:-20}" 1024 "$tc"
