@@ -32,7 +32,8 @@ const char* const usage =
                         mooncake                            DATA/mooncake hash_ids (512-token blocks)
                         system-prompts                      DATA/system_prompts + ShareGPT queries
                         quality | leval:NAME                L-Eval documents with their questions
-                        agent-loop | rag | code-edit | doc-qa-skewed | prompt-library
+                        agent-loop | rag | code-edit | doc-qa-skewed | prompt-library |
+                        doc-qa-repeat
                                                             synthetic tuning families (issue #24;
                                                             --seed, --tree-sessions; not results
                                                             of record: docs/tree_simulation.md)
@@ -49,8 +50,8 @@ const char* const usage =
                       hybridcache_nofill)
   --tree-block B      tokens per tree node (default 64; mooncake is always 512)
   --tree-sessions N   synthetic multi-turn sessions (default 400); the families' sessions
-                      (bursts for doc-qa-skewed, conversations for prompt-library;
-                      default: each family's own)
+                      (bursts for doc-qa-skewed and doc-qa-repeat, conversations for
+                      prompt-library; default: each family's own)
   --tree-chunk C      SGLang chunked-prefill size in tokens (default 8192)
   --tree-path-cap N   states per path of sglang_extra_buffer_cap (default 4)
   --kv-budget BYTES   attention KV memory (suffix K, M, G, KiB, MiB, GiB allowed): the KV pool

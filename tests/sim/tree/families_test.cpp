@@ -22,11 +22,9 @@ using tokens = std::vector<hc::token_id>;
 
 // Small instances keep the Debug build quick; the default sizes are checked once below.
 hc::family_draft small(std::string_view name, std::uint64_t seed) {
-  const std::map<std::string_view, std::size_t> sessions{{"agent-loop", 24},
-                                                         {"rag", 300},
-                                                         {"code-edit", 40},
-                                                         {"doc-qa-skewed", 80},
-                                                         {"prompt-library", 300}};
+  const std::map<std::string_view, std::size_t> sessions{
+      {"agent-loop", 24},      {"rag", 300},         {"code-edit", 40}, {"doc-qa-skewed", 80},
+      {"prompt-library", 300}, {"doc-qa-repeat", 80}};
   return hc::tree_family_draft(name, {.sessions = sessions.at(name), .seed = seed});
 }
 
@@ -168,6 +166,14 @@ TEST_CASE(
     } else if (name == "prompt-library") {
       CHECK(c.events.at(ev::sibling) >= 2500);  // every conversation's first request
       CHECK(c.events.at(ev::extend) >= 500);
+    } else if (name == "doc-qa-repeat") {
+      // Questions stand alone, and most prompts were asked before in full (the promise, checked
+      // above against the tokens' longest common prefix, is then the whole prompt).
+      CHECK(c.events.count(ev::extend) == 0);
+      std::size_t repeats = 0;
+      for (const auto& q : d.requests)
+        repeats += q.event == ev::sibling && q.shared_with_ref == q.prompt_tokens;
+      CHECK(repeats >= d.requests.size() / 2);
     } else {
       CHECK(c.events.at(ev::sibling) >= 1000);  // documents come back
       CHECK(c.events.at(ev::extend) >= 300);

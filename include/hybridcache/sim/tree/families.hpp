@@ -20,7 +20,10 @@
 /// - `prompt_library` (`prompt-library`, added in 0.2.1): hundreds of applications' system
 ///   prompts behind one endpoint, each a vendor's shared header ++ the app's own body (++ one of
 ///   a few versions of a last section), Zipf-popular with drifting ranks, mostly single-turn; the
-///   prefix branches at two or three levels and the pool cannot hold every app.
+///   prefix branches at two or three levels and the pool cannot hold every app;
+/// - `doc_qa_repeat` (`doc-qa-repeat`, added after 0.2.1): `doc_qa_skewed` over a small
+///   collection whose few questions per document are asked again and again, so most prompts were
+///   seen before in full and a cell's recompute can be near zero.
 ///
 /// These traces are for *tuning and ablation only*: no result of record is reported on them (the
 /// results of record stay on the shared traces, which no constant was tuned on).
@@ -696,6 +699,10 @@ struct doc_qa_skewed_options {
   std::size_t question_min = 10, question_max = 150;
   std::size_t answer_min = 20, answer_max = 400;
   double follow_up = 0.25;  ///< a question that continues the burst's previous Q&A
+  /// 0: every question is new. n > 0: each document has n questions, and a question is one of its
+  /// document's n, drawn uniformly, so whole prompts are asked again (`doc_qa_repeat`).
+  std::size_t question_pool = 0;
+  std::string name = "doc-qa-skewed";  ///< the trace's name
   std::uint64_t seed = 1;
 };
 
@@ -703,7 +710,9 @@ struct doc_qa_skewed_options {
 /// document ++ question (a follow-up: the previous request ++ its answer ++ the question,
 /// `family_event::extend`); the answer is the output. A burst's first question, and every
 /// question that is not a follow-up, is a `sibling` of the latest earlier request on the same
-/// document: they share exactly instruction ++ document.
+/// document: they share exactly instruction ++ document. With a `question_pool`, a question asked
+/// before on its document is a `sibling` of the latest earlier request with the same prompt
+/// instead: they share the whole prompt (answers are always new).
 /// @throws invalid_argument for empty or inverted ranges, non-positive rates or tail index,
 ///         probabilities out of [0, 1].
 inline family_draft doc_qa_skewed(const doc_qa_skewed_options& o = {}) {
@@ -723,19 +732,28 @@ inline family_draft doc_qa_skewed(const doc_qa_skewed_options& o = {}) {
   detail::check_probability("follow_up", o.follow_up);
   if (!(o.doc_zipf >= 0.0) || !std::isfinite(o.doc_zipf))
     hybridcache::detail::throw_invalid("doc_zipf", o.doc_zipf, "must be finite and >= 0");
+  if (o.question_pool > 1000)
+    hybridcache::detail::throw_invalid("question_pool", o.question_pool, "must be <= 1000");
+  if (o.question_pool != 0 && o.documents > 1'000'000)
+    hybridcache::detail::throw_invalid("documents", o.documents,
+                                       "must be <= 1000000 with a question pool");
 
   detail::rng rng(detail::derive_seed(o.seed, 0xD0C5));
-  detail::family_pool pool("doc-qa-skewed");
+  detail::family_pool pool(o.name);
   auto& reqs = pool.draft().requests;
   const token_slice sys = pool.fresh(o.system_tokens);
   std::vector<token_slice> docs;
   for (std::size_t d = 0; d < o.documents; ++d)
     docs.push_back(pool.fresh(detail::bounded_pareto(rng, o.length_alpha, o.doc_min, o.doc_max)));
   const detail::zipf pick(o.documents, o.doc_zipf);
+  // The question pools (none by default, so the default draws are unchanged).
+  std::vector<token_slice> questions;
+  for (std::size_t k = 0; k < o.documents * o.question_pool; ++k)
+    questions.push_back(pool.fresh(rng.between(o.question_min, o.question_max)));
 
   // Bursts overlap in time, so "the latest earlier request on the document" needs the requests in
   // arrival order: draw everything first, then link siblings after the sort.
-  std::vector<std::size_t> doc_of;
+  std::vector<std::size_t> doc_of, question_of;  // question_of: pool index, or npos
   double start = 0.0;
   for (std::size_t b = 0; b < o.bursts; ++b) {
     start += rng.exponential(o.burst_rate);
@@ -755,7 +773,13 @@ inline family_draft doc_qa_skewed(const doc_qa_skewed_options& o = {}) {
       } else {
         q.tokens = {sys, docs[d]};
       }
-      q.tokens.push_back(pool.fresh(rng.between(o.question_min, o.question_max)));
+      std::size_t qi = family_request::npos;
+      if (o.question_pool != 0 && q.event != family_event::extend) {
+        qi = d * o.question_pool + rng.below(o.question_pool);
+        q.tokens.push_back(questions[qi]);
+      } else {
+        q.tokens.push_back(pool.fresh(rng.between(o.question_min, o.question_max)));
+      }
       q.prompt_tokens = total(q.tokens);
       const token_slice answer = pool.fresh(rng.between(o.answer_min, o.answer_max));
       q.tokens.push_back(answer);
@@ -763,6 +787,7 @@ inline family_draft doc_qa_skewed(const doc_qa_skewed_options& o = {}) {
       prev = reqs.size();
       reqs.push_back(std::move(q));
       doc_of.push_back(d);
+      question_of.push_back(qi);
       t += rng.exponential(1.0 / o.question_gap);
     }
   }
@@ -775,24 +800,61 @@ inline family_draft doc_qa_skewed(const doc_qa_skewed_options& o = {}) {
   std::vector<std::size_t> where(r.size());
   for (std::size_t i = 0; i < order.size(); ++i) where[order[i]] = i;
   std::vector<family_request> sorted;
-  std::vector<std::size_t> sorted_doc;
+  std::vector<std::size_t> sorted_doc, sorted_question;
   for (auto i : order) {
     sorted.push_back(std::move(r[i]));
     sorted_doc.push_back(doc_of[i]);
+    sorted_question.push_back(question_of[i]);
     if (sorted.back().ref != family_request::npos) sorted.back().ref = where[sorted.back().ref];
   }
   std::vector<std::size_t> latest(o.documents, family_request::npos);
+  std::vector<std::size_t> latest_asked(questions.size(), family_request::npos);
   for (std::size_t i = 0; i < sorted.size(); ++i) {
     auto& q = sorted[i];
-    if (q.event != family_event::extend && latest[sorted_doc[i]] != family_request::npos) {
+    const std::size_t qi = sorted_question[i];
+    if (q.event != family_event::extend && qi != family_request::npos &&
+        latest_asked[qi] != family_request::npos) {
+      q.ref = latest_asked[qi];  // the same prompt asked again: all of it is shared
+      q.event = family_event::sibling;
+      q.shared_with_ref = q.prompt_tokens;
+    } else if (q.event != family_event::extend && latest[sorted_doc[i]] != family_request::npos) {
       q.ref = latest[sorted_doc[i]];
       q.event = family_event::sibling;
       q.shared_with_ref = sys.size() + docs[sorted_doc[i]].size();
     }
     latest[sorted_doc[i]] = i;
+    if (qi != family_request::npos) latest_asked[qi] = i;
   }
   r = std::move(sorted);
   return pool.take();  // already in arrival order: the stable sort keeps it
+}
+
+// ---------------------------------------------------------------------------------------------
+// doc_qa_repeat
+
+/// `doc-qa-repeat` (added after 0.2.1): a document Q&A service whose questions are a small fixed
+/// set per document, asked again and again (an evaluation harness, an FAQ bot over manuals), so
+/// most prompts were seen before in full. `doc_qa_skewed` with, as defaults:
+/// - `question_pool` = 5 questions per document (the size of L-Eval's per-document sets);
+/// - `documents` = 60, a collection whose document ends fit the larger state budgets, so a cell's
+///   recompute can be near zero and a single miss decides it;
+/// - `follow_up` = 0: re-asked questions stand alone.
+/// Everything else as `doc_qa_skewed_options`. Added because the four L-Eval sets of the tree
+/// scenario (docs/tree_simulation.md, "Public traces the row never saw") re-ask whole prompts and
+/// no other family did; it is a tuning family like the others, nothing measured on it is a
+/// result of record.
+inline doc_qa_skewed_options doc_qa_repeat_defaults() {
+  doc_qa_skewed_options o;
+  o.question_pool = 5;
+  o.documents = 60;
+  o.follow_up = 0.0;
+  o.name = "doc-qa-repeat";
+  return o;
+}
+
+/// `doc_qa_skewed(o)` for options from `doc_qa_repeat_defaults()`.
+inline family_draft doc_qa_repeat(const doc_qa_skewed_options& o = doc_qa_repeat_defaults()) {
+  return doc_qa_skewed(o);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -951,8 +1013,8 @@ inline family_draft prompt_library(const prompt_library_options& o = {}) {
 // By name
 
 /// The family names `tree_family` accepts (the CLI's `--tree` names).
-inline constexpr std::string_view tree_family_names[] = {"agent-loop", "rag", "code-edit",
-                                                         "doc-qa-skewed", "prompt-library"};
+inline constexpr std::string_view tree_family_names[] = {
+    "agent-loop", "rag", "code-edit", "doc-qa-skewed", "prompt-library", "doc-qa-repeat"};
 
 /// Size and seed of a family run from the CLI: `sessions` (0 = the family's default) scales the
 /// family's session count (bursts for doc-qa-skewed).
@@ -987,6 +1049,12 @@ inline family_draft tree_family_draft(std::string_view name, const tree_family_o
     o.seed = f.seed;
     if (f.sessions) o.bursts = f.sessions;
     return doc_qa_skewed(o);
+  }
+  if (name == "doc-qa-repeat") {
+    auto o = doc_qa_repeat_defaults();
+    o.seed = f.seed;
+    if (f.sessions) o.bursts = f.sessions;
+    return doc_qa_repeat(o);
   }
   if (name == "prompt-library") {
     prompt_library_options o;
