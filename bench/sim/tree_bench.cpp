@@ -90,25 +90,35 @@ void BM_tree_library_no_replan(benchmark::State& st) {
 }
 BENCHMARK(BM_tree_library_no_replan)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 
+using candidates = std::vector<std::unique_ptr<hybridcache::tree_policy>>;
+
+// One replay per iteration of a portfolio over `make()`'s candidates, at M = st.range(0).
+template <class Make>
+void replay_portfolio(benchmark::State& st, Make make) {
+  const auto budget = static_cast<std::size_t>(st.range(0));
+  const auto usable = hc::usable_matches(trace());
+  for (auto _ : st) {
+    hybridcache::portfolio_policy p(make());
+    benchmark::DoNotOptimize(hc::replay_tree(trace(), p, budget, usable));
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
+}
+
 // The library's row (issue #24) with automatic re-plans off in both exact candidates: the
 // request path with every engine row in shadow, in one figure (the issue's "≤ 1 µs per block
 // amortised with the shadows included, re-plans counted separately"), at M = 64 and 1024.
 void BM_tree_row_no_replan(benchmark::State& st) {
-  const auto budget = static_cast<std::size_t>(st.range(0));
-  const auto usable = hc::usable_matches(trace());
   const hc::tree_options o;
   hybridcache::policy_options lib;
   lib.replan_every = 0;
-  for (auto _ : st) {
-    std::vector<std::unique_ptr<hybridcache::tree_policy>> c;
+  replay_portfolio(st, [&] {
+    candidates c;
     c.push_back(std::make_unique<hybridcache::library_policy>(lib));
     c.push_back(
         std::make_unique<hybridcache::library_policy>(lib, "hybridcache_pool_memory", true));
     for (auto f : hybridcache::faithful_tree_policy_names) c.push_back(hc::make_tree_policy(f, o));
-    hybridcache::portfolio_policy p(std::move(c));
-    benchmark::DoNotOptimize(hc::replay_tree(trace(), p, budget, usable));
-  }
-  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
+    return c;
+  });
 }
 BENCHMARK(BM_tree_row_no_replan)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 
@@ -118,16 +128,12 @@ BENCHMARK(BM_tree_row_no_replan)->Arg(64)->Arg(1024)->Unit(benchmark::kMilliseco
 // the portfolio's scoring; BM_tree_row_no_replan minus this is the candidates' decisions and the
 // real pool's hand-over.
 void BM_tree_row_harness(benchmark::State& st) {
-  const auto budget = static_cast<std::size_t>(st.range(0));
-  const auto usable = hc::usable_matches(trace());
-  const std::size_t n = 2 + hybridcache::faithful_tree_policy_names.size();
-  for (auto _ : st) {
-    std::vector<std::unique_ptr<hybridcache::tree_policy>> c;
-    for (std::size_t i = 0; i < n; ++i) c.push_back(std::make_unique<noop>());
-    hybridcache::portfolio_policy p(std::move(c));
-    benchmark::DoNotOptimize(hc::replay_tree(trace(), p, budget, usable));
-  }
-  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
+  replay_portfolio(st, [] {
+    candidates c;
+    for (std::size_t i = 0; i < 2 + hybridcache::faithful_tree_policy_names.size(); ++i)
+      c.push_back(std::make_unique<noop>());
+    return c;
+  });
 }
 BENCHMARK(BM_tree_row_harness)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 

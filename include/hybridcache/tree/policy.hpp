@@ -310,14 +310,11 @@ class basic_state_policy {
   /// @throws invalid_argument for a `parent` that is not a live node.
   std::vector<node_id> extend_keys(const namespace_key& ns, node_id parent,
                                    std::span<const digest> keys) {
-    slot_id cur = parent == no_node ? index_.root_of(hash_, ns) : index_.resolve(parent, "parent");
+    const slot_id from =
+        parent == no_node ? index_.root_of(hash_, ns) : index_.resolve(parent, "parent");
     std::vector<node_id> out;
     out.reserve(keys.size());
-    for (const auto& k : keys) {
-      bool created = false;
-      cur = index_.child(cur, k, created);
-      out.push_back(index_.handle_of(cur));
-    }
+    walk_into(from, keys, out);
     planner_.add_work(out.size() + (parent == no_node ? 1 : 0));
     return out;
   }
@@ -350,7 +347,7 @@ class basic_state_policy {
                                          "exceeds keys.size() = " + std::to_string(keys.size()));
     const slot_id root = index_.root_of(hash_, ns);
     const std::size_t n = prefix.size();
-    slot_id cur = root;
+    slot_id from = root;
     std::vector<node_id> out;
     out.reserve(keys.size());
     if (n != 0) {
@@ -360,14 +357,10 @@ class basic_state_policy {
           index_[first].key == keys.front() && index_[last].blocks == n &&
           index_[last].key == keys[n - 1]) {
         out.assign(prefix.begin(), prefix.end());
-        cur = last;
+        from = last;
       }
     }
-    for (std::size_t i = out.size(); i < keys.size(); ++i) {
-      bool created = false;
-      cur = index_.child(cur, keys[i], created);
-      out.push_back(index_.handle_of(cur));
-    }
+    walk_into(from, keys.subspan(out.size()), out);
     planner_.add_work(keys.size() + 1);
     return out;
   }
@@ -588,6 +581,16 @@ class basic_state_policy {
   using slot_id = tree_node::slot_id;
   static constexpr slot_id no_slot = tree_node::no_slot;
   static constexpr std::uint32_t no_state = tree_node::no_state;
+  /// The nodes of `keys` below `from`, created where absent, appended to `out` (the walk of
+  /// `extend_keys`).
+  void walk_into(slot_id from, std::span<const digest> keys, std::vector<node_id>& out) {
+    for (const auto& k : keys) {
+      bool created = false;
+      from = index_.child(from, k, created);
+      out.push_back(index_.handle_of(from));
+    }
+  }
+
   static constexpr std::size_t max_state_bytes = std::numeric_limits<std::uint32_t>::max();
 
   static policy_options validated(const policy_options& opts) {
