@@ -12,11 +12,13 @@
 #include <hybridcache/tree.hpp>
 #include <hybridcache/tree/safeguard.hpp>
 
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "bind_segment.hpp"
@@ -112,17 +114,18 @@ inline void bind_tree(nb::module_& m) {
           [](hc::policy_options* o, std::size_t block_size, std::size_t state_bytes,
              std::size_t capacity_bytes, double gamma, std::size_t replan_every, double hysteresis,
              bool snapshot_junction, bool snapshot_tail, bool fresh_prior, double replan_work,
-             bool repeat_discount, bool age_value, bool prefill_prior, bool fill_free) {
+             bool repeat_discount, bool age_value, bool prefill_prior, bool fill_free,
+             bool branch_prior) {
             new (o) hc::policy_options{block_size,    state_bytes, capacity_bytes,    gamma,
                                        replan_every,  hysteresis,  snapshot_junction, snapshot_tail,
                                        fresh_prior,   replan_work, repeat_discount,   age_value,
-                                       prefill_prior, fill_free};
+                                       prefill_prior, fill_free,   branch_prior};
           },
           "block_size"_a = 16, "state_bytes"_a = 1, "capacity_bytes"_a = 1, "gamma"_a = 0.99,
           "replan_every"_a = 10, "hysteresis"_a = 0.02, "snapshot_junction"_a = true,
           "snapshot_tail"_a = true, "fresh_prior"_a = true, "replan_work"_a = 1.0,
           "repeat_discount"_a = true, "age_value"_a = true, "prefill_prior"_a = true,
-          "fill_free"_a = true)
+          "fill_free"_a = true, "branch_prior"_a = true)
       .def_rw("block_size", &hc::policy_options::block_size)
       .def_rw("state_bytes", &hc::policy_options::state_bytes)
       .def_rw("capacity_bytes", &hc::policy_options::capacity_bytes)
@@ -140,7 +143,10 @@ inline void bind_tree(nb::module_& m) {
               "Prior for noted prefill ends, learned apart from turn ends (default on; "
               "docs/tree.md).")
       .def_rw("fill_free", &hc::policy_options::fill_free,
-              "prefill_plan also offers positions into the pool's free room (docs/tree.md).");
+              "prefill_plan also offers positions into the pool's free room (docs/tree.md).")
+      .def_rw("branch_prior", &hc::policy_options::branch_prior,
+              "Learn where requests leave the tree; branch_point snapshots a new prompt there "
+              "(default on; docs/tree.md).");
 
   nb::class_<hc::match_result>(t, "match_result", "What state_policy.match found.")
       .def_ro("node", &hc::match_result::node, "Deepest cached node (namespace root if none).")
@@ -196,6 +202,14 @@ inline void bind_tree(nb::module_& m) {
           "m"_a, "prompt_tokens"_a, "chunk_ends"_a,
           "Token positions to snapshot during the prefill (int64 array, ascending).")
       .def(
+          "branch_point",
+          [](const hc::state_policy& p, const hc::match_result& r, std::size_t prompt_tokens,
+             nb::handle chunk_ends) -> std::optional<std::size_t> {
+            return p.branch_point(r, prompt_tokens, to_ids(chunk_ends, "chunk_ends"));
+          },
+          "m"_a, "prompt_tokens"_a, "chunk_ends"_a,
+          "The learned branch point of the prefill (a chunk end to snapshot too), or None.")
+      .def(
           "insert",
           [](hc::state_policy& p, const hc::namespace_key& ns, nb::handle tokens) {
             const token_ids tk = to_token_ids(tokens);
@@ -226,6 +240,12 @@ inline void bind_tree(nb::module_& m) {
            "P(hit | age) of the state held at node (1 with age_value off).")
       .def("note_prefill_end", &hc::state_policy::note_prefill_end, "node"_a,
            "The prefill ended at node: its prior with prefill_prior on (before admit).")
+      .def("note_branch_point", &hc::state_policy::note_branch_point, "node"_a,
+           "The engine snapshots the branch point at node: its prior (before admit).")
+      .def("branch_share", &hc::state_policy::branch_share,
+           "EW share of noted branch points a later match reached, (h_I + 1)/(n_I + 2).")
+      .def("divergence_within", &hc::state_policy::divergence_within, "j"_a,
+           "F_j = P(D <= 2^j - 1 | D >= 1), the learned divergence law (blocks).")
       .def("prefill_share", &hc::state_policy::prefill_share,
            "EW share of noted prefill ends matched later, (h_P + 1)/(n_P + 2).")
       .def_prop_ro("used_bytes", &hc::state_policy::used_bytes)

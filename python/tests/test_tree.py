@@ -194,6 +194,43 @@ def test_prefill_prior_option():
     assert tree.policy_options().prefill_prior is True  # the default since 0.2
 
 
+def test_branch_point_option():
+    # B = 1, documents of 20 tokens, questions of 3: two questions on document 1 teach the law of
+    # where requests leave a cached prompt (D = 2 blocks); the first question on document 2 then
+    # gets the branch point u - 3 = 19 (prompt 23 tokens, u = 22), and the second question on
+    # document 2 resumes there (tests/tree/policy_test.cpp has the brute force).
+    o = tree.policy_options(block_size=1, state_bytes=1, capacity_bytes=64, replan_every=0,
+                            fill_free=False, prefill_prior=False, branch_prior=True)
+    assert o.branch_prior
+    pol = tree.state_policy(o)
+    ns = segment.namespace_key()
+
+    def ask(d, q):
+        p = [d * 100 + i for i in range(20)] + [1000 + q, 2000 + q, 3000 + q]
+        m = pol.match(ns, p[:-1])
+        chunks = list(range(m.resume_tokens + 1, len(p) + 1))
+        bp = pol.branch_point(m, len(p), chunks)
+        path = pol.insert(ns, p)
+        if bp is not None:
+            pol.note_branch_point(int(path[bp - 1]))
+            pol.admit(int(path[bp - 1]), 1)
+        pol.unpin(m.resume_node)
+        return m, bp
+
+    assert ask(1, 1)[1] is None  # no law yet
+    ask(1, 2)
+    assert pol.divergence_within(2) > 0
+    m, bp = ask(2, 1)
+    assert bp == 19
+    before = pol.branch_share()
+    m, bp = ask(2, 2)
+    assert (m.matched_tokens, m.resume_tokens) == (20, 19)
+    assert pol.branch_share() > before
+    with pytest.raises(hc.InvalidArgument):
+        pol.branch_point(m, 5, [6])
+    assert tree.policy_options().branch_prior is True  # the default since 0.2.2
+
+
 def test_fill_free_option():
     # B = 4, a pool of 4 one-byte states, an empty tree, a 40-token prompt: the plan is the tail
     # 40 and, with fill_free (the default), F = 4 - 1 = 3 of the 9 other grid positions, the

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -223,9 +224,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (y & 1) {
           ra = attempt([&] { a.note_sequence_end(v); });
           rb = attempt([&] { b.note_sequence_end(v); });
-        } else {
+        } else if (y & 2) {
           ra = attempt([&] { a.note_prefill_end(v); });
           rb = attempt([&] { b.note_prefill_end(v); });
+        } else {
+          ra = attempt([&] { a.note_branch_point(v); });
+          rb = attempt([&] { b.note_branch_point(v); });
         }
         break;
       }
@@ -240,6 +244,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         ra = attempt([&] { pa = a.prefill_plan(om.m, prompt, chunks); });
         rb = attempt([&] { pb = b.prefill_plan(om.m, prompt, chunks); });
         if (pa != pb) die("prefill_plan differs");
+        std::optional<std::size_t> qa, qb;
+        const outcome ta = attempt([&] { qa = a.branch_point(om.m, prompt, chunks); });
+        const outcome tb = attempt([&] { qb = b.branch_point(om.m, prompt, chunks); });
+        if (ta != tb) die("branch_point: one policy threw and the other did not");
+        if (qa != qb) die("branch_point differs");
+        if (qa && (*qa <= om.m.matched_tokens || *qa >= prompt)) die("branch_point out of range");
         break;
       }
     }

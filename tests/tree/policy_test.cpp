@@ -12,6 +12,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,14 +34,15 @@ hc::namespace_key ns_of(int i) {
 
 std::vector<token_id> seq(std::initializer_list<token_id> t) { return t; }
 
-/// `o` with the repeat discount, the age-conditioned value, the prefill-end prior and the filling
-/// of free memory off: the tests of other laws keep their hand arithmetic short (each of those
-/// options has its own test).
+/// `o` with the repeat discount, the age-conditioned value, the prefill-end prior, the filling
+/// of free memory and branch points off: the tests of other laws keep their hand arithmetic short
+/// (each of those options has its own test).
 hc::policy_options legacy(hc::policy_options o) {
   o.fill_free = false;
   o.repeat_discount = false;
   o.age_value = false;
   o.prefill_prior = false;
+  o.branch_prior = false;
   return o;
 }
 
@@ -1144,4 +1146,164 @@ TEST_CASE("erasing a namespace root takes its weight out of the total (#21 item 
   const auto m3 = pol.match(ns_of(3), seq({}));
   pol.unpin(m3.resume_node);
   CHECK(pol.match_share(m3.node) == doctest::Approx(1.0));
+}
+
+TEST_CASE("branch point: the best (q − matched)·F(u − q) of every candidate, against brute force") {
+  // B = 1, γ = 0.9. Random prompts over a small alphabet leave the tree at random depths; the
+  // test keeps its own EW law of the divergences D = offered − matched of the matches that ended
+  // where an inserted prompt goes on (long double, decayed eagerly), and for random prompts
+  // enumerates every candidate chunk end q in (lo, u) with its gain (q − lo)·F(u − q), F(d) = the
+  // EW share of D ≤ 2^j − 1 for the largest such bound ≤ d.
+  const long double gamma = 0.9L;
+  auto o = legacy(
+      {.block_size = 1, .state_bytes = 1, .capacity_bytes = 8, .gamma = 0.9, .replan_every = 0});
+  o.branch_prior = true;
+  hc::state_policy pol(o);
+  std::mt19937 rng(7);
+  std::vector<long double> law(40, 0.0L);  // EW mass per exact D
+  std::vector<std::vector<token_id>> inserted;
+  int checked = 0, found = 0;
+  for (int step = 0; step < 400; ++step) {
+    std::vector<token_id> p(2 + rng() % 30);
+    for (auto& t : p) t = static_cast<token_id>(rng() % 3);
+    const std::size_t P = p.size(), u = P - 1;
+    const auto m = pol.match(ns_of(0), std::span<const token_id>(p).first(u));
+    // The brute force, with the law as it stands after this match: a divergence counts when the
+    // match ended where an earlier prompt goes on (a node with children), not at a leaf.
+    const std::size_t matched = m.path.size();
+    const bool inside = std::any_of(inserted.begin(), inserted.end(), [&](const auto& e) {
+      return e.size() > matched &&
+             std::equal(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(matched), e.begin());
+    });
+    if (matched < u && inside) {
+      for (auto& w : law) w *= gamma;
+      law[u - m.path.size()] += 1.0L;
+    }
+    std::vector<std::size_t> chunks;
+    for (std::size_t q = 1; q <= P; ++q)
+      if (rng() % 3 != 0) chunks.push_back(q);
+    const auto got = pol.branch_point(m, P, chunks);
+    long double total = 0.0L;
+    for (auto w : law) total += w;
+    const std::size_t lo = std::max(m.matched_tokens, m.resume_tokens);
+    long double best = 0.0L;
+    for (auto q : chunks) {
+      if (q <= lo || q >= u) continue;
+      const std::size_t d = u - q;
+      std::size_t bound = 0;  // the largest 2^j − 1 ≤ d, j ≥ 1
+      for (std::size_t j = 1; (std::size_t{1} << j) - 1 <= d; ++j)
+        bound = (std::size_t{1} << j) - 1;
+      long double f = 0.0L;
+      for (std::size_t k = 1; k <= bound && k < law.size(); ++k) f += law[k];
+      if (total > 0) f /= total;
+      best = std::max(best, static_cast<long double>(q - lo) * f);
+    }
+    ++checked;
+    if (best <= 0.0L) {
+      CHECK_FALSE(got.has_value());
+    } else {
+      REQUIRE(got.has_value());
+      ++found;
+      const std::size_t q = *got;
+      CHECK(std::find(chunks.begin(), chunks.end(), q) != chunks.end());
+      CHECK(q > lo);
+      CHECK(q < u);
+      const std::size_t d = u - q;
+      std::size_t bound = 0;
+      for (std::size_t j = 1; (std::size_t{1} << j) - 1 <= d; ++j)
+        bound = (std::size_t{1} << j) - 1;
+      long double f = 0.0L;
+      for (std::size_t k = 1; k <= bound && k < law.size(); ++k) f += law[k];
+      f /= total;
+      CHECK(static_cast<double>(static_cast<long double>(q - lo) * f) ==
+            doctest::Approx(static_cast<double>(best)).epsilon(1e-9));
+    }
+    pol.unpin(m.resume_node);
+    (void)pol.insert(ns_of(0), p);
+    inserted.push_back(p);
+  }
+  CHECK(checked == 400);
+  CHECK(found > 100);  // the law is not empty for most prompts
+}
+
+TEST_CASE("branch point: another question on a cached document resumes at it") {
+  // B = 1, documents of 20 blocks, questions of 3 (2 usable). Two questions on document 1 teach
+  // the law (D = 22 cold, then D = 2); the first question on document 2 snapshots the branch
+  // point u − 3 = 19; the second question on document 2 then resumes there instead of at 0.
+  for (bool on : {true, false}) {
+    CAPTURE(on);
+    auto o = legacy({.block_size = 1,
+                     .state_bytes = 1,
+                     .capacity_bytes = 64,
+                     .gamma = 0.99,
+                     .replan_every = 0});
+    o.branch_prior = on;
+    hc::state_policy pol(o);
+    auto doc = [](token_id d) {
+      std::vector<token_id> v;
+      for (token_id i = 0; i < 20; ++i) v.push_back(d * 100 + i);
+      return v;
+    };
+    auto ask = [&](token_id d, token_id q) {
+      auto p = doc(d);
+      p.push_back(1000 + q);
+      p.push_back(2000 + q);
+      p.push_back(3000 + q);  // P = 23, u = 22: the question's first 2 blocks are usable
+      const auto m = pol.match(ns_of(0), std::span<const token_id>(p).first(p.size() - 1));
+      std::vector<std::size_t> chunks;
+      for (std::size_t c = m.resume_tokens + 1; c <= p.size(); ++c) chunks.push_back(c);
+      const auto bp = pol.branch_point(m, p.size(), chunks);
+      const auto path = pol.insert(ns_of(0), p);
+      if (bp) {
+        pol.note_branch_point(path[*bp - 1]);
+        (void)pol.admit(path[*bp - 1], 1);
+      }
+      pol.unpin(m.resume_node);
+      return std::pair{m, bp};
+    };
+    (void)ask(1, 1);  // cold: D = 22 (bucket 5), no law yet: no branch point
+    (void)ask(1, 2);  // leaves document 1 at 20: D = 2 (bucket 2); nothing beyond 20 + 1 to gain
+    // Document 2, cold (lo = 0, u = 22): F_1 = 0, F_2 = F_3 = F_4 > 0 and a divergence of 31 no
+    // longer fits, so the best is j = 2, the deepest candidate u − 3 = 19.
+    const auto [m3, bp3] = ask(2, 1);
+    CHECK(m3.matched_tokens == 0);
+    if (!on) {
+      CHECK_FALSE(bp3.has_value());
+    } else {
+      REQUIRE(bp3.has_value());
+      CHECK(*bp3 == 19);
+    }
+    const double share_before = pol.branch_share();
+    const auto [m4, bp4] = ask(2, 2);  // leaves document 2 at 20
+    CHECK(m4.matched_tokens == 20);
+    CHECK(m4.resume_tokens == (on ? 19u : 0u));
+    if (on) CHECK(pol.branch_share() > share_before);  // the branch point was reached
+  }
+}
+
+TEST_CASE("branch point: typed errors, nothing changed") {
+  auto o = legacy({.block_size = 2, .state_bytes = 1, .capacity_bytes = 4, .replan_every = 0});
+  o.branch_prior = true;
+  hc::state_policy pol(o);
+  const auto p = seq({1, 2, 3, 4, 5, 6});
+  const auto m = pol.match(ns_of(0), p);
+  const std::vector<std::size_t> over{2, 8};
+  CHECK_THROWS_AS((void)pol.branch_point(m, 6, over), hc::invalid_argument);
+  auto bad = m;
+  bad.matched_tokens = 4;  // path size 0 ≠ 4 / 2
+  const std::vector<std::size_t> ok{2, 4};
+  CHECK_THROWS_AS((void)pol.branch_point(bad, 6, ok), hc::invalid_argument);
+  CHECK_FALSE(pol.branch_point(m, 0, {}).has_value());
+  pol.unpin(m.resume_node);
+  const auto path = pol.insert(ns_of(0), p);
+  pol.erase(path[2]);
+  CHECK_THROWS_AS(pol.note_branch_point(path[2]), hc::stale_handle_error);
+  CHECK_THROWS_AS(pol.note_branch_point(node_id{12345}), hc::invalid_argument);
+  // Off: no branch point, no prior, no law.
+  auto off = o;
+  off.branch_prior = false;
+  hc::state_policy quiet(off);
+  const auto m2 = quiet.match(ns_of(0), p);
+  CHECK(quiet.divergence_within(32) == 0.0);
+  CHECK_FALSE(quiet.branch_point(m2, 6, ok).has_value());
 }

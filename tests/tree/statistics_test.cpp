@@ -5,6 +5,7 @@
 // fresh-end prior, P(hit | age) and γ_eff against hand-worked values.
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -36,7 +37,8 @@ hc::tree_statistics_options plain(double gamma) {
           .fresh_prior = false,
           .repeat_discount = false,
           .age_value = false,
-          .prefill_prior = false};
+          .prefill_prior = false,
+          .branch_prior = false};
 }
 
 }  // namespace
@@ -132,4 +134,80 @@ TEST_CASE("tree_statistics: P(hit | age) and the prior's spread, hand-worked") {
   CHECK(st.hit_given_age(1000) == doctest::Approx(0.5));
   CHECK(hc::tree_statistics::delay_discounted(0.99, 0.5, 300.0, 1.0) == doctest::Approx(0.5 / 3));
   CHECK(hc::tree_statistics::delay_discounted(0.99, 0.5, 50.0, 1.0) == 0.5);
+}
+
+TEST_CASE("tree_statistics: the divergence law F_j, hand-worked and finite forever") {
+  {
+    // γ = 1/2; D = 1, 3, 2, 8 (and a 0, ignored): masses 1/8, 1/4, 1/2, 1 in buckets 1, 2, 2, 4
+    // (bucket j holds D ∈ [2^{j−1}, 2^j − 1]); total 15/8.
+    auto o = plain(0.5);
+    o.branch_prior = true;
+    hc::tree_statistics st(o);
+    CHECK(st.divergence_within(32) == 0.0);
+    for (std::size_t d : {1u, 3u, 2u, 0u, 8u}) st.note_divergence(d);
+    CHECK(st.divergence_within(0) == 0.0);
+    CHECK(st.divergence_within(1) == doctest::Approx(1.0 / 15));
+    CHECK(st.divergence_within(2) == doctest::Approx(7.0 / 15));
+    CHECK(st.divergence_within(3) == doctest::Approx(7.0 / 15));
+    CHECK(st.divergence_within(4) == doctest::Approx(1.0));
+    CHECK(st.divergence_within(32) == doctest::Approx(1.0));
+  }
+  {
+    // γ = 0.9 over 20000 events: the scale is folded back many times; F_j against the EW sum
+    // in long double.
+    auto o = plain(0.9);
+    o.branch_prior = true;
+    hc::tree_statistics st(o);
+    std::mt19937 rng(3);
+    std::vector<long double> bucket(33, 0.0L);
+    for (int i = 0; i < 20000; ++i) {
+      const std::size_t d = 1 + rng() % 700;
+      st.note_divergence(d);
+      for (auto& b : bucket) b *= 0.9L;
+      bucket[static_cast<std::size_t>(std::bit_width(d))] += 1.0L;
+    }
+    long double total = 0.0L;
+    for (auto b : bucket) total += b;
+    long double run = 0.0L;
+    for (std::size_t j = 1; j < 33; ++j) {
+      run += bucket[j];
+      CHECK(std::isfinite(st.divergence_within(j)));
+      CHECK(st.divergence_within(j) == doctest::Approx(static_cast<double>(run / total)));
+    }
+  }
+}
+
+TEST_CASE(
+    "tree_statistics: the branch prior is set, then given way by the first match through it") {
+  star t;
+  auto o = plain(1.0);
+  o.branch_prior = true;
+  hc::tree_statistics st(o);
+  const auto prior = st.note_branch(t.ix, t.a);  // p̂_I = (0+1)/(1+2)
+  REQUIRE(prior.has_value());
+  CHECK(*prior == doctest::Approx(1.0 / 3));
+  CHECK(hc::tree_statistics::has_prior(t.ix, t.a));
+  CHECK(hc::tree_statistics::has_branch_prior(t.ix, t.a));
+  CHECK_FALSE(st.note_branch(t.ix, t.a).has_value());  // once only
+  CHECK_FALSE(st.note_branch(t.ix, t.root).has_value());
+  double region = *prior;
+  st.branch_hit(t.ix, t.a, &region);  // a match passed through a: the prior goes, p̂_I = 2/3
+  CHECK(t.ix[t.a].weight == 0.0);
+  CHECK(region == 0.0);
+  CHECK_FALSE(hc::tree_statistics::has_prior(t.ix, t.a));
+  CHECK(st.branch_share() == doctest::Approx(2.0 / 3));
+  // A match that ends at a branch point replaces the prior by a real observation.
+  const auto p2 = st.note_branch(t.ix, t.b);  // n_I = 2, h_I = 1: 2/4
+  REQUIRE(p2.has_value());
+  CHECK(*p2 == doctest::Approx(0.5));
+  region = *p2;
+  st.observe(t.ix, t.b, &region, [](double) {});
+  CHECK(t.ix[t.b].weight == doctest::Approx(1.0));
+  CHECK(region == doctest::Approx(1.0));
+  CHECK(st.branch_share() == doctest::Approx(3.0 / 4));
+  // Off: nothing is noted.
+  hc::tree_statistics off(plain(1.0));
+  CHECK_FALSE(off.note_branch(t.ix, t.c).has_value());
+  off.note_divergence(3);
+  CHECK(off.divergence_within(32) == 0.0);
 }

@@ -19,7 +19,9 @@
 ///   match at e replaces it
 ///   (`policy_options::fresh_prior`; a conversation's next turn resumes at its last turn's end);
 ///   the end of a request's prompt gets the same kind of prior, learned on its own books
-///   (`prefill_prior`, `note_prefill_end`: a re-asked prompt resumes there);
+///   (`prefill_prior`, `note_prefill_end`: a re-asked prompt resumes there), and a learned branch
+///   point of a new prompt the same kind again (`branch_prior`, `note_branch_point`: another
+///   question on a cached document leaves the earlier prompt there);
 ///   a node's first real match counts q = (h₂ + 1)/(n₁ + 2) observations until a second one
 ///   (`repeat_discount`);
 /// - whether v holds a state (and its bytes, its age for P(hit | age), `age_value`), pins of
@@ -39,11 +41,14 @@
 ///    tokens to replay; the match end is observed.
 /// 2. `prefill_plan(m, prompt_len, chunk_ends)` → the positions (on the engine's chunk grid and
 ///    the block grid) where the engine should snapshot: planned nodes on the replayed path, the
-///    junction where the request leaves the cached tree, and the deepest new position (tail).
+///    junction where the request leaves the cached tree, and the deepest new position (tail);
+///    `branch_point(m, prompt_len, chunk_ends)` → one more: where later requests are likely to
+///    leave this prompt (the learned branch point, `branch_prior`).
 /// 3. `insert(ns, tokens)` → node ids of the request's blocks; `admit(node, bytes)` for each
 ///    snapshot the engine stored → the victims to free first (by exact ΔE[r] per byte times
 ///    P(hit | age), never pinned), with `note_prefill_end(v)` before offering the prompt's last
-///    full block v; `unpin(m.resume_node)` once the state was loaded.
+///    full block v and `note_branch_point(v)` before offering the branch point's;
+///    `unpin(m.resume_node)` once the state was loaded.
 /// Under external pressure: `evict(bytes)`. When the engine drops KV of a leaf: `erase(node)`.
 /// Node ids carry their slot's generation: any call given the id of an erased node throws
 /// `stale_handle_error`, even once another namespace's node took the slot (docs/tree.md,
@@ -72,6 +77,7 @@
 ///   for (auto p : snap) for (auto v : pol.admit(path[p / 16 - 1], 1 << 20).victims) free(v);
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -176,6 +182,21 @@ struct policy_options {
   /// nothing to fill. false: planned, junction and tail positions only (docs/tree.md, "Free
   /// memory").
   bool fill_free = true;
+  /// Branch points (since 0.2.2): learn where requests leave the cached tree and snapshot a new
+  /// prompt where later requests are likely to leave it. Per match, the divergence D = (blocks
+  /// offered) − (blocks matched) ≥ 1 is one EW event (γ per event) of the law F_j = P(D ≤ 2^j −
+  /// 1 | D ≥ 1) on log2 buckets; `branch_point(m, P, chunk_ends)` returns the chunk end q beyond
+  /// the match that maximises the expected tokens a later request leaving the prompt inside it
+  /// saves, (q − matched)·F(u − q) (u = ⌊(P − 1)/B⌋, the prompt's usable end; F read at the
+  /// bucket bounds, so it never over-counts), and `note_branch_point(v)` gives its node the
+  /// branch prior π_I = p̂_I · min(1, 1/((1 − γ) D̂_I)) observations, learned like the other
+  /// priors (p̂_I the EW share of branch points a later match passed through or ended at, D̂_I
+  /// their mean age then); the first such match replaces π_I (docs/tree.md, "Branch points").
+  /// Derived: a request that leaves a cached prompt inside it (another question on the same
+  /// document) replays from the deepest state above the point where it left; the divergences
+  /// of the requests seen so far are the law of where the next ones leave. false: no branch
+  /// point is returned or noted (the ablation row `hybridcache_nobranch`).
+  bool branch_prior = true;
 };
 
 /// What `match` found.
@@ -209,7 +230,7 @@ class basic_state_policy {
     const std::size_t B = opts_.block_size;
     digest h = index_[root].key;
     match_result m;
-    slot_id cur = root, anchor = root;
+    slot_id cur = root, anchor = root, branch = no_slot;
     for (std::size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
       h = hybridcache::chain_key(hash_, h, tokens.subspan(i * B, B));
       const slot_id id = index_.find(h, cur);
@@ -217,9 +238,10 @@ class basic_state_policy {
       cur = id;
       m.path.push_back(index_.handle_of(id));
       if (index_[id].state != no_state) anchor = id;
+      if (index_[id].flags & tree_node::branch_flag) branch = id;
     }
     planner_.add_work(m.path.size() + 1);
-    return finish_match(std::move(m), cur, anchor);
+    return finish_match(std::move(m), cur, anchor, branch, tokens.size() / B);
   }
 
   /// `match` for an engine that already has the chained keys h_1..h_m of `block_keys`
@@ -227,16 +249,17 @@ class basic_state_policy {
   match_result match_keys(const namespace_key& ns, std::span<const digest> keys) {
     const slot_id root = index_.root_of(hash_, ns);
     match_result m;
-    slot_id cur = root, anchor = root;
+    slot_id cur = root, anchor = root, branch = no_slot;
     for (const auto& k : keys) {
       const slot_id id = index_.find(k, cur);
       if (id == no_slot) break;
       cur = id;
       m.path.push_back(index_.handle_of(id));
       if (index_[id].state != no_state) anchor = id;
+      if (index_[id].flags & tree_node::branch_flag) branch = id;
     }
     planner_.add_work(m.path.size() + 1);
-    return finish_match(std::move(m), cur, anchor);
+    return finish_match(std::move(m), cur, anchor, branch, keys.size());
   }
 
   /// Positions (tokens, ascending) at which the engine should snapshot the state during the
@@ -418,6 +441,67 @@ class basic_state_policy {
     if (double* region = pool_.region_at(index_, anchor)) *region += *prior;
   }
 
+  /// The learned branch point of the prefill that follows `m` (policy_options::branch_prior):
+  /// of the `chunk_ends` on the block grid in (max(m.matched_tokens, m.resume_tokens), u·B),
+  /// u = ⌊(prompt_tokens − 1)/B⌋, the q that maximises (q − matched)·F(u − q/B), F_j = P(D ≤
+  /// 2^j − 1 | D ≥ 1) the learned divergence law read at its bucket bounds (so q is the deepest
+  /// candidate with u − q/B ≥ 2^j − 1 for the best j). Nothing while no divergence was seen,
+  /// with `branch_prior` off, or when no candidate gains. O(|chunk_ends| + 33).
+  /// @throws invalid_argument as `prefill_plan`.
+  [[nodiscard]] std::optional<std::size_t> branch_point(
+      const match_result& m, std::size_t prompt_tokens,
+      std::span<const std::size_t> chunk_ends) const {
+    const std::size_t B = opts_.block_size;
+    if (m.matched_tokens > prompt_tokens || m.path.size() != m.matched_tokens / B ||
+        m.matched_tokens % B != 0)
+      hybridcache::detail::throw_invalid("m.matched_tokens", m.matched_tokens,
+                                         "does not fit the prompt length or the match path");
+    for (auto c : chunk_ends)
+      if (c > prompt_tokens)
+        hybridcache::detail::throw_invalid("chunk_ends", c, "exceeds prompt_tokens");
+    if (!opts_.branch_prior || prompt_tokens == 0) return std::nullopt;
+    const std::size_t u = (prompt_tokens - 1) / B;
+    const std::size_t lo = std::max(m.matched_tokens, m.resume_tokens) / B;
+    if (u <= lo + 1) return std::nullopt;
+    // deepest[j]: the deepest candidate block c in (lo, u) whose distance to u, u − c, is at
+    // least 2^j − 1 (so a divergence of up to 2^j − 1 blocks still reaches it): per candidate
+    // its largest such j, then a suffix maximum over j. One pass, no order assumed.
+    constexpr std::size_t J = tree_statistics::age_buckets;
+    std::size_t deepest[J] = {};
+    for (auto c : chunk_ends) {
+      if (c % B != 0 || c / B <= lo || c / B >= u) continue;
+      const std::size_t j =
+          std::min<std::size_t>(J - 1, static_cast<std::size_t>(std::bit_width(u - c / B + 1)) - 1);
+      deepest[j] = std::max(deepest[j], c / B);
+    }
+    for (std::size_t j = J - 1; j-- > 1;) deepest[j] = std::max(deepest[j], deepest[j + 1]);
+    std::optional<std::size_t> best;
+    double best_gain = 0.0, f = 0.0;
+    for (std::size_t j = 1; j < J; ++j) {
+      f += stats_.divergence_share(j);  // F_j
+      if (deepest[j] == 0 || !(f > 0.0)) continue;
+      const double gain = static_cast<double>(deepest[j] - lo) * f;
+      if (gain > best_gain) {
+        best_gain = gain;
+        best = deepest[j] * B;
+      }
+    }
+    return best;
+  }
+
+  /// The engine will snapshot at `node`, the block of a `branch_point` of the request it just
+  /// inserted: with `branch_prior` on and no match ended there yet, it gets the branch prior π_I
+  /// (policy_options::branch_prior). Call it before offering that state to `admit`.
+  /// @throws stale_handle_error / invalid_argument for an erased / unknown node.
+  void note_branch_point(node_id id) {
+    const slot_id node = index_.resolve(id, "node");
+    const std::optional<double> prior = stats_.note_branch(index_, node);
+    if (!prior) return;
+    const slot_id anchor =
+        index_[node].state != no_state ? node : tree_state_pool::state_above(index_, node);
+    if (double* region = pool_.region_at(index_, anchor)) *region += *prior;
+  }
+
   /// Frees at least `bytes` (or every unpinned state): victims in increasing exact ΔE[r] per
   /// byte — Δ(c) = (depth(c) − depth(up(c))) · W(c), W(c) the weight anchored at c, recomputed
   /// after each removal (removing c raises W of the state above it and Δ of the states below).
@@ -545,6 +629,13 @@ class basic_state_policy {
   /// π_P / (mass of one observation): p̂_P · min(1, 1/((1 − γ) D̂_P)), the prior a prefill end
   /// noted now would get (its own count excluded).
   [[nodiscard]] double prefill_prior_mass() const noexcept { return stats_.prefill_prior_mass(); }
+  /// p̂_I = (h_I + 1)/(n_I + 2): EW share of noted branch points a later match passed through or
+  /// ended at (policy_options::branch_prior; 1/2 before any).
+  [[nodiscard]] double branch_share() const noexcept { return stats_.branch_share(); }
+  /// F_j = P(D ≤ 2^j − 1 | D ≥ 1), the learned divergence law in blocks (0 before any).
+  [[nodiscard]] double divergence_within(std::size_t j) const noexcept {
+    return stats_.divergence_within(j);
+  }
   /// P(hit | age) of the state held at `v` (policy_options::age_value): the learned chance that
   /// its region is matched again given the observations since its admission or last resume;
   /// 1 with `age_value` off. @throws stale_handle_error / invalid_argument for an erased /
@@ -614,7 +705,8 @@ class basic_state_policy {
             .fresh_prior = opts.fresh_prior,
             .repeat_discount = opts.repeat_discount,
             .age_value = opts.age_value,
-            .prefill_prior = opts.prefill_prior};
+            .prefill_prior = opts.prefill_prior,
+            .branch_prior = opts.branch_prior};
   }
   /// The observation clock (mod 2^32) that state ages are measured on.
   [[nodiscard]] std::uint32_t now() const noexcept {
@@ -639,7 +731,10 @@ class basic_state_policy {
     return pool_.evict(index_, need, no_slot, now(), value_fn(), end_fn());
   }
 
-  match_result finish_match(match_result m, slot_id cur, slot_id anchor) {
+  /// `branch`: the deepest node of the path holding a branch prior (no_slot: none); `offered`:
+  /// the blocks the match was given (its divergence is offered − matched).
+  match_result finish_match(match_result m, slot_id cur, slot_id anchor, slot_id branch,
+                            std::size_t offered) {
     const std::size_t B = opts_.block_size;
     if (pool_.pin_count(index_, anchor) == tree_state_pool::max_pins)
       throw capacity_error("hybridcache: state_policy pin count overflow (2^24 - 1)");
@@ -652,6 +747,18 @@ class basic_state_policy {
       tree_state& s = pool_.state_at(index_, anchor);
       stats_.note_hit_age(now() - s.touched);
       s.touched = now();
+    }
+    // The request left the cached tree inside a path (its match ended at a node with children;
+    // one that only extends a path at its leaf did not): its divergence is one event of the
+    // law, and a branch point above it on the path was what it needed (its prior gives way).
+    if (offered > m.path.size() && index_[cur].first_child != no_slot) {
+      stats_.note_divergence(offered - m.path.size());
+      if (branch != no_slot && branch != cur) {
+        const slot_id a = index_[branch].state != no_state
+                              ? branch
+                              : tree_state_pool::state_above(index_, branch);
+        stats_.branch_hit(index_, branch, pool_.region_at(index_, a));
+      }
     }
     stats_.observe(index_, cur, pool_.region_at(index_, anchor),
                    [&](double f) { pool_.scale_regions(f); });

@@ -20,6 +20,9 @@
 ///   replaces π (docs/tree.md, "Fresh ends"; `fresh_prior`);
 /// - the prefill-end prior π_P = p̂_P · min(1, 1/((1 − γ) D̂_P)), the same law on its own books
 ///   (`prefill_prior`);
+/// - the branch prior π_I = p̂_I · min(1, 1/((1 − γ) D̂_I)), the same law on its own books, with
+///   the divergence law F_j = P(D ≤ 2^j − 1 | D ≥ 1) of where requests leave a cached path (EW
+///   per event, log2 buckets) that chooses the branch point (`branch_prior`, since 0.2.2);
 /// - the repeat discount: a node's first real match counts q = (h₂ + 1)/(n₁ + 2) observations,
 ///   its second restores the first to a full one (×1/q) (`repeat_discount`);
 /// - P(hit | age) = (H_{≥b} + s·P̄)/(H_{≥b} + E_{≥b} + s), b = bit_width(age), from EW counts of
@@ -57,6 +60,7 @@ struct tree_statistics_options {
   bool repeat_discount = true;
   bool age_value = true;
   bool prefill_prior = true;
+  bool branch_prior = true;
 };
 
 /// The statistics of the tree policy (see the file comment). Not thread-safe.
@@ -101,6 +105,8 @@ class tree_statistics {
       pre_delay_n_ = pre_delay_n_ * gamma_ + 1.0;
       drop_prior(ix, v, region);
       pre_hit_ += 1.0;
+    } else if (ix[v].flags & tree_node::branch_flag) {  // a match ended at a branch point
+      branch_hit(ix, v, region);
     } else if (ix[v].flags & tree_node::fresh_flag) {  // the first real match replaces π
       // Its age in observations, from π's decay: w / scale = p̂_insert · γ^age, p̂_insert ≈ p̂.
       const double age = prior_age(prior_of(ix, v) / scale_ / fresh_share());
@@ -173,6 +179,60 @@ class tree_statistics {
     return prior;
   }
 
+  /// The engine will snapshot at `v`, a learned branch point of a request's prompt
+  /// (`branch_depth`): a non-root node no match has ended at yet gets the branch prior
+  /// π_I = p̂_I · min(1, 1/((1 − γ) D̂_I)) · scale. @returns the mass added, or nothing.
+  std::optional<double> note_branch(tree_index& ix, slot_id v) {
+    if (!opts_.branch_prior || ix[v].parent == no_slot) return std::nullopt;
+    tree_node& n = ix[v];
+    if ((n.flags & tree_node::fresh_flag) || n.weight > 0.0) return std::nullopt;
+    br_ends_ = br_ends_ * gamma_ + 1.0;
+    br_hit_ *= gamma_;
+    const double prior = branch_prior_mass() * scale_;
+    n.weight = prior;
+    n.flags |= tree_node::fresh_flag | tree_node::branch_flag;
+    total_ += prior;
+    return prior;
+  }
+  /// A match passed through (or ended at) `v`, which holds a branch prior: the prior is dropped
+  /// (the match's own mass is real) and the branch point counted as reached, at the prior's age.
+  /// `region` is W of v's anchor (nullable).
+  void branch_hit(tree_index& ix, slot_id v, double* region) {
+    const double age = prior_age(prior_of(ix, v) / scale_ / branch_share());
+    br_delay_sum_ = br_delay_sum_ * gamma_ + age;
+    br_delay_n_ = br_delay_n_ * gamma_ + 1.0;
+    drop_prior(ix, v, region);
+    br_hit_ += 1.0;
+  }
+  /// Whether `v` holds a branch prior.
+  [[nodiscard]] static bool has_branch_prior(const tree_index& ix, slot_id v) noexcept {
+    return (ix[v].flags & tree_node::branch_flag) != 0;
+  }
+  /// A request's prompt left the cached tree `blocks` ≥ 1 blocks before the end of its usable
+  /// match (its divergence D): one EW event of the divergence law (γ per event).
+  void note_divergence(std::size_t blocks) {
+    if (!opts_.branch_prior || blocks == 0) return;
+    div_scale_ *= inv_gamma_;
+    if (div_scale_ > 1e150) {
+      for (auto& b : div_) b /= div_scale_;
+      div_total_ /= div_scale_;
+      div_scale_ = 1.0;
+    }
+    div_[age_bucket(static_cast<std::uint32_t>(std::min<std::size_t>(blocks, 0xFFFFFFFFu)))] +=
+        div_scale_;
+    div_total_ += div_scale_;
+  }
+  /// The EW share of divergences in bucket j (D ∈ [2^{j−1}, 2^j − 1]); 0 before any.
+  [[nodiscard]] double divergence_share(std::size_t j) const noexcept {
+    return (div_total_ > 0.0 && j < age_buckets) ? div_[j] / div_total_ : 0.0;
+  }
+  /// F_j = P(D ≤ 2^j − 1 | D ≥ 1): the EW share of divergences in buckets 1…j; 0 before any.
+  [[nodiscard]] double divergence_within(std::size_t j) const noexcept {
+    double s = 0.0;
+    for (std::size_t i = 1; i <= j && i < age_buckets; ++i) s += divergence_share(i);
+    return s;
+  }
+
   /// Whether `v` still holds a fresh-end or prefill-end prior.
   [[nodiscard]] static bool has_prior(const tree_index& ix, slot_id v) noexcept {
     return (ix[v].flags & tree_node::fresh_flag) != 0;
@@ -189,7 +249,8 @@ class tree_statistics {
     } else {
       n.weight = 0.0;
     }
-    n.flags &= static_cast<std::uint8_t>(~(tree_node::fresh_flag | tree_node::prefill_flag));
+    n.flags &= static_cast<std::uint8_t>(
+        ~(tree_node::fresh_flag | tree_node::prefill_flag | tree_node::branch_flag));
     total_ = std::max(0.0, total_ - prior);
     if (region) *region = std::max(0.0, *region - prior);
   }
@@ -256,6 +317,12 @@ class tree_statistics {
     const auto it = carried_.find(v);
     return it == carried_.end() ? ix[v].weight : std::max(0.0, ix[v].weight - it->second);
   }
+  /// p̂_I = (h_I + 1)/(n_I + 2): EW share of noted branch points a later match reached.
+  [[nodiscard]] double branch_share() const noexcept { return (br_hit_ + 1.0) / (br_ends_ + 2.0); }
+  /// π_I / (mass of one observation) = p̂_I · min(1, 1/((1 − γ) D̂_I)).
+  [[nodiscard]] double branch_prior_mass() const noexcept {
+    return delay_discounted(gamma_, branch_share(), br_delay_sum_, br_delay_n_);
+  }
   /// Σ_u w(u), unnormalised (the common scale included).
   [[nodiscard]] double total() const noexcept { return total_; }
   [[nodiscard]] double gamma() const noexcept { return gamma_; }
@@ -315,6 +382,10 @@ class tree_statistics {
   double delay_sum_ = 0.0, delay_n_ = 0.0;  // EW sum / count of their ages at the first match
   double pre_ends_ = 0.0, pre_hit_ = 0.0;   // the same for noted prefill ends (prefill_prior)
   double pre_delay_sum_ = 0.0, pre_delay_n_ = 0.0;
+  double br_ends_ = 0.0, br_hit_ = 0.0;  // the same for noted branch points (branch_prior)
+  double br_delay_sum_ = 0.0, br_delay_n_ = 0.0;
+  // The divergence law: EW counts of D per log2 bucket, their sum, a common scale.
+  double div_[age_buckets] = {}, div_total_ = 0.0, div_scale_ = 1.0;
   // Age-conditioned value: EW hits / ends per log2 age bucket, common scale, P(hit | bin).
   double age_hits_[age_buckets] = {}, age_ends_[age_buckets] = {};
   double age_scale_ = 1.0;
