@@ -117,7 +117,7 @@ TEST_CASE("portfolio: follows a much better candidate, within 5 % of it") {
   const auto t = small_trace(11);
   hc::policy_options weak;
   weak.fresh_prior = weak.repeat_discount = weak.age_value = weak.prefill_prior = false;
-  weak.fill_free = false;
+  weak.fill_free = weak.branch_prior = false;
   weak.replan_work = 0.0;
   weak.snapshot_junction = weak.snapshot_tail = false;  // only its re-planned nodes
   for (std::size_t M : {16, 64}) {

@@ -17,6 +17,8 @@
 ///    `chunk_tokens`), at every planned snapshot position and at the prompt end, and decoded
 ///    chunk by chunk with `llama_decode`. A recurrent state cannot be rolled back, so a snapshot
 ///    can only be taken at a chunk end the engine scheduled: the plan is made before the prefill.
+///    The policy's learned branch point (`branch_point`, policy_options::branch_prior), if any,
+///    joins the plan and is noted (`note_branch_point`) before its snapshot is admitted.
 /// 3. After the chunk that ends at a planned position p, the sequence is saved
 ///    (`llama_state_seq_get_data`): its KV over [0, p) and its recurrent state at p.
 /// 4. `insert` the prompt, `admit` each snapshot with its actual size (the victims' snapshots
@@ -61,6 +63,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -343,7 +346,11 @@ class llama_cpp_engine {
     match_result m = policy_->match(ns, prompt.first(P - 1));
     std::vector<std::size_t> candidates;
     for (std::size_t p = (m.resume_tokens / B + 1) * B; p <= P; p += B) candidates.push_back(p);
-    const std::vector<std::size_t> plan = policy_->prefill_plan(m, P, candidates);
+    std::vector<std::size_t> plan = policy_->prefill_plan(m, P, candidates);
+    // The learned branch point (policy_options::branch_prior) is snapshotted like the plan.
+    const std::optional<std::size_t> branch = policy_->branch_point(m, P, candidates);
+    if (branch && !std::binary_search(plan.begin(), plan.end(), *branch))
+      plan.insert(std::lower_bound(plan.begin(), plan.end(), *branch), *branch);
     r.decision_seconds += seconds_since(t);
     r.matched_tokens = m.matched_tokens;
     r.resume_tokens = m.resume_tokens;
@@ -410,6 +417,7 @@ class llama_cpp_engine {
     t = clock::now();
     const std::vector<node_id> path = policy_->insert(ns, prompt);
     if (!path.empty()) policy_->note_prefill_end(path.back());
+    if (branch) policy_->note_branch_point(path[*branch / B - 1]);
     for (auto& s : snaps) {
       r.snapshots.push_back(s.position);
       const node_id v = path[s.position / B - 1];

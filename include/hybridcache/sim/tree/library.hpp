@@ -109,9 +109,16 @@ class library_policy final : public tree_policy {
 
   std::size_t resume(const tree_step& s) override {
     if (!pol_) return 0;
-    keys(s.path(), s.usable);
+    // The prompt's keys up to its usable end ⌊(P − 1)/B⌋ (SGLang's input − 1 cap), as an engine
+    // passes them: the policy's index mirrors the engine's tree, so its match ends at s.usable,
+    // and the blocks beyond are the request's divergence (policy_options::branch_prior).
+    const std::size_t B = ctx_.trace->block();
+    keys(s.path(), s.prompt_tokens == 0 ? 0 : std::min(s.prompt_blocks, (s.prompt_tokens - 1) / B));
     m_ = pol_->match_keys(ns_of(s), keys_);
-    return m_.resume_tokens / ctx_.trace->block();
+    if (m_.path.size() != s.usable)
+      hybridcache::detail::throw_invalid(
+          "match", m_.path.size(), "differs from the engine's usable match (index out of sync)");
+    return m_.resume_tokens / B;
   }
 
   void plan_prefill(const tree_step& s, std::vector<std::size_t>& positions) override {
@@ -122,6 +129,13 @@ class library_policy final : public tree_policy {
     grid_.clear();
     for (std::size_t j = s.resumed + 1; j <= s.prompt_blocks; ++j) grid_.push_back(j * B);
     for (auto p : pol_->prefill_plan(m_, s.prompt_tokens, grid_)) planned_.push_back(p / B);
+    // The learned branch point (policy_options::branch_prior), announced with the plan.
+    branch_ = 0;
+    if (const auto q = pol_->branch_point(m_, s.prompt_tokens, grid_)) {
+      branch_ = *q / B;
+      const auto at = std::lower_bound(planned_.begin(), planned_.end(), branch_);
+      if (at == planned_.end() || *at != branch_) planned_.insert(at, branch_);
+    }
     if (pol_->options().prefill_prior && s.prompt_blocks > s.resumed)
       planned_.push_back(s.prompt_blocks);
     positions.insert(positions.end(), planned_.begin(), planned_.end());
@@ -139,6 +153,7 @@ class library_policy final : public tree_policy {
                                      planned_.back() == s.prompt_blocks && s.prompt_blocks > 0
                                  ? planned_.size() - 1
                                  : planned_.size();
+    if (branch_ != 0) pol_->note_branch_point(lib_[branch_ - 1]);
     for (std::size_t i = 0; i < plan; ++i) offer(planned_[i], path);
     if (plan < planned_.size()) {
       // The prefill's own end (the request's prompt), offered like any snapshot, valued by the
@@ -257,6 +272,7 @@ class library_policy final : public tree_policy {
   namespace_key ns_{};
   std::uint32_t ns_root_ = tree_trace::no_parent;  ///< the root `ns_` was built for
   std::vector<std::size_t> grid_, planned_;
+  std::size_t branch_ = 0;    // the block of the current request's branch point (0: none)
   std::vector<node_id> lib_;  ///< the policy's node of each known block of the request
   std::vector<std::uint32_t> lib_to_node_;  ///< by the policy's slot: the trace node
   std::vector<node_id> node_to_lib_;        ///< by trace node: the policy's id (or no_node)

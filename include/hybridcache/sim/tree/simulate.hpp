@@ -66,16 +66,17 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// options, one row per remaining mechanism (docs/tree_simulation.md, "Fewer knobs (issue #24)"):
 /// the default without one each, `hybridcache_noprior` (`fresh_prior`), `hybridcache_norepeat`
 /// (`repeat_discount`), `hybridcache_noage` (`age_value`), `hybridcache_noprefill`
-/// (`prefill_prior`, and with it the offer of the prompt's end) and `hybridcache_nofill`
-/// (`fill_free`); and two earlier defaults, `hybridcache_prev` (the fresh-end prior and
-/// work-bounded re-plans only: `repeat_discount`, `age_value`, `prefill_prior` and `fill_free`
-/// off) and `hybridcache_base` (before those too: also `fresh_prior` off, `replan_work = 0`).
+/// (`prefill_prior`, and with it the offer of the prompt's end), `hybridcache_nofill`
+/// (`fill_free`) and `hybridcache_nobranch` (`branch_prior`, since 0.2.2); and two earlier
+/// defaults, `hybridcache_prev` (the fresh-end prior and work-bounded re-plans only:
+/// `repeat_discount`, `age_value`, `prefill_prior`, `fill_free` and `branch_prior` off) and
+/// `hybridcache_base` (before those too: also `fresh_prior` off, `replan_work = 0`).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 11> tree_policy_variants{
+inline constexpr std::array<std::string_view, 12> tree_policy_variants{
     "hybridcache_exact",     "hybridcache_pool_memory", "hybridcache_one_memory",
     "hybridcache_shadows",   "hybridcache_base",        "hybridcache_prev",
     "hybridcache_noprior",   "hybridcache_norepeat",    "hybridcache_noage",
-    "hybridcache_noprefill", "hybridcache_nofill"};
+    "hybridcache_noprefill", "hybridcache_nofill",      "hybridcache_nobranch"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -154,6 +155,7 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
       b.age_value = false;
       b.prefill_prior = false;
       b.fill_free = false;
+      b.branch_prior = false;
       if (name == "hybridcache_base") {
         b.fresh_prior = false;
         b.replan_work = 0.0;
@@ -168,6 +170,8 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
       b.prefill_prior = false;
     } else if (name == "hybridcache_nofill") {
       b.fill_free = false;
+    } else if (name == "hybridcache_nobranch") {
+      b.branch_prior = false;
     } else {
       known = false;
     }
