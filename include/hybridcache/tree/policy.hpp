@@ -182,8 +182,8 @@ struct policy_options {
   /// nothing to fill. false: planned, junction and tail positions only (docs/tree.md, "Free
   /// memory").
   bool fill_free = true;
-  /// Branch points (since 0.2.2): learn where requests leave the cached tree and snapshot a new
-  /// prompt where later requests are likely to leave it. Per match, the divergence D = (blocks
+  /// Branch points (added after 0.2.1): learn where requests leave the cached tree and snapshot a
+  /// new prompt where later requests are likely to leave it. Per match, the divergence D = (blocks
   /// offered) − (blocks matched) ≥ 1 is one EW event (γ per event) of the law F_j = P(D ≤ 2^j −
   /// 1 | D ≥ 1) on log2 buckets; `branch_point(m, P, chunk_ends)` returns the chunk end q beyond
   /// the match that maximises the expected tokens a later request leaving the prompt inside it

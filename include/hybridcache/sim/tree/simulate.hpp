@@ -67,7 +67,7 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// the default without one each, `hybridcache_noprior` (`fresh_prior`), `hybridcache_norepeat`
 /// (`repeat_discount`), `hybridcache_noage` (`age_value`), `hybridcache_noprefill`
 /// (`prefill_prior`, and with it the offer of the prompt's end), `hybridcache_nofill`
-/// (`fill_free`) and `hybridcache_nobranch` (`branch_prior`, since 0.2.2); and two earlier
+/// (`fill_free`) and `hybridcache_nobranch` (`branch_prior`, added after 0.2.1); and two earlier
 /// defaults, `hybridcache_prev` (the fresh-end prior and work-bounded re-plans only:
 /// `repeat_discount`, `age_value`, `prefill_prior`, `fill_free` and `branch_prior` off) and
 /// `hybridcache_base` (before those too: also `fresh_prior` off, `replan_work = 0`).
