@@ -274,10 +274,7 @@ class basic_state_policy {
       const match_result& m, std::size_t prompt_tokens,
       std::span<const std::size_t> chunk_ends) const {
     const std::size_t B = opts_.block_size;
-    if (m.matched_tokens > prompt_tokens || m.path.size() != m.matched_tokens / B ||
-        m.matched_tokens % B != 0)
-      hybridcache::detail::throw_invalid("m.matched_tokens", m.matched_tokens,
-                                         "does not fit the prompt length or the match path");
+    check_fits(m, prompt_tokens);
     return tree_planner::snapshot_positions(
         index_, B,
         {.resume_tokens = m.resume_tokens, .matched_tokens = m.matched_tokens, .path = m.path},
@@ -452,10 +449,7 @@ class basic_state_policy {
       const match_result& m, std::size_t prompt_tokens,
       std::span<const std::size_t> chunk_ends) const {
     const std::size_t B = opts_.block_size;
-    if (m.matched_tokens > prompt_tokens || m.path.size() != m.matched_tokens / B ||
-        m.matched_tokens % B != 0)
-      hybridcache::detail::throw_invalid("m.matched_tokens", m.matched_tokens,
-                                         "does not fit the prompt length or the match path");
+    check_fits(m, prompt_tokens);
     for (auto c : chunk_ends)
       if (c > prompt_tokens)
         hybridcache::detail::throw_invalid("chunk_ends", c, "exceeds prompt_tokens");
@@ -683,6 +677,16 @@ class basic_state_policy {
   }
 
   static constexpr std::size_t max_state_bytes = std::numeric_limits<std::uint32_t>::max();
+
+  /// @throws invalid_argument unless `m` fits a prompt of `prompt_tokens` (matched_tokens ≤
+  ///         prompt_tokens, on the block grid, path size = matched_tokens / B).
+  void check_fits(const match_result& m, std::size_t prompt_tokens) const {
+    const std::size_t B = opts_.block_size;
+    if (m.matched_tokens > prompt_tokens || m.path.size() != m.matched_tokens / B ||
+        m.matched_tokens % B != 0)
+      hybridcache::detail::throw_invalid("m.matched_tokens", m.matched_tokens,
+                                         "does not fit the prompt length or the match path");
+  }
 
   static policy_options validated(const policy_options& opts) {
     using hybridcache::detail::throw_invalid;

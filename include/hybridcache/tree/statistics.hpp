@@ -152,47 +152,25 @@ class tree_statistics {
   /// fresh-end prior π = p̂ · min(1, 1/((1 − γ) D̂)) · scale. @returns the mass added at v (to
   /// add to W of v's anchor), or nothing when no prior was set.
   std::optional<double> note_end(tree_index& ix, slot_id v) {
-    if (!opts_.fresh_prior || ix[v].parent == no_slot) return std::nullopt;
-    tree_node& n = ix[v];
-    if ((n.flags & tree_node::fresh_flag) || n.weight > 0.0) return std::nullopt;
-    ends_ = ends_ * gamma_ + 1.0;
-    ends_hit_ *= gamma_;
-    const double prior = fresh_prior() * scale_;
-    n.weight = prior;
-    n.flags |= tree_node::fresh_flag;
-    total_ += prior;
-    return prior;
+    return set_prior(ix, v, opts_.fresh_prior, ends_, ends_hit_, tree_node::fresh_flag,
+                     [this] { return fresh_prior(); });
   }
 
   /// A request's prefill ended at `v`: a non-root node no match has ended at yet (no weight, no
   /// prior) gets the prefill-end prior π_P · scale. @returns the mass added, or nothing.
   std::optional<double> note_prefill_end(tree_index& ix, slot_id v) {
-    if (!opts_.prefill_prior || ix[v].parent == no_slot) return std::nullopt;
-    tree_node& n = ix[v];
-    if ((n.flags & tree_node::fresh_flag) || n.weight > 0.0) return std::nullopt;
-    pre_ends_ = pre_ends_ * gamma_ + 1.0;
-    pre_hit_ *= gamma_;
-    const double prior = prefill_prior_mass() * scale_;
-    n.weight = prior;
-    n.flags |= tree_node::fresh_flag | tree_node::prefill_flag;
-    total_ += prior;
-    return prior;
+    return set_prior(ix, v, opts_.prefill_prior, pre_ends_, pre_hit_,
+                     tree_node::fresh_flag | tree_node::prefill_flag,
+                     [this] { return prefill_prior_mass(); });
   }
 
   /// The engine will snapshot at `v`, a learned branch point of a request's prompt
-  /// (`branch_depth`): a non-root node no match has ended at yet gets the branch prior
-  /// π_I = p̂_I · min(1, 1/((1 − γ) D̂_I)) · scale. @returns the mass added, or nothing.
+  /// (`state_policy::branch_point`): a non-root node no match has ended at yet gets the branch
+  /// prior π_I = p̂_I · min(1, 1/((1 − γ) D̂_I)) · scale. @returns the mass added, or nothing.
   std::optional<double> note_branch(tree_index& ix, slot_id v) {
-    if (!opts_.branch_prior || ix[v].parent == no_slot) return std::nullopt;
-    tree_node& n = ix[v];
-    if ((n.flags & tree_node::fresh_flag) || n.weight > 0.0) return std::nullopt;
-    br_ends_ = br_ends_ * gamma_ + 1.0;
-    br_hit_ *= gamma_;
-    const double prior = branch_prior_mass() * scale_;
-    n.weight = prior;
-    n.flags |= tree_node::fresh_flag | tree_node::branch_flag;
-    total_ += prior;
-    return prior;
+    return set_prior(ix, v, opts_.branch_prior, br_ends_, br_hit_,
+                     tree_node::fresh_flag | tree_node::branch_flag,
+                     [this] { return branch_prior_mass(); });
   }
   /// A match passed through (or ended at) `v`, which holds a branch prior: the prior is dropped
   /// (the match's own mass is real) and the branch point counted as reached, at the prior's age.
@@ -333,6 +311,23 @@ class tree_statistics {
   }
 
  private:
+  /// Gives non-root `v`, where no match has ended yet (no weight, no prior), the prior
+  /// mass() · scale with `flags`, one more noted end on the books (ends, hit) first (both ×γ):
+  /// the one law of the fresh-end, prefill-end and branch priors. Nothing when `on` is false.
+  template <class Mass>
+  std::optional<double> set_prior(tree_index& ix, slot_id v, bool on, double& ends, double& hit,
+                                  std::uint32_t flags, Mass&& mass) {
+    if (!on || ix[v].parent == no_slot) return std::nullopt;
+    tree_node& n = ix[v];
+    if ((n.flags & tree_node::fresh_flag) || n.weight > 0.0) return std::nullopt;
+    ends = ends * gamma_ + 1.0;
+    hit *= gamma_;
+    const double prior = mass() * scale_;
+    n.weight = prior;
+    n.flags |= flags;
+    total_ += prior;
+    return prior;
+  }
   /// The age, in observations, of a prior π that has decayed to `ratio` = w / π of its value:
   /// w = π · γ^age, so age = log(ratio) / log γ (0 when γ = 1 or the ratio is not in (0, 1)).
   [[nodiscard]] double prior_age(double ratio) const noexcept {
