@@ -47,9 +47,14 @@ int main() {
     for (std::size_t p = m.resume_tokens + 256; p < prompt.size(); p += 256)
       chunk_ends.push_back(p);
     chunk_ends.push_back(prompt.size());
-    const auto snapshots = pol.prefill_plan(m, prompt.size(), chunk_ends);
+    auto snapshots = pol.prefill_plan(m, prompt.size(), chunk_ends);
+    // The learned branch point (where later requests tend to leave a cached prompt), if any:
+    // one more chunk end the scheduler must run to, snapshotted like the plan.
+    const auto branch = pol.branch_point(m, prompt.size(), chunk_ends);
+    if (branch) snapshots.push_back(*branch);
     // Engine: prefill runs; its radix tree gains the prompt; it keeps the snapshots it took.
     const auto path = pol.insert(ns, prompt);
+    if (branch) pol.note_branch_point(path[*branch / 16 - 1]);  // its prior, before the offer
     for (std::size_t p : snapshots) {
       const auto r = pol.admit(path[p / 16 - 1], 1 << 20);
       // r.victims: states the engine frees now (never pinned, least ΔE[r] per byte first).
