@@ -431,11 +431,7 @@ class basic_state_policy {
   /// @throws stale_handle_error / invalid_argument for an erased / unknown node.
   void note_prefill_end(node_id id) {
     const slot_id node = index_.resolve(id, "node");
-    const std::optional<double> prior = stats_.note_prefill_end(index_, node);
-    if (!prior) return;
-    const slot_id anchor =
-        index_[node].state != no_state ? node : tree_state_pool::state_above(index_, node);
-    if (double* region = pool_.region_at(index_, anchor)) *region += *prior;
+    book_prior(node, stats_.note_prefill_end(index_, node));
   }
 
   /// The learned branch point of the prefill that follows `m` (policy_options::branch_prior):
@@ -489,11 +485,7 @@ class basic_state_policy {
   /// @throws stale_handle_error / invalid_argument for an erased / unknown node.
   void note_branch_point(node_id id) {
     const slot_id node = index_.resolve(id, "node");
-    const std::optional<double> prior = stats_.note_branch(index_, node);
-    if (!prior) return;
-    const slot_id anchor =
-        index_[node].state != no_state ? node : tree_state_pool::state_above(index_, node);
-    if (double* region = pool_.region_at(index_, anchor)) *region += *prior;
+    book_prior(node, stats_.note_branch(index_, node));
   }
 
   /// Frees at least `bytes` (or every unpinned state): victims in increasing exact ΔE[r] per
@@ -678,6 +670,16 @@ class basic_state_policy {
 
   static constexpr std::size_t max_state_bytes = std::numeric_limits<std::uint32_t>::max();
 
+  /// The deepest state on the path to non-root `v`, v included (its namespace root if none).
+  [[nodiscard]] slot_id anchor_of(slot_id v) const noexcept {
+    return index_[v].state != no_state ? v : tree_state_pool::state_above(index_, v);
+  }
+  /// A prior just set at `node` (if any) joins W of its anchor's state.
+  void book_prior(slot_id node, std::optional<double> prior) {
+    if (!prior) return;
+    if (double* region = pool_.region_at(index_, anchor_of(node))) *region += *prior;
+  }
+
   /// @throws invalid_argument unless `m` fits a prompt of `prompt_tokens` (matched_tokens ≤
   ///         prompt_tokens, on the block grid, path size = matched_tokens / B).
   void check_fits(const match_result& m, std::size_t prompt_tokens) const {
@@ -757,12 +759,8 @@ class basic_state_policy {
     // law, and a branch point above it on the path was what it needed (its prior gives way).
     if (offered > m.path.size() && index_[cur].first_child != no_slot) {
       stats_.note_divergence(offered - m.path.size());
-      if (branch != no_slot && branch != cur) {
-        const slot_id a = index_[branch].state != no_state
-                              ? branch
-                              : tree_state_pool::state_above(index_, branch);
-        stats_.branch_hit(index_, branch, pool_.region_at(index_, a));
-      }
+      if (branch != no_slot && branch != cur)
+        stats_.branch_hit(index_, branch, pool_.region_at(index_, anchor_of(branch)));
     }
     stats_.observe(index_, cur, pool_.region_at(index_, anchor),
                    [&](double f) { pool_.scale_regions(f); });
