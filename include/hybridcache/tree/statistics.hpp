@@ -99,21 +99,12 @@ class tree_statistics {
   void observe(tree_index& ix, slot_id v, double* region, ScaleRegions&& scale_regions) {
     if ((ix[v].flags & (tree_node::fresh_flag | tree_node::prefill_flag)) ==
         (tree_node::fresh_flag | tree_node::prefill_flag)) {
-      // The first real match at a prefill end replaces π_P; its age from π_P's decay.
-      const double age = prior_age(prior_of(ix, v) / scale_ / prefill_share());
-      pre_delay_sum_ = pre_delay_sum_ * gamma_ + age;
-      pre_delay_n_ = pre_delay_n_ * gamma_ + 1.0;
-      drop_prior(ix, v, region);
-      pre_hit_ += 1.0;
+      // The first real match at a prefill end replaces π_P.
+      replace_prior(ix, v, region, prefill_share(), pre_delay_sum_, pre_delay_n_, pre_hit_);
     } else if (ix[v].flags & tree_node::branch_flag) {  // a match ended at a branch point
       branch_hit(ix, v, region);
     } else if (ix[v].flags & tree_node::fresh_flag) {  // the first real match replaces π
-      // Its age in observations, from π's decay: w / scale = p̂_insert · γ^age, p̂_insert ≈ p̂.
-      const double age = prior_age(prior_of(ix, v) / scale_ / fresh_share());
-      delay_sum_ = delay_sum_ * gamma_ + age;
-      delay_n_ = delay_n_ * gamma_ + 1.0;
-      drop_prior(ix, v, region);
-      ends_hit_ += 1.0;
+      replace_prior(ix, v, region, fresh_share(), delay_sum_, delay_n_, ends_hit_);
     }
     scale_ *= inv_gamma_;
     if (scale_ > 1e150) {
@@ -176,11 +167,7 @@ class tree_statistics {
   /// (the match's own mass is real) and the branch point counted as reached, at the prior's age.
   /// `region` is W of v's anchor (nullable).
   void branch_hit(tree_index& ix, slot_id v, double* region) {
-    const double age = prior_age(prior_of(ix, v) / scale_ / branch_share());
-    br_delay_sum_ = br_delay_sum_ * gamma_ + age;
-    br_delay_n_ = br_delay_n_ * gamma_ + 1.0;
-    drop_prior(ix, v, region);
-    br_hit_ += 1.0;
+    replace_prior(ix, v, region, branch_share(), br_delay_sum_, br_delay_n_, br_hit_);
   }
   /// Whether `v` holds a branch prior.
   [[nodiscard]] static bool has_branch_prior(const tree_index& ix, slot_id v) noexcept {
@@ -327,6 +314,17 @@ class tree_statistics {
     n.flags |= flags;
     total_ += prior;
     return prior;
+  }
+  /// A real match replaces the prior of `v` (share: its books' p̂ now): its age in observations,
+  /// read off the prior's decay (w / scale = p̂_then · γ^age, p̂_then ≈ p̂), joins the books' EW
+  /// mean age (delay_sum, delay_n, ×γ each), the prior is dropped and the hit counted.
+  void replace_prior(tree_index& ix, slot_id v, double* region, double share, double& delay_sum,
+                     double& delay_n, double& hit) {
+    const double age = prior_age(prior_of(ix, v) / scale_ / share);
+    delay_sum = delay_sum * gamma_ + age;
+    delay_n = delay_n * gamma_ + 1.0;
+    drop_prior(ix, v, region);
+    hit += 1.0;
   }
   /// The age, in observations, of a prior π that has decayed to `ratio` = w / π of its value:
   /// w = π · γ^age, so age = log(ratio) / log γ (0 when γ = 1 or the ratio is not in (0, 1)).
