@@ -203,12 +203,13 @@ inline void bind_tree(nb::module_& m) {
           "Token positions to snapshot during the prefill (int64 array, ascending).")
       .def(
           "branch_point",
-          [](const hc::state_policy& p, const hc::match_result& r, std::size_t prompt_tokens,
+          [](hc::state_policy& p, const hc::match_result& r, std::size_t prompt_tokens,
              nb::handle chunk_ends) -> std::optional<std::size_t> {
             return p.branch_point(r, prompt_tokens, to_ids(chunk_ends, "chunk_ends"));
           },
           "m"_a, "prompt_tokens"_a, "chunk_ends"_a,
-          "The learned branch point of the prefill (a chunk end to snapshot too), or None.")
+          "The learned branch point of the prefill (a chunk end to snapshot too), or None: also "
+          "None when the pool is full and the branch state would be its first victim.")
       .def(
           "insert",
           [](hc::state_policy& p, const hc::namespace_key& ns, nb::handle tokens) {

@@ -1281,6 +1281,63 @@ TEST_CASE("branch point: another question on a cached document resumes at it") {
   }
 }
 
+TEST_CASE("branch point: taken only if its state would outrank the pool's first victim") {
+  // B = 1, γ = 0.9, one state of room. Five questions on document 1 teach the law (D = 2) and
+  // leave their matches at its end (block 20); a state there is worth 20 blocks × their mass.
+  // The first question on document 2 would snapshot at 19 (as with room), but its state's value,
+  // 19 × π_I with π_I ≤ p̂_I = 1/2 observation, is below the held state's: nothing is announced.
+  // After 60 observations elsewhere (full matches of another prompt: no divergence, no change to
+  // the held state's region) that mass has decayed by 0.9^60, and the same question on
+  // document 3 gets its branch point. With room for a second state it is taken at once.
+  for (std::size_t capacity : {1u, 2u}) {
+    CAPTURE(capacity);
+    auto o = legacy({.block_size = 1,
+                     .state_bytes = 1,
+                     .capacity_bytes = capacity,
+                     .gamma = 0.9,
+                     .replan_every = 0});
+    o.branch_prior = true;
+    hc::state_policy pol(o);
+    auto prompt = [](token_id d, token_id q) {
+      std::vector<token_id> v;
+      for (token_id i = 0; i < 20; ++i) v.push_back(d * 100 + i);
+      for (token_id i = 1; i <= 3; ++i) v.push_back(i * 1000 + q);  // P = 23, u = 22
+      return v;
+    };
+    auto point = [&](const std::vector<token_id>& p) {
+      const auto m = pol.match(ns_of(0), std::span<const token_id>(p).first(p.size() - 1));
+      std::vector<std::size_t> chunks;
+      for (std::size_t c = 1; c <= p.size(); ++c) chunks.push_back(c);
+      const auto bp = pol.branch_point(m, p.size(), chunks);
+      pol.unpin(m.resume_node);
+      return bp;
+    };
+    std::vector<node_id> doc1;
+    for (token_id q = 1; q <= 6; ++q) {
+      (void)point(prompt(1, q));
+      doc1 = pol.insert(ns_of(0), prompt(1, q));
+    }
+    REQUIRE(pol.admit(doc1[19], 1).admitted);
+    CHECK(pol.divergence_within(2) > 0.0);  // D = 2 ≤ 3
+    const auto first = point(prompt(2, 1));
+    if (capacity == 2) {
+      REQUIRE(first.has_value());
+      CHECK(*first == 19);
+      continue;
+    }
+    CHECK_FALSE(first.has_value());
+    const auto z = seq({7, 8, 9});
+    (void)pol.insert(ns_of(0), z);
+    for (int i = 0; i < 60; ++i) {
+      const auto m = pol.match(ns_of(0), z);
+      pol.unpin(m.resume_node);
+    }
+    const auto later = point(prompt(3, 1));
+    REQUIRE(later.has_value());
+    CHECK(*later == 19);
+  }
+}
+
 TEST_CASE("branch point: typed errors, nothing changed") {
   auto o = legacy({.block_size = 2, .state_bytes = 1, .capacity_bytes = 4, .replan_every = 0});
   o.branch_prior = true;

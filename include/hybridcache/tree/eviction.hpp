@@ -353,6 +353,15 @@ class tree_state_pool {
 
   // ---- queries ---------------------------------------------------------------------------
 
+  /// The least value among the unpinned held states (+inf when none): the value of the first
+  /// victim `evict` would take now.
+  [[nodiscard]] double least_value(const age_scaled_value& value) {
+    victim_entry best{};
+    if (count_ == 0 || !least_by_snapshot(no_slot, value, best))
+      return std::numeric_limits<double>::infinity();
+    return best.per_byte;
+  }
+
   [[nodiscard]] std::size_t used_bytes() const noexcept { return used_bytes_; }
   [[nodiscard]] std::size_t count() const noexcept { return count_; }
   /// Bytes of the state records, their free list, the pin table and the victim search's

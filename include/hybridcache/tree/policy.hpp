@@ -439,11 +439,21 @@ class basic_state_policy {
   /// u = ⌊(prompt_tokens − 1)/B⌋, the q that maximises (q − matched)·F(u − q/B), F_j = P(D ≤
   /// 2^j − 1 | D ≥ 1) the learned divergence law read at its bucket bounds (so q is the deepest
   /// candidate with u − q/B ≥ 2^j − 1 for the best j). Nothing while no divergence was seen,
-  /// with `branch_prior` off, or when no candidate gains. O(|chunk_ends| + 33).
+  /// with `branch_prior` off, or when no candidate gains.
+  ///
+  /// A branch state is optional (the engine computes those tokens anyway), so q is returned only
+  /// if its state would not be the pool's first victim: when the pool has no room for one more
+  /// state of `state_bytes`, only if its value at admission,
+  ///
+  ///   (q/B − m.resume_tokens/B) · B · π_I / state_bytes · P(hit | age 0),
+  ///
+  /// (ΔE[r] per byte of a state whose region is its prior π_I, below the match's anchor; the
+  /// eviction value of `policy_options::age_value`) exceeds the least value held (the victim its
+  /// admission would free). O(|chunk_ends| + 33), plus the victim search when the pool is full.
   /// @throws invalid_argument as `prefill_plan`.
-  [[nodiscard]] std::optional<std::size_t> branch_point(
-      const match_result& m, std::size_t prompt_tokens,
-      std::span<const std::size_t> chunk_ends) const {
+  [[nodiscard]] std::optional<std::size_t> branch_point(const match_result& m,
+                                                        std::size_t prompt_tokens,
+                                                        std::span<const std::size_t> chunk_ends) {
     const std::size_t B = opts_.block_size;
     check_fits(m, prompt_tokens);
     for (auto c : chunk_ends)
@@ -476,6 +486,7 @@ class basic_state_policy {
         best = deepest[j] * B;
       }
     }
+    if (best && !branch_state_pays(*best / B - m.resume_tokens / B)) return std::nullopt;
     return best;
   }
 
@@ -675,6 +686,18 @@ class basic_state_policy {
     return index_[v].state != no_state ? v : tree_state_pool::state_above(index_, v);
   }
   /// A prior just set at `node` (if any) joins W of its anchor's state.
+  /// Whether a branch state `gap` blocks below the match's anchor would outrank the pool's first
+  /// victim (see branch_point): always when the pool has room for one more state.
+  bool branch_state_pays(std::size_t gap) {
+    if (pool_.used_bytes() + opts_.state_bytes <= opts_.capacity_bytes) return true;
+    const age_scaled_value value = value_fn();
+    const double h = value.hit_by_bin ? value.hit_by_bin[0] : 1.0;
+    const double mine = static_cast<double>(gap) * static_cast<double>(opts_.block_size) *
+                        stats_.branch_prior_mass() * stats_.observation_mass() /
+                        static_cast<double>(opts_.state_bytes) * h;
+    return mine > pool_.least_value(value);
+  }
+
   void book_prior(slot_id node, std::optional<double> prior) {
     if (!prior) return;
     if (double* region = pool_.region_at(index_, anchor_of(node))) *region += *prior;

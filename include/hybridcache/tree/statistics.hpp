@@ -291,6 +291,8 @@ class tree_statistics {
   /// Σ_u w(u), unnormalised (the common scale included).
   [[nodiscard]] double total() const noexcept { return total_; }
   [[nodiscard]] double gamma() const noexcept { return gamma_; }
+  /// The mass of one observation now (the common scale).
+  [[nodiscard]] double observation_mass() const noexcept { return scale_; }
   [[nodiscard]] std::uint64_t observations() const noexcept { return observations_; }
   /// Bytes of the side table of carried mass.
   [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
