@@ -299,7 +299,8 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
   // reset an age, a clock that advances by up to 2^12 per step, an age table that changes,
   // regions and scales far from 1), so
   // that most states stay as the snapshot saw them; before each eviction the least entry of
-  // (value, planned, last use, slot) is found by scanning every record with the same value.
+  // (value, planned, last use, slot) is found by scanning every record with the same value, and
+  // `least_value` (no exclusion) must give that entry's value.
   std::mt19937_64 rng(31);
   for (int trial = 0; trial < 24; ++trial) {
     CAPTURE(trial);
@@ -319,7 +320,7 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
       pool.add(w.ix, v, static_cast<std::uint32_t>(1 + rng() % 3), now);
       now += static_cast<std::uint32_t>(rng() % 64);
     }
-    int evictions = 0;
+    int evictions = 0, valued = 0;
     for (int op = 0; op < 600; ++op) {
       const slot v = w.inner[rng() % w.inner.size()];
       const bool held = w.ix[v].state != hc::tree_state_pool::no_state;
@@ -371,6 +372,13 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
       const slot exclude =
           rng() % 4 == 0 ? w.inner[rng() % w.inner.size()] : hc::tree_index::no_slot;
       const slot least = least_entry_by_scan(pool, w.ix, w.inner, exclude, value);
+      if (exclude == hc::tree_index::no_slot) {  // least_value: the scan's least value (or +inf)
+        const double scan = least == hc::tree_index::no_slot
+                                ? std::numeric_limits<double>::infinity()
+                                : value(pool.state_at(w.ix, least));
+        CHECK(pool.least_value(value) == scan);
+        ++valued;
+      }
       const auto victims = pool.evict(w.ix, 1, exclude, now, value, [](std::uint32_t) {});
       if (least == hc::tree_index::no_slot) {
         CHECK(victims.empty());
@@ -381,5 +389,6 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
       ++evictions;
     }
     CHECK(evictions > 100);
+    CHECK(valued > 50);
   }
 }
