@@ -685,19 +685,22 @@ class basic_state_policy {
   [[nodiscard]] slot_id anchor_of(slot_id v) const noexcept {
     return index_[v].state != no_state ? v : tree_state_pool::state_above(index_, v);
   }
-  /// A prior just set at `node` (if any) joins W of its anchor's state.
   /// Whether a branch state `gap` blocks below the match's anchor would outrank the pool's first
-  /// victim (see branch_point): always when the pool has room for one more state.
+  /// victim (see branch_point): always when the pool has room for one more state. Its value is
+  /// the pool's own eviction value of a record with that gap, its prior as region, `state_bytes`
+  /// and age 0.
   bool branch_state_pays(std::size_t gap) {
     if (pool_.used_bytes() + opts_.state_bytes <= opts_.capacity_bytes) return true;
     const age_scaled_value value = value_fn();
-    const double h = value.hit_by_bin ? value.hit_by_bin[0] : 1.0;
-    const double mine = static_cast<double>(gap) * static_cast<double>(opts_.block_size) *
-                        stats_.branch_prior_mass() * stats_.observation_mass() /
-                        static_cast<double>(opts_.state_bytes) * h;
-    return mine > pool_.least_value(value);
+    tree_state candidate;
+    candidate.gap = static_cast<std::uint32_t>(gap);
+    candidate.bytes = static_cast<std::uint32_t>(opts_.state_bytes);
+    candidate.region = stats_.branch_prior_mass() * stats_.observation_mass();
+    candidate.touched = value.now;
+    return value(candidate) > pool_.least_value(value);
   }
 
+  /// A prior just set at `node` (if any) joins W of its anchor's state.
   void book_prior(slot_id node, std::optional<double> prior) {
     if (!prior) return;
     if (double* region = pool_.region_at(index_, anchor_of(node))) *region += *prior;
