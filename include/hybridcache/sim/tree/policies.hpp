@@ -297,6 +297,12 @@ class vllm_all_policy final : public vllm_policy {
 /// With `path_cap` > 0 (`--mamba-max-states-per-path`), after each insert the shallowest
 /// *eligible* states on the inserted path are dropped while more than `path_cap` remain:
 /// eligible = one child (forks and leaves are kept), not locked, not the path's tail.
+/// KV: SGLang keeps no leaf without a state. It frees the KV beyond the last tracked state when
+/// a request is cached (`cache_finished_req`), and a leaf whose state is evicted goes with its
+/// KV, followed by every ancestor left a stateless leaf (`_evict_leaf_node`,
+/// `_iteratively_delete_tombstone_leaf`). The row asks the engine for `kv_order::stateless_first`:
+/// stateless leaves go before any leaf with a state, as in SGLang, but only when room is needed
+/// (until then their KV still extends matches, as SGLang's, freed at once, would not).
 class sglang_policy : public lru_engine_policy {
  public:
   enum class mode : std::uint8_t { no_buffer, extra_buffer, extra_buffer_lazy };
@@ -359,6 +365,8 @@ class sglang_policy : public lru_engine_policy {
     std::erase_if(planned_, [&](std::size_t j) { return j <= k || j > pb; });
     positions.insert(positions.end(), planned_.begin(), planned_.end());
   }
+  /// Stateless KV leaves first (see the class comment).
+  [[nodiscard]] kv_order kv_eviction() const override { return kv_order::stateless_first; }
   /// `cache_unfinished_req` after each chunk: insert up to the tracked position.
   void after_prefill(const tree_step& s) override {
     for (auto j : planned_) insert(s, j, true);

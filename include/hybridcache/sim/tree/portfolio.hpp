@@ -29,10 +29,12 @@
 ///    phase (prefill, decode block, end) the real pool adds every open node the leader now holds.
 ///    To make room it drops a state the leader does not hold, least recently used first, and
 ///    among those first the ones the runner-up (the next best score, where a switch would most
-///    likely go) does not hold either; a state the leader holds and the pool already holds stays. A switch therefore costs no prefill, only
-///    the states the new leader holds that the pool lacks until a request re-creates them. Under
-///    a joint KV budget the real pool keeps no more states than the leader (extras would press
-///    the shared pool); otherwise extras stay until the room is needed.
+///    likely go) does not hold either; a state the leader holds and the pool already holds stays. A
+///    switch therefore costs no prefill, only the states the new leader holds that the pool lacks
+///    until a request re-creates them. Under a joint KV budget the real pool keeps no more states
+///    than the leader (extras would press the shared pool); otherwise extras stay until the room is
+///    needed. Under a KV budget the real engine evicts cached KV in the leader's order
+///    (`tree_policy::kv_eviction`).
 ///
 /// The shadows see nothing the engine would not (the causal view of the running request);
 /// offline references must not be candidates.
@@ -174,6 +176,11 @@ class portfolio_policy final : public tree_policy {
   }
 
   void on_dropped(std::uint32_t v) override { untrack(v); }
+  /// The leader's KV order: the real engine evicts KV as the candidate it follows would (its
+  /// shadow's KV is kept under that candidate's own order).
+  [[nodiscard]] kv_order kv_eviction() const override {
+    return candidates_[leader_]->kv_eviction();
+  }
 
   /// The safeguard's and the hand-over's account of the replay so far.
   [[nodiscard]] portfolio_stats stats() const {

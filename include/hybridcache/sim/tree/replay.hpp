@@ -61,7 +61,13 @@
 ///   the request's end (it may exceed M when KV is light). The request's whole KV (prompt and
 ///   output) is allocated at step 3; its own blocks are never evicted while it runs (if they
 ///   alone exceed the budget, KV runs over it and the state capacity is 0).
-/// The rule is the engine's, the same for every policy.
+/// The rule is the engine's, the same for every policy, with one choice a row may make
+/// (`tree_policy::kv_eviction`): `kv_order::stateless_first` evicts the least recently used leaf
+/// that holds no state before any leaf that holds one. Such a leaf's KV serves no resume, and
+/// SGLang's `MambaRadixCache` keeps none at all: it deletes a leaf left without a state
+/// together with its KV (`_iteratively_delete_tombstone_leaf`, the invariant "leaf nodes are
+/// not tombstone", python/sglang/srt/mem_cache/mamba_radix_cache.py @ 00df707e). The library's
+/// row asks for it (sim/tree/library.hpp); every engine row keeps `kv_order::lru`.
 
 #include <algorithm>
 #include <chrono>
@@ -84,6 +90,8 @@
 #include "hybridcache/sim/tree/trace.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
+
+class block_tree;
 
 /// The pool of recurrent states: which nodes hold one, under a budget of `capacity` states.
 /// Only the engine opens a window (the nodes a state may be taken at right now, see the file
@@ -126,6 +134,7 @@ class state_pool {
     held_[v] = 1;
     ++size_;
     peak_ = std::max(peak_, size_);
+    notify(v, true);
     return true;
   }
   /// Drops the state at `v`. @throws invalid_argument when `v` holds none.
@@ -133,6 +142,7 @@ class state_pool {
     if (!holds(v)) hybridcache::detail::throw_invalid("node", v, "holds no state");
     held_[v] = 0;
     --size_;
+    notify(v, false);
   }
 
   /// Engine: opens the window `nodes` (closes the previous one).
@@ -144,8 +154,13 @@ class state_pool {
   void close() noexcept { ++epoch_; }
   /// Engine: a new capacity (the joint KV budget). Does not drop states.
   void set_capacity(std::size_t capacity) noexcept { capacity_ = capacity; }
+  /// Engine: the KV tree told of every state added or removed (its stateless leaves), or none.
+  void observe(block_tree* tree) noexcept { tree_ = tree; }
 
  private:
+  inline void notify(std::uint32_t v, bool held) noexcept;
+
+  block_tree* tree_ = nullptr;
   std::vector<std::uint8_t> held_;
   std::vector<std::uint64_t> stamp_;
   std::uint64_t epoch_ = 0;
@@ -161,7 +176,9 @@ class block_tree {
     present_.assign(nodes, 0);
     children_.assign(nodes, 0);
     stamp_.assign(track ? nodes : 0, 0);
+    held_.assign(track ? nodes : 0, 0);
     leaves_.clear();
+    bare_.clear();
     track_ = track;
     clock_ = 0;
     blocks_ = 0;
@@ -197,15 +214,15 @@ class block_tree {
         ++blocks_;
         const auto p = t.parent(v);
         if (p != tree_trace::no_parent) {
-          if (track_ && present_[p] && children_[p] == 0) leaves_.erase({stamp_[p], p});
+          if (track_ && present_[p] && children_[p] == 0) leave(p);
           ++children_[p];
         }
       } else if (track_ && children_[v] == 0) {
-        leaves_.erase({stamp_[v], v});
+        leave(v);
       }
       if (!track_) continue;
       stamp_[v] = ++clock_;
-      if (children_[v] == 0) leaves_.emplace(stamp_[v], v);
+      if (children_[v] == 0) enter(v);
     }
     // A node that gained a child in this insertion left the leaves when it did.
     return first;
@@ -214,14 +231,30 @@ class block_tree {
   /// Needs tracking. @returns it, or `tree_trace::no_parent` when there is none.
   std::uint32_t evict_lru_leaf(const tree_trace& t, std::uint64_t guard) {
     if (leaves_.empty() || leaves_.begin()->first >= guard) return tree_trace::no_parent;
-    const auto v = leaves_.begin()->second;
-    leaves_.erase(leaves_.begin());
-    present_[v] = 0;
-    --blocks_;
-    const auto p = t.parent(v);
-    if (p != tree_trace::no_parent && --children_[p] == 0 && present_[p])
-      leaves_.emplace(stamp_[p], p);
-    return v;
+    return evict(t, leaves_.begin()->second);
+  }
+  /// `kv_order::stateless_first`: evicts the least recently used leaf stamped before `guard`
+  /// that holds no state, else (none left) the least recently used leaf as `evict_lru_leaf`.
+  /// Needs tracking and the pool's `observe`. @returns it, or `tree_trace::no_parent`.
+  std::uint32_t evict_stateless_leaf(const tree_trace& t, std::uint64_t guard) {
+    if (!bare_.empty() && bare_.begin()->first < guard) return evict(t, bare_.begin()->second);
+    return evict_lru_leaf(t, guard);
+  }
+  /// Leaves stamped before `guard` that hold no state (tracking only; for tests).
+  [[nodiscard]] std::size_t stateless_leaves(std::uint64_t guard) const noexcept {
+    std::size_t n = 0;
+    for (const auto& [st, v] : bare_) n += st < guard ? 1 : 0;
+    return n;
+  }
+  /// The pool added (`held`) or removed a state at `v` (see `state_pool::observe`).
+  void held_changed(std::uint32_t v, bool held) noexcept {
+    if (!track_ || held_[v] == static_cast<std::uint8_t>(held)) return;
+    held_[v] = held ? 1 : 0;
+    if (!present_[v] || children_[v] != 0) return;  // not a leaf: no set to move it in
+    if (held)
+      bare_.erase({stamp_[v], v});
+    else
+      bare_.emplace(stamp_[v], v);
   }
   /// Stamp of the least recently used leaf stamped before `guard` (the one `evict_lru_leaf`
   /// would take), or the largest stamp value when there is none. Needs tracking.
@@ -239,14 +272,40 @@ class block_tree {
   }
 
  private:
+  /// Present leaf `v` (stamped) joins the leaf orders.
+  void enter(std::uint32_t v) {
+    leaves_.emplace(stamp_[v], v);
+    if (!held_[v]) bare_.emplace(stamp_[v], v);
+  }
+  /// `v` stops being a leaf (it gains a child, is re-stamped or evicted).
+  void leave(std::uint32_t v) {
+    leaves_.erase({stamp_[v], v});
+    if (!held_[v]) bare_.erase({stamp_[v], v});
+  }
+  /// Evicts leaf `v` (a member of `leaves_`); its parent may become a leaf. @returns v.
+  std::uint32_t evict(const tree_trace& t, std::uint32_t v) {
+    leave(v);
+    present_[v] = 0;
+    --blocks_;
+    const auto p = t.parent(v);
+    if (p != tree_trace::no_parent && --children_[p] == 0 && present_[p]) enter(p);
+    return v;
+  }
+
   std::vector<std::uint8_t> present_;
   std::vector<std::uint32_t> children_;
   std::vector<std::uint64_t> stamp_;
+  std::vector<std::uint8_t> held_;  ///< tracking only: the pool holds a state at the node
   std::set<std::pair<std::uint64_t, std::uint32_t>> leaves_;
+  std::set<std::pair<std::uint64_t, std::uint32_t>> bare_;  ///< the leaves holding no state
   bool track_ = false;
   std::uint64_t clock_ = 0;
   std::size_t blocks_ = 0;
 };
+
+inline void state_pool::notify(std::uint32_t v, bool held) noexcept {
+  if (tree_ != nullptr) tree_->held_changed(v, held);
+}
 
 /// How KV memory is counted (see the file comment).
 enum class kv_mode : std::uint8_t {
@@ -338,6 +397,13 @@ struct tree_context {
   std::function<double(double, double)> flops;  ///< prefill FLOPs(n new, p cached)
 };
 
+/// The order in which the engine evicts cached KV leaves under a KV budget (see the file
+/// comment); a row chooses it (`tree_policy::kv_eviction`).
+enum class kv_order : std::uint8_t {
+  lru,              ///< the least recently used leaf (every engine row: vLLM, SGLang, TRT-LLM)
+  stateless_first,  ///< the least recently used leaf that holds no state, else the LRU leaf
+};
+
 /// A state policy on the causal protocol (see the file comment for the order of the calls).
 class tree_policy {
  public:
@@ -376,6 +442,12 @@ class tree_policy {
   [[nodiscard]] virtual std::pair<std::uint64_t, std::uint32_t> lru_state() const {
     return {std::numeric_limits<std::uint64_t>::max(), tree_trace::no_parent};
   }
+  /// The order the engine evicts cached KV leaves in for this row (asked at each eviction; the
+  /// default, `kv_order::lru`, is the engines'). A KV leaf that holds no state serves no resume
+  /// (a resume at k needs the state at k and the KV of blocks 1 … k, and no state lies at or
+  /// below a leaf but its own), so `stateless_first` gives up only match length that no held
+  /// state can use.
+  [[nodiscard]] virtual kv_order kv_eviction() const { return kv_order::lru; }
 };
 
 /// Deepest k in [0, limit] with path[k−1] held (0 when none).
@@ -487,6 +559,7 @@ class tree_replayer {
     block_bytes_ = static_cast<double>(t.block()) * cost.model.kv_bytes_per_token();
     pool_.reset(t.node_count(), budget);
     tree_.reset(t.node_count(), cost.kv.mode != kv_mode::unlimited);
+    if (cost.kv.mode != kv_mode::unlimited) pool_.observe(&tree_);  // its stateless leaves
     ctx_.trace = &t;
     ctx_.pool = &pool_;
     ctx_.tree = &tree_;
@@ -688,10 +761,13 @@ class tree_replayer {
     m_.states_dropped += 1.0;
     policy_.on_dropped(v);
   }
-  /// Evicts the least recently used KV leaf off the running path (stamped before `guard`),
-  /// dropping the state it held first. @returns the leaf, or `no_parent` when none is left.
+  /// Evicts a KV leaf off the running path (stamped before `guard`) in the row's order
+  /// (`tree_policy::kv_eviction`), dropping the state it held first. @returns the leaf, or
+  /// `no_parent` when none is left.
   std::uint32_t evict_leaf(std::uint64_t guard) {
-    const auto v = tree_.evict_lru_leaf(t_, guard);
+    const auto v = policy_.kv_eviction() == kv_order::stateless_first
+                       ? tree_.evict_stateless_leaf(t_, guard)
+                       : tree_.evict_lru_leaf(t_, guard);
     if (v == tree_trace::no_parent) return v;
     m_.kv_evicted_blocks += 1.0;
     if (pool_.holds(v)) drop_state(v);
