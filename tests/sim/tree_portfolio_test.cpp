@@ -37,10 +37,11 @@ hc::tree_cost_model cost_for(hc::kv_mode mode, const hc::tree_trace& t) {
 
 const char* const names[] = {"vllm_all", "marconi", "sglang_no_buffer", "trtllm", "llamacpp"};
 
-std::unique_ptr<hc::portfolio_policy> make_portfolio(const hc::tree_options& o,
-                                                     hc::policy_options exact = {}) {
+std::unique_ptr<hc::portfolio_policy> make_portfolio(
+    const hc::tree_options& o, hc::policy_options exact = {},
+    hc::kv_order kv = hc::kv_order::stateless_first) {
   std::vector<std::unique_ptr<hc::tree_policy>> c;
-  c.push_back(std::make_unique<hc::library_policy>(exact));
+  c.push_back(std::make_unique<hc::library_policy>(exact, "hybridcache", false, kv));
   for (auto n : names) c.push_back(hc::make_tree_policy(n, o));
   return std::make_unique<hc::portfolio_policy>(std::move(c));
 }
@@ -111,7 +112,8 @@ TEST_CASE("portfolio: follows a much better candidate, within 5 % of it") {
   // Under a joint KV budget the initial leader (candidate 0: the library's exact policy with its
   // learned mechanisms off, the `hybridcache_base` row, and since 0.2.1 also without its junction
   // and tail snapshots: with its state share taken back from KV the base row is no longer weak
-  // enough here; the default exact policy is itself the best candidate on this trace) prefills
+  // enough here; the default exact policy is itself the best candidate on this trace; and since
+  // the stateless-first KV order, it keeps the engines' LRU order for its KV too) prefills
   // more than 1.1x the best candidate (checked first, so the test can fail): the row must switch
   // and end within 1.05x of the best.
   const auto t = small_trace(11);
@@ -125,7 +127,7 @@ TEST_CASE("portfolio: follows a much better candidate, within 5 % of it") {
     hc::tree_options o;
     o.cost = cost_for(hc::kv_mode::joint, t);
     const auto usable = hc::usable_matches(t, o.cost);
-    auto p = make_portfolio(o, weak);
+    auto p = make_portfolio(o, weak, hc::kv_order::lru);
     const auto real = hc::replay_tree(t, *p, M, usable, o.cost);
     double best = 1e300;
     for (std::size_t c = 0; c < p->candidates(); ++c)
@@ -249,23 +251,40 @@ TEST_CASE("library_policy: under a joint budget its states take their M share ba
   // leave free. The exact policy must reclaim that room (least recently used KV first) until it
   // holds M states, as the engine's one block pool hands a new state block the LRU cached one.
   // Reference: the pool's own count (states_peak) and the KV it had to evict for them, against
-  // the same replay with KV unlimited (where no KV is ever evicted).
+  // the same replay with KV unlimited (where no KV is ever evicted). In both KV orders: with
+  // the engines' LRU the pool holds exactly M while cached KV fills the rest; with stateless
+  // leaves first (the default) the KV without a state goes first, so the pool holds at least M.
   const auto t = small_trace(13);
-  for (std::size_t M : {4, 16}) {
-    CAPTURE(M);
-    hc::tree_options o;
-    o.cost = cost_for(hc::kv_mode::joint, t);
-    const auto usable = hc::usable_matches(t, o.cost);
-    hc::library_policy p;
-    hc::tree_replayer r(t, p, M, usable, o.cost);
-    std::size_t full_after_kv = 0;  // requests that end with M states while KV fills the rest
-    while (r.step()) {
-      CHECK(r.pool().size() <= r.pool().capacity());
-      if (r.pool().size() == M && r.kv_bytes() >= o.cost.kv.bytes) ++full_after_kv;
+  for (auto kv : {hc::kv_order::lru, hc::kv_order::stateless_first}) {
+    for (std::size_t M : {4, 16}) {
+      const bool lru = kv == hc::kv_order::lru;
+      CAPTURE(lru);
+      CAPTURE(M);
+      hc::tree_options o;
+      o.cost = cost_for(hc::kv_mode::joint, t);
+      const auto usable = hc::usable_matches(t, o.cost);
+      hc::library_policy p({}, "hybridcache", false, kv);
+      CHECK(p.kv_eviction() == hc::kv_order::lru);  // before reset: no KV mode known yet
+      hc::tree_replayer r(t, p, M, usable, o.cost);
+      CHECK(p.kv_eviction() == kv);
+      std::size_t full_after_kv = 0;  // requests that end with their M share held
+      while (r.step()) {
+        CHECK(r.pool().size() <= r.pool().capacity());
+        if (lru ? r.pool().size() == M && r.kv_bytes() >= o.cost.kv.bytes : r.pool().size() >= M)
+          ++full_after_kv;
+      }
+      const auto m = r.metrics();
+      CHECK(m.states_peak >= M);
+      CHECK(m.kv_evicted_blocks > 0.0);
+      CHECK(full_after_kv > t.size() / 2);  // the M share is held for most of the trace
     }
-    const auto m = r.metrics();
-    CHECK(m.states_peak >= M);
-    CHECK(m.kv_evicted_blocks > 0.0);
-    CHECK(full_after_kv > t.size() / 2);  // the M share is held for most of the trace
   }
+  // A separate KV pool: the engines' LRU order whatever was asked (see library_policy).
+  const auto t2 = small_trace(13);
+  hc::tree_options o;
+  o.cost = cost_for(hc::kv_mode::separate, t2);
+  const auto usable = hc::usable_matches(t2, o.cost);
+  hc::library_policy p;
+  hc::tree_replayer r(t2, p, 4, usable, o.cost);
+  CHECK(p.kv_eviction() == hc::kv_order::lru);
 }
