@@ -76,6 +76,40 @@ std::vector<std::size_t> brute_usable(const std::vector<tokens>& reqs,
   return out;
 }
 
+// The toy model of the hand-worked KV cases: a state is 8 bytes and KV 2 bytes a token, so a
+// block of B = 4 tokens is 8 bytes too; a KV pool (or the joint pool's KV share) of `kv_bytes`.
+hc::tree_cost_model toy_cost(hc::kv_mode mode, double kv_bytes) {
+  hc::tree_cost_model c;
+  c.model = hc::model_shape{"toy", 1, 1, 1, 1, 8, 1, 1, 1};
+  c.kv = {mode, kv_bytes};
+  return c;
+}
+
+// A random trie of `n` block nodes under one root, each the child of a random earlier node.
+struct random_trie {
+  hc::tree_trace t{"t", 4};
+  std::uint32_t root;
+  std::vector<std::uint32_t> nodes;
+  random_trie(std::mt19937_64& rng, int n) : root(t.root_of(std::nullopt)), nodes{root} {
+    for (int i = 0; i < n; ++i) {
+      const auto parent =
+          nodes[std::uniform_int_distribution<std::size_t>(0, nodes.size() - 1)(rng)];
+      nodes.push_back(t.new_node(parent, 0));
+    }
+  }
+  // A node other than the root, uniformly.
+  [[nodiscard]] std::uint32_t random_node(std::mt19937_64& rng) const {
+    return nodes[std::uniform_int_distribution<std::size_t>(1, nodes.size() - 1)(rng)];
+  }
+  // The nodes from the root's child down to v.
+  [[nodiscard]] std::vector<std::uint32_t> path_to(std::uint32_t v) const {
+    std::vector<std::uint32_t> p;
+    for (; v != root; v = t.parent(v)) p.push_back(v);
+    std::reverse(p.begin(), p.end());
+    return p;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("tree trace: block trie, partial blocks, namespaces never share nodes") {
@@ -199,27 +233,15 @@ TEST_CASE("block_tree: match and insert equal a node-by-node walk, with and with
   // present set and counts the present prefix one node at a time.
   std::mt19937_64 rng(41);
   for (const bool track : {false, true}) {
-    hc::tree_trace t("t", 4);
-    const auto root = t.root_of(std::nullopt);
-    std::vector<std::uint32_t> nodes{root};
-    for (int i = 0; i < 600; ++i) {
-      const auto parent =
-          nodes[std::uniform_int_distribution<std::size_t>(0, nodes.size() - 1)(rng)];
-      nodes.push_back(t.new_node(parent, 0));
-    }
-    auto path_to = [&](std::uint32_t v) {
-      std::vector<std::uint32_t> p;
-      for (; v != root; v = t.parent(v)) p.push_back(v);
-      std::reverse(p.begin(), p.end());
-      return p;
-    };
+    const random_trie trie(rng, 600);
+    const auto& t = trie.t;
     hc::block_tree tree;
     tree.reset(t.node_count(), track);
     std::vector<std::uint8_t> ref(t.node_count(), 0);
     std::size_t checked = 0;
     for (int step = 0; step < 3000; ++step) {
-      const auto v = nodes[std::uniform_int_distribution<std::size_t>(1, nodes.size() - 1)(rng)];
-      const auto path = path_to(v);
+      const auto v = trie.random_node(rng);
+      const auto path = trie.path_to(v);
       std::size_t want = 0;
       while (want < path.size() && ref[path[want]]) ++want;
       CHECK(tree.match(path) == want);
@@ -250,19 +272,8 @@ TEST_CASE("block_tree: stateless-first eviction equals a brute-force scan of the
   // both orders. Reference: among present nodes with no present child stamped before the
   // insertion's guard, the least stamp among those holding no state, else the least stamp.
   std::mt19937_64 rng(43);
-  hc::tree_trace t("t", 4);
-  const auto root = t.root_of(std::nullopt);
-  std::vector<std::uint32_t> nodes{root};
-  for (int i = 0; i < 400; ++i) {
-    const auto parent = nodes[std::uniform_int_distribution<std::size_t>(0, nodes.size() - 1)(rng)];
-    nodes.push_back(t.new_node(parent, 0));
-  }
-  auto path_to = [&](std::uint32_t v) {
-    std::vector<std::uint32_t> p;
-    for (; v != root; v = t.parent(v)) p.push_back(v);
-    std::reverse(p.begin(), p.end());
-    return p;
-  };
+  const random_trie trie(rng, 400);
+  const auto& t = trie.t;
   hc::block_tree tree;
   tree.reset(t.node_count(), true);
   hc::state_pool pool;
@@ -286,8 +297,8 @@ TEST_CASE("block_tree: stateless-first eviction equals a brute-force scan of the
   };
   std::size_t evicted = 0, bare_taken = 0;
   for (int step = 0; step < 1500; ++step) {
-    const auto v = nodes[std::uniform_int_distribution<std::size_t>(1, nodes.size() - 1)(rng)];
-    const auto path = path_to(v);
+    const auto v = trie.random_node(rng);
+    const auto path = trie.path_to(v);
     const auto guard = tree.insert(t, path);
     REQUIRE(guard == clock + 1);
     for (auto u : path) {
@@ -299,7 +310,7 @@ TEST_CASE("block_tree: stateless-first eviction equals a brute-force scan of the
     for (auto u : path)
       if (!pool.holds(u) && rng() % 4 == 0) pool.add(u);
     for (int k = 0; k < 3; ++k) {
-      const auto u = nodes[std::uniform_int_distribution<std::size_t>(1, nodes.size() - 1)(rng)];
+      const auto u = trie.random_node(rng);
       if (pool.holds(u) && rng() % 2 == 0) pool.remove(u);
     }
     pool.close();
@@ -348,9 +359,7 @@ TEST_CASE("KV budget: stateless-first eviction keeps a state an LRU engine loses
   b.add_tokens(iota_tokens(100, 8), 8);
   b.add_tokens(iota_tokens(200, 8), 8);
   b.add_tokens(iota_tokens(1, 8), 8);
-  hc::tree_cost_model c;
-  c.model = hc::model_shape{"toy", 1, 1, 1, 1, 8, 1, 1, 1};
-  c.kv = {hc::kv_mode::separate, 32.0};
+  const auto c = toy_cost(hc::kv_mode::separate, 32.0);
   const auto& t = b.trace();
   const auto usable = hc::usable_matches(t, c);
   for (auto order : {hc::kv_order::lru, hc::kv_order::stateless_first}) {
@@ -902,9 +911,7 @@ TEST_CASE("KV budget: a state whose KV is gone cannot be resumed") {
   b.add_tokens(iota_tokens(1, 8), 8);
   b.add_tokens(iota_tokens(100, 8), 8);
   b.add_tokens(iota_tokens(1, 12), 12);
-  hc::tree_cost_model c;
-  c.model = hc::model_shape{"toy", 1, 1, 1, 1, 8, 1, 1, 1};
-  c.kv = {hc::kv_mode::separate, 24.0};
+  const auto c = toy_cost(hc::kv_mode::separate, 24.0);
   const auto& t = b.trace();
   const auto usable = hc::usable_matches(t, c);
   CHECK(usable == std::vector<std::size_t>{0, 0, 1});
