@@ -244,6 +244,32 @@ TEST_CASE("portfolio: the library's row runs the exact policy at two memories") 
     CHECK(p->shadow(0).metrics().recomputed_tokens ==
           hc::replay_tree(t, base, M, usable, o.cost).recomputed_tokens);
   }
+  // Under a joint KV budget the long memory counts every state the whole pool can hold,
+  // C = ⌊(KV share + M states' bytes) / state bytes⌋ (the pool's capacity before any KV), not M.
+  hc::tree_options j;
+  j.cost = cost_for(hc::kv_mode::joint, t);
+  const auto ju = hc::usable_matches(t, j.cost);
+  for (std::size_t M : {4, 16}) {
+    CAPTURE(M);
+    const double sb = j.cost.model.checkpoint_bytes();
+    const auto C = static_cast<std::size_t>((j.cost.kv.bytes + static_cast<double>(M) * sb) / sb);
+    REQUIRE(C >= M + 10);  // the KV share is many states' worth: the two windows differ
+    auto row = hc::make_tree_policy("hybridcache", j);
+    auto* p = dynamic_cast<hc::portfolio_policy*>(row.get());
+    REQUIRE(p != nullptr);
+    (void)hc::replay_tree(t, *p, M, ju, j.cost);
+    hc::policy_options longer;
+    longer.gamma = 1.0 - 1.0 / (100.0 + static_cast<double>(C));
+    hc::library_policy ref(longer, "reference");
+    const auto alone = hc::replay_tree(t, ref, M, ju, j.cost);
+    const auto shadow = p->shadow(1).metrics();
+    CHECK(shadow.resumed_tokens == alone.resumed_tokens);
+    CHECK(shadow.states_mean == alone.states_mean);
+    hc::policy_options by_budget;  // the window of M: a different replay (so the check can fail)
+    by_budget.gamma = 1.0 - 1.0 / (100.0 + static_cast<double>(M));
+    hc::library_policy wrong(by_budget, "by budget");
+    CHECK(hc::replay_tree(t, wrong, M, ju, j.cost).states_mean != shadow.states_mean);
+  }
 }
 
 TEST_CASE("library_policy: under a joint budget its states take their M share back from KV") {

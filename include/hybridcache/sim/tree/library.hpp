@@ -78,8 +78,10 @@ class library_policy final : public tree_policy {
   /// `base`: options passed through (gamma, replan_every, hysteresis, junction/tail switches);
   /// block size, state bytes and capacity are set from the replay.
   /// `name`: the row label (ablations of the options get their own).
-  /// `pool_memory`: lengthen the EW memory by the state budget M, 1/(1 − γ') = 1/(1 − γ) + M
-  /// (`pool_window`): the long-memory candidate of the library's row (sim/tree/simulate.hpp).
+  /// `pool_memory`: lengthen the EW memory by the states the pool can hold, 1/(1 − γ') =
+  /// 1/(1 − γ) + C (`pool_window`): C = M, or under a joint KV budget the whole pool's states
+  /// (the capacity before any KV is cached); the long-memory candidate of the library's row
+  /// (sim/tree/simulate.hpp).
   /// `kv`: the order the engine evicts cached KV in for this policy (`tree_policy::kv_eviction`;
   /// the default evicts the leaves that hold no state first, see the file comment).
   explicit library_policy(policy_options base = {}, std::string name = "hybridcache",
@@ -91,6 +93,8 @@ class library_policy final : public tree_policy {
   /// of about 1/M per request (a request ends its match at one node), and a window shorter than
   /// M observations sees such a prefix less than once, so its weight there is mostly 0; the
   /// base window (100 observations at γ = 0.99) stays the floor for small pools. γ = 1 stays 1.
+  /// Under a joint KV budget M is the states the whole pool can hold (up to that many are held
+  /// while KV is light), not the budget the pool was sized with.
   [[nodiscard]] static double pool_window(double gamma, std::size_t m) noexcept {
     if (!(gamma < 1.0)) return gamma;
     return 1.0 - 1.0 / (1.0 / (1.0 - gamma) + static_cast<double>(m));
@@ -111,7 +115,8 @@ class library_policy final : public tree_policy {
     o.block_size = ctx.trace->block();
     o.state_bytes = state_bytes_;
     o.capacity_bytes = ctx.pool->capacity() * state_bytes_;
-    if (pool_memory_) o.gamma = pool_window(o.gamma, ctx.budget);
+    // The states the pool can hold: M, or every state of a joint pool (KV spills into it).
+    if (pool_memory_) o.gamma = pool_window(o.gamma, ctx.pool->capacity());
     pol_ = std::make_unique<state_policy>(o);
   }
 
