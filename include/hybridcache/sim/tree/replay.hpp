@@ -66,8 +66,9 @@
 /// that holds no state before any leaf that holds one. Such a leaf's KV serves no resume, and
 /// SGLang's `MambaRadixCache` keeps none at all: it deletes a leaf left without a state
 /// together with its KV (`_iteratively_delete_tombstone_leaf`, the invariant "leaf nodes are
-/// not tombstone", python/sglang/srt/mem_cache/mamba_radix_cache.py @ 00df707e). The library's
-/// row asks for it (sim/tree/library.hpp); every engine row keeps `kv_order::lru`.
+/// not tombstone", python/sglang/srt/mem_cache/mamba_radix_cache.py @ 00df707e). The SGLang rows
+/// ask for it, and the library's row under a joint KV budget (sim/tree/library.hpp); every other
+/// engine row keeps `kv_order::lru`.
 
 #include <algorithm>
 #include <chrono>
@@ -240,12 +241,6 @@ class block_tree {
     if (!bare_.empty() && bare_.begin()->first < guard) return evict(t, bare_.begin()->second);
     return evict_lru_leaf(t, guard);
   }
-  /// Leaves stamped before `guard` that hold no state (tracking only; for tests).
-  [[nodiscard]] std::size_t stateless_leaves(std::uint64_t guard) const noexcept {
-    std::size_t n = 0;
-    for (const auto& [st, v] : bare_) n += st < guard ? 1 : 0;
-    return n;
-  }
   /// The pool added (`held`) or removed a state at `v` (see `state_pool::observe`).
   void held_changed(std::uint32_t v, bool held) noexcept {
     if (!track_ || held_[v] == static_cast<std::uint8_t>(held)) return;
@@ -400,8 +395,8 @@ struct tree_context {
 /// The order in which the engine evicts cached KV leaves under a KV budget (see the file
 /// comment); a row chooses it (`tree_policy::kv_eviction`).
 enum class kv_order : std::uint8_t {
-  lru,              ///< the least recently used leaf (every engine row: vLLM, SGLang, TRT-LLM)
-  stateless_first,  ///< the least recently used leaf that holds no state, else the LRU leaf
+  lru,              ///< the least recently used leaf (vLLM, TRT-LLM, Marconi, llama.cpp rows)
+  stateless_first,  ///< the LRU leaf that holds no state, else the LRU leaf (SGLang rows)
 };
 
 /// A state policy on the causal protocol (see the file comment for the order of the calls).
