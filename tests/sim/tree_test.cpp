@@ -391,6 +391,59 @@ TEST_CASE("KV budget: stateless-first eviction keeps a state an LRU engine loses
   }
 }
 
+TEST_CASE("KV budget: a joint pool sheds the row's least valuable state, not the LRU leaf's") {
+  // Toy model (8-byte states and blocks), a joint pool of 24 bytes of KV share + M = 1 state =
+  // 32 bytes. R1 = 1..4 (a1) and R2 = 100..103 (b1) each take the state at their block: KV 16 +
+  // states 16 = 32. R3 = 200..203 (c1) allocates one block: 40 > 32, and both evictable leaves
+  // (a1, b1) hold a state, so no stateless leaf can go.
+  //   no shed: the least recently used leaf a1 goes with its state (24 bytes).
+  //   shed: the row names b1's state (its least valuable, here by fiat); it is dropped, its
+  //   block stays (32 bytes), and a1 keeps its state, so R4 = 1..8 resumes at 1.
+  struct shedding final : hc::tree_policy {
+    explicit shedding(bool s) : shed(s) {}
+    bool shed;
+    hc::tree_context ctx{};
+    std::string name() const override { return "shedding"; }
+    void reset(const hc::tree_context& c) override { ctx = c; }
+    std::size_t resume(const hc::tree_step& s) override {
+      return hc::deepest_held(*ctx.pool, s.path(), s.usable);
+    }
+    void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& pos) override {
+      if (s.index < 2) pos.push_back(1);
+    }
+    void after_prefill(const hc::tree_step& s) override {
+      if (s.index < 2) ctx.pool->add(s.path()[0]);
+    }
+    hc::kv_order kv_eviction() const override { return hc::kv_order::stateless_first; }
+    std::uint32_t shed_state() override {
+      return shed ? ctx.trace->requests()[1].path[0] : hc::tree_trace::no_parent;
+    }
+  };
+  hc::tree_trace_builder b("shed", 4);
+  b.add_tokens(iota_tokens(1, 4), 4);
+  b.add_tokens(iota_tokens(100, 4), 4);
+  b.add_tokens(iota_tokens(200, 4), 4);
+  b.add_tokens(iota_tokens(1, 8), 8);
+  const auto c = toy_cost(hc::kv_mode::joint, 24.0);
+  const auto& t = b.trace();
+  const auto usable = hc::usable_matches(t, c);
+  const auto a1 = t.requests()[0].path[0], b1 = t.requests()[1].path[0];
+  for (const bool shed : {false, true}) {
+    CAPTURE(shed);
+    shedding p(shed);
+    hc::tree_replayer r(t, p, 1, usable, c);
+    for (int i = 0; i < 3; ++i) REQUIRE(r.step());
+    CHECK(r.pool().holds(a1) == shed);
+    CHECK(r.pool().holds(b1) == !shed);
+    CHECK(r.tree().present(a1) == shed);
+    CHECK(r.tree().present(b1));
+    CHECK(r.kv_bytes() == (shed ? 24.0 : 16.0));
+    REQUIRE(r.step());
+    CHECK(r.last_resume() == (shed ? 1u : 0u));
+    CHECK(r.metrics().states_dropped >= 1.0);
+  }
+}
+
 TEST_CASE("sglang no_buffer snapshots at chunk ends and the request end; LRU eviction") {
   // B = 4, chunk C = 8 tokens. R1: prompt 20, output 2 → path of ⌊22/4⌋ = 5 blocks. Chunk ends
   // at 8 and 16 tokens (j = 2, 4), request end j = 5.

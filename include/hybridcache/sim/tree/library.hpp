@@ -225,6 +225,20 @@ class library_policy final : public tree_policy {
     return ctx_.kv == kv_mode::joint ? kv_ : kv_order::lru;
   }
 
+  /// Joint KV budget, every evictable KV leaf holding a state: the least valuable unpinned state
+  /// by the policy's own ranking (`state_policy::evict` of one state's bytes: exact ΔE[r] per
+  /// byte), taken off its books; the engine drops it. By that ranking it is worth no more than
+  /// the state of the least recently used leaf, which the engine would drop otherwise, and it
+  /// frees a whole state's bytes instead of one block's. (One victim: every state here has the
+  /// same size; any further victim leaves the pool at once.)
+  [[nodiscard]] std::uint32_t shed_state() override {
+    if (!pol_) return tree_trace::no_parent;
+    const auto victims = pol_->evict(state_bytes_);
+    if (victims.empty()) return tree_trace::no_parent;
+    for (std::size_t i = 1; i < victims.size(); ++i) ctx_.pool->remove(node_of(victims[i]));
+    return node_of(victims.front());
+  }
+
   /// The wrapped policy (null before `reset` or with a zero budget).
   [[nodiscard]] const state_policy* get() const noexcept { return pol_.get(); }
 

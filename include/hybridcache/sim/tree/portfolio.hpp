@@ -182,6 +182,10 @@ class portfolio_policy final : public tree_policy {
     return candidates_[leader_]->kv_eviction();
   }
 
+  /// The real state to give up for KV when every evictable leaf holds one: a state the leader
+  /// does not hold (`extra`), else none (the least recently used leaf goes).
+  [[nodiscard]] std::uint32_t shed_state() override { return extra(); }
+
   /// The safeguard's and the hand-over's account of the replay so far.
   [[nodiscard]] portfolio_stats stats() const {
     portfolio_stats st;

@@ -68,7 +68,10 @@
 /// together with its KV (`_iteratively_delete_tombstone_leaf`, the invariant "leaf nodes are
 /// not tombstone", python/sglang/srt/mem_cache/mamba_radix_cache.py @ 00df707e). The SGLang rows
 /// ask for it, and the library's row under a joint KV budget (sim/tree/library.hpp); every other
-/// engine row keeps `kv_order::lru`.
+/// engine row keeps `kv_order::lru`. Under a joint budget with that order, when every evictable
+/// leaf holds a state, the row may name a state to give up instead of the least recently used
+/// leaf's state and block (`tree_policy::shed_state`; the library's row names its least valuable
+/// one).
 
 #include <algorithm>
 #include <chrono>
@@ -240,6 +243,10 @@ class block_tree {
   std::uint32_t evict_stateless_leaf(const tree_trace& t, std::uint64_t guard) {
     if (!bare_.empty() && bare_.begin()->first < guard) return evict(t, bare_.begin()->second);
     return evict_lru_leaf(t, guard);
+  }
+  /// Whether a leaf stamped before `guard` holds no state (tracking and the pool's `observe`).
+  [[nodiscard]] bool has_stateless_leaf(std::uint64_t guard) const noexcept {
+    return !bare_.empty() && bare_.begin()->first < guard;
   }
   /// The pool added (`held`) or removed a state at `v` (see `state_pool::observe`).
   void held_changed(std::uint32_t v, bool held) noexcept {
@@ -443,6 +450,11 @@ class tree_policy {
   /// below a leaf but its own), so `stateless_first` gives up only match length that no held
   /// state can use.
   [[nodiscard]] virtual kv_order kv_eviction() const { return kv_order::lru; }
+  /// Joint KV budget, `kv_order::stateless_first`, and every evictable KV leaf holds a state:
+  /// the state the row gives up instead of the least recently used leaf's state and block
+  /// (its bytes go to KV), or `tree_trace::no_parent` to let the leaf go. The engine drops it
+  /// (`on_dropped`). Default: none.
+  [[nodiscard]] virtual std::uint32_t shed_state() { return tree_trace::no_parent; }
 };
 
 /// Deepest k in [0, limit] with path[k−1] held (0 when none).
@@ -799,6 +811,17 @@ class tree_replayer {
         timed([&] { st = policy_.lru_state(); });
         if (st.second != tree_trace::no_parent && st.first < tree_.lru_leaf_stamp(guard)) {
           drop_state(st.second);
+          continue;
+        }
+      }
+      if (cost_.kv.mode == kv_mode::joint && policy_.kv_eviction() == kv_order::stateless_first &&
+          !tree_.has_stateless_leaf(guard)) {
+        // Every evictable leaf holds a state: the row may give up its least valuable state
+        // (all of a state's bytes) rather than the least recently used leaf's state and block.
+        std::uint32_t v = tree_trace::no_parent;
+        timed([&] { v = policy_.shed_state(); });
+        if (v != tree_trace::no_parent && pool_.holds(v)) {
+          drop_state(v);
           continue;
         }
       }
