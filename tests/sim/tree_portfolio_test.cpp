@@ -46,6 +46,16 @@ std::unique_ptr<hc::portfolio_policy> make_portfolio(
   return std::make_unique<hc::portfolio_policy>(std::move(c));
 }
 
+// The exact policy alone with an EW memory of `window` observations (γ = 1 − 1/window).
+hc::tree_metrics exact_with_window(const hc::tree_trace& t, double window, std::size_t M,
+                                   const std::vector<std::size_t>& usable,
+                                   const hc::tree_cost_model& cost) {
+  hc::policy_options o;
+  o.gamma = 1.0 - 1.0 / window;
+  hc::library_policy p(o, "reference");
+  return hc::replay_tree(t, p, M, usable, cost);
+}
+
 }  // namespace
 
 TEST_CASE("portfolio: every shadow reproduces its candidate's own replay, in every KV mode") {
@@ -232,10 +242,7 @@ TEST_CASE("portfolio: the library's row runs the exact policy at two memories") 
     (void)hc::replay_tree(t, *p, M, usable, o.cost);
     CHECK(p->stats().candidates[0] == "hybridcache");
     CHECK(p->stats().candidates[1] == "hybridcache_pool_memory");
-    hc::policy_options longer;
-    longer.gamma = 1.0 - 1.0 / (100.0 + static_cast<double>(M));
-    hc::library_policy ref(longer, "reference");
-    const auto alone = hc::replay_tree(t, ref, M, usable, o.cost);
+    const auto alone = exact_with_window(t, 100.0 + static_cast<double>(M), M, usable, o.cost);
     const auto shadow = p->shadow(1).metrics();
     CHECK(shadow.recomputed_tokens == alone.recomputed_tokens);
     CHECK(shadow.states_mean == alone.states_mean);
@@ -258,17 +265,12 @@ TEST_CASE("portfolio: the library's row runs the exact policy at two memories") 
     auto* p = dynamic_cast<hc::portfolio_policy*>(row.get());
     REQUIRE(p != nullptr);
     (void)hc::replay_tree(t, *p, M, ju, j.cost);
-    hc::policy_options longer;
-    longer.gamma = 1.0 - 1.0 / (100.0 + static_cast<double>(C));
-    hc::library_policy ref(longer, "reference");
-    const auto alone = hc::replay_tree(t, ref, M, ju, j.cost);
+    const auto alone = exact_with_window(t, 100.0 + static_cast<double>(C), M, ju, j.cost);
     const auto shadow = p->shadow(1).metrics();
     CHECK(shadow.resumed_tokens == alone.resumed_tokens);
     CHECK(shadow.states_mean == alone.states_mean);
-    hc::policy_options by_budget;  // the window of M: a different replay (so the check can fail)
-    by_budget.gamma = 1.0 - 1.0 / (100.0 + static_cast<double>(M));
-    hc::library_policy wrong(by_budget, "by budget");
-    const auto w = hc::replay_tree(t, wrong, M, ju, j.cost);
+    // The window of M instead: a different replay (so the check can fail).
+    const auto w = exact_with_window(t, 100.0 + static_cast<double>(M), M, ju, j.cost);
     CHECK_FALSE((w.resumed_tokens == shadow.resumed_tokens && w.states_mean == shadow.states_mean));
   }
 }

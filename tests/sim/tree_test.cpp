@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <hybridcache/sim/tree.hpp>
 #include <hybridcache/sim/tree/portfolio.hpp>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -84,6 +85,41 @@ hc::tree_cost_model toy_cost(hc::kv_mode mode, double kv_bytes) {
   c.kv = {mode, kv_bytes};
   return c;
 }
+
+// A trace of B = 4 for the hand-worked KV cases: one request per (first id, length) run of
+// consecutive token ids, the whole run its prompt.
+hc::tree_trace toy_trace(const char* name,
+                         std::initializer_list<std::pair<hc::token_id, std::size_t>> runs) {
+  hc::tree_trace_builder b(name, 4);
+  for (const auto& [first, n] : runs) b.add_tokens(iota_tokens(first, n), n);
+  return b.trace();
+}
+
+// A row for the hand-worked KV cases: the first `takers` requests take the state at their first
+// block; it resumes at the deepest held state, asks for KV order `order` and sheds `shed` (or
+// nothing) when the engine asks.
+struct first_block_states final : hc::tree_policy {
+  explicit first_block_states(hc::kv_order o, std::size_t n,
+                              std::uint32_t shed_node = hc::tree_trace::no_parent)
+      : order(o), takers(n), shed(shed_node) {}
+  hc::kv_order order;
+  std::size_t takers;
+  std::uint32_t shed;
+  hc::tree_context ctx{};
+  std::string name() const override { return "first_block_states"; }
+  void reset(const hc::tree_context& c) override { ctx = c; }
+  std::size_t resume(const hc::tree_step& s) override {
+    return hc::deepest_held(*ctx.pool, s.path(), s.usable);
+  }
+  void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& pos) override {
+    if (s.index < takers) pos.push_back(1);
+  }
+  void after_prefill(const hc::tree_step& s) override {
+    if (s.index < takers) ctx.pool->add(s.path()[0]);
+  }
+  hc::kv_order kv_eviction() const override { return order; }
+  std::uint32_t shed_state() override { return shed; }
+};
 
 // A random trie of `n` block nodes under one root, each the child of a random earlier node.
 struct random_trie {
@@ -337,35 +373,13 @@ TEST_CASE("KV budget: stateless-first eviction keeps a state an LRU engine loses
   //   LRU: a1 (the oldest leaf; its state dropped) → R4 = 1..8 matches nothing, resumes at 0.
   //   stateless first: b2 (the oldest leaf without a state) → a1 and its state stay; R4 resumes
   //   at 1 (usable ⌊(8 − 1)/4⌋ = 1), and its allocation evicts b1, a stateless leaf now.
-  struct one_state final : hc::tree_policy {
-    explicit one_state(hc::kv_order o) : order(o) {}
-    hc::kv_order order;
-    hc::tree_context ctx{};
-    std::string name() const override { return "one_state"; }
-    void reset(const hc::tree_context& c) override { ctx = c; }
-    std::size_t resume(const hc::tree_step& s) override {
-      return hc::deepest_held(*ctx.pool, s.path(), s.usable);
-    }
-    void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& pos) override {
-      if (s.index == 0) pos.push_back(1);
-    }
-    void after_prefill(const hc::tree_step& s) override {
-      if (s.index == 0) ctx.pool->add(s.path()[0]);
-    }
-    hc::kv_order kv_eviction() const override { return order; }
-  };
-  hc::tree_trace_builder b("bare", 4);
-  b.add_tokens(iota_tokens(1, 4), 4);
-  b.add_tokens(iota_tokens(100, 8), 8);
-  b.add_tokens(iota_tokens(200, 8), 8);
-  b.add_tokens(iota_tokens(1, 8), 8);
+  const auto t = toy_trace("bare", {{1, 4}, {100, 8}, {200, 8}, {1, 8}});
   const auto c = toy_cost(hc::kv_mode::separate, 32.0);
-  const auto& t = b.trace();
   const auto usable = hc::usable_matches(t, c);
   for (auto order : {hc::kv_order::lru, hc::kv_order::stateless_first}) {
     const bool bare = order == hc::kv_order::stateless_first;
     CAPTURE(bare);
-    one_state p(order);
+    first_block_states p(order, 1);
     hc::tree_replayer r(t, p, 4, usable, c);
     std::vector<std::size_t> resumes;
     for (int i = 0; i < 3; ++i) {
@@ -383,7 +397,7 @@ TEST_CASE("KV budget: stateless-first eviction keeps a state an LRU engine loses
     // The library's row evicts KV in the order of the candidate it follows: with this policy
     // as its one candidate, the real pool resumes as the candidate does.
     std::vector<std::unique_ptr<hc::tree_policy>> cand;
-    cand.push_back(std::make_unique<one_state>(order));
+    cand.push_back(std::make_unique<first_block_states>(order, 1));
     hc::portfolio_policy row(std::move(cand));
     CHECK(row.kv_eviction() == order);
     const auto rm = hc::replay_tree(t, row, 4, usable, c);
@@ -399,38 +413,14 @@ TEST_CASE("KV budget: a joint pool sheds the row's least valuable state, not the
   //   no shed: the least recently used leaf a1 goes with its state (24 bytes).
   //   shed: the row names b1's state (its least valuable, here by fiat); it is dropped, its
   //   block stays (32 bytes), and a1 keeps its state, so R4 = 1..8 resumes at 1.
-  struct shedding final : hc::tree_policy {
-    explicit shedding(bool s) : shed(s) {}
-    bool shed;
-    hc::tree_context ctx{};
-    std::string name() const override { return "shedding"; }
-    void reset(const hc::tree_context& c) override { ctx = c; }
-    std::size_t resume(const hc::tree_step& s) override {
-      return hc::deepest_held(*ctx.pool, s.path(), s.usable);
-    }
-    void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& pos) override {
-      if (s.index < 2) pos.push_back(1);
-    }
-    void after_prefill(const hc::tree_step& s) override {
-      if (s.index < 2) ctx.pool->add(s.path()[0]);
-    }
-    hc::kv_order kv_eviction() const override { return hc::kv_order::stateless_first; }
-    std::uint32_t shed_state() override {
-      return shed ? ctx.trace->requests()[1].path[0] : hc::tree_trace::no_parent;
-    }
-  };
-  hc::tree_trace_builder b("shed", 4);
-  b.add_tokens(iota_tokens(1, 4), 4);
-  b.add_tokens(iota_tokens(100, 4), 4);
-  b.add_tokens(iota_tokens(200, 4), 4);
-  b.add_tokens(iota_tokens(1, 8), 8);
+  const auto t = toy_trace("shed", {{1, 4}, {100, 4}, {200, 4}, {1, 8}});
   const auto c = toy_cost(hc::kv_mode::joint, 24.0);
-  const auto& t = b.trace();
   const auto usable = hc::usable_matches(t, c);
   const auto a1 = t.requests()[0].path[0], b1 = t.requests()[1].path[0];
   for (const bool shed : {false, true}) {
     CAPTURE(shed);
-    shedding p(shed);
+    first_block_states p(hc::kv_order::stateless_first, 2,
+                         shed ? t.requests()[1].path[0] : hc::tree_trace::no_parent);
     hc::tree_replayer r(t, p, 1, usable, c);
     for (int i = 0; i < 3; ++i) REQUIRE(r.step());
     CHECK(r.pool().holds(a1) == shed);
