@@ -314,7 +314,7 @@ TEST_CASE("block_tree: stateless-first eviction equals a brute-force scan of the
   tree.reset(t.node_count(), true);
   hc::state_pool pool;
   pool.reset(t.node_count(), t.node_count());
-  pool.observe(&tree);
+  tree.watch(pool);
   std::vector<std::uint8_t> present(t.node_count(), 0);
   std::vector<std::uint64_t> stamp(t.node_count(), 0);
   std::uint64_t clock = 0;

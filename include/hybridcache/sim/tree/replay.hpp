@@ -158,7 +158,7 @@ class state_pool {
   void close() noexcept { ++epoch_; }
   /// Engine: a new capacity (the joint KV budget). Does not drop states.
   void set_capacity(std::size_t capacity) noexcept { capacity_ = capacity; }
-  /// Engine: the KV tree told of every state added or removed (its stateless leaves), or none.
+  /// The KV tree told of every state added or removed (its stateless leaves, `block_tree::watch`).
   void observe(block_tree* tree) noexcept { tree_ = tree; }
 
  private:
@@ -180,9 +180,9 @@ class block_tree {
     present_.assign(nodes, 0);
     children_.assign(nodes, 0);
     stamp_.assign(track ? nodes : 0, 0);
-    held_.assign(track ? nodes : 0, 0);
     leaves_.clear();
     bare_.clear();
+    pool_ = nullptr;
     track_ = track;
     clock_ = 0;
     blocks_ = 0;
@@ -237,22 +237,25 @@ class block_tree {
     if (leaves_.empty() || leaves_.begin()->first >= guard) return tree_trace::no_parent;
     return evict(t, leaves_.begin()->second);
   }
+  /// Starts keeping the leaves that hold no state in `pool` in their own LRU order (for
+  /// `kv_order::stateless_first`), and has the pool report every state added or removed. Built
+  /// from the leaves present on the first call (later calls do nothing), so a replay whose row
+  /// never asks for that order pays nothing for it. Needs tracking.
+  inline void watch(state_pool& pool);
   /// `kv_order::stateless_first`: evicts the least recently used leaf stamped before `guard`
   /// that holds no state, else (none left) the least recently used leaf as `evict_lru_leaf`.
-  /// Needs tracking and the pool's `observe`. @returns it, or `tree_trace::no_parent`.
+  /// Needs `watch`. @returns it, or `tree_trace::no_parent`.
   std::uint32_t evict_stateless_leaf(const tree_trace& t, std::uint64_t guard) {
     if (!bare_.empty() && bare_.begin()->first < guard) return evict(t, bare_.begin()->second);
     return evict_lru_leaf(t, guard);
   }
-  /// Whether a leaf stamped before `guard` holds no state (tracking and the pool's `observe`).
+  /// Whether a leaf stamped before `guard` holds no state (needs `watch`).
   [[nodiscard]] bool has_stateless_leaf(std::uint64_t guard) const noexcept {
     return !bare_.empty() && bare_.begin()->first < guard;
   }
-  /// The pool added (`held`) or removed a state at `v` (see `state_pool::observe`).
+  /// The watched pool added (`held`) or removed a state at `v` (it reports only changes).
   void held_changed(std::uint32_t v, bool held) noexcept {
-    if (!track_ || held_[v] == static_cast<std::uint8_t>(held)) return;
-    held_[v] = held ? 1 : 0;
-    if (!present_[v] || children_[v] != 0) return;  // not a leaf: no set to move it in
+    if (pool_ == nullptr || !present_[v] || children_[v] != 0) return;  // not watched, no leaf
     if (held)
       bare_.erase({stamp_[v], v});
     else
@@ -274,15 +277,17 @@ class block_tree {
   }
 
  private:
+  /// Whether `v` belongs in the stateless order (watched, and the pool holds no state there).
+  [[nodiscard]] inline bool bare(std::uint32_t v) const noexcept;
   /// Present leaf `v` (stamped) joins the leaf orders.
   void enter(std::uint32_t v) {
     leaves_.emplace(stamp_[v], v);
-    if (!held_[v]) bare_.emplace(stamp_[v], v);
+    if (bare(v)) bare_.emplace(stamp_[v], v);
   }
   /// `v` stops being a leaf (it gains a child, is re-stamped or evicted).
   void leave(std::uint32_t v) {
     leaves_.erase({stamp_[v], v});
-    if (!held_[v]) bare_.erase({stamp_[v], v});
+    if (bare(v)) bare_.erase({stamp_[v], v});
   }
   /// Evicts leaf `v` (a member of `leaves_`); its parent may become a leaf. @returns v.
   std::uint32_t evict(const tree_trace& t, std::uint32_t v) {
@@ -297,9 +302,9 @@ class block_tree {
   std::vector<std::uint8_t> present_;
   std::vector<std::uint32_t> children_;
   std::vector<std::uint64_t> stamp_;
-  std::vector<std::uint8_t> held_;  ///< tracking only: the pool holds a state at the node
   std::set<std::pair<std::uint64_t, std::uint32_t>> leaves_;
-  std::set<std::pair<std::uint64_t, std::uint32_t>> bare_;  ///< the leaves holding no state
+  std::set<std::pair<std::uint64_t, std::uint32_t>> bare_;  ///< watched: the leaves with no state
+  const state_pool* pool_ = nullptr;                        ///< the watched pool, or none
   bool track_ = false;
   std::uint64_t clock_ = 0;
   std::size_t blocks_ = 0;
@@ -307,6 +312,16 @@ class block_tree {
 
 inline void state_pool::notify(std::uint32_t v, bool held) noexcept {
   if (tree_ != nullptr) tree_->held_changed(v, held);
+}
+inline bool block_tree::bare(std::uint32_t v) const noexcept {
+  return pool_ != nullptr && !pool_->holds(v);
+}
+inline void block_tree::watch(state_pool& pool) {
+  if (pool_ != nullptr || !track_) return;
+  pool_ = &pool;
+  pool.observe(this);
+  for (const auto& [st, v] : leaves_)
+    if (!pool.holds(v)) bare_.emplace_hint(bare_.end(), st, v);
 }
 
 /// How KV memory is counted (see the file comment).
@@ -566,7 +581,6 @@ class tree_replayer {
     block_bytes_ = static_cast<double>(t.block()) * cost.model.kv_bytes_per_token();
     pool_.reset(t.node_count(), budget);
     tree_.reset(t.node_count(), cost.kv.mode != kv_mode::unlimited);
-    if (cost.kv.mode != kv_mode::unlimited) pool_.observe(&tree_);  // its stateless leaves
     ctx_.trace = &t;
     ctx_.pool = &pool_;
     ctx_.tree = &tree_;
@@ -768,13 +782,19 @@ class tree_replayer {
     m_.states_dropped += 1.0;
     policy_.on_dropped(v);
   }
+  /// Whether the row asks for `kv_order::stateless_first` now; the tree starts watching the
+  /// pool the first time it does.
+  bool stateless_first() {
+    if (policy_.kv_eviction() != kv_order::stateless_first) return false;
+    tree_.watch(pool_);
+    return true;
+  }
   /// Evicts a KV leaf off the running path (stamped before `guard`) in the row's order
   /// (`tree_policy::kv_eviction`), dropping the state it held first. @returns the leaf, or
   /// `no_parent` when none is left.
   std::uint32_t evict_leaf(std::uint64_t guard) {
-    const auto v = policy_.kv_eviction() == kv_order::stateless_first
-                       ? tree_.evict_stateless_leaf(t_, guard)
-                       : tree_.evict_lru_leaf(t_, guard);
+    const auto v = stateless_first() ? tree_.evict_stateless_leaf(t_, guard)
+                                     : tree_.evict_lru_leaf(t_, guard);
     if (v == tree_trace::no_parent) return v;
     m_.kv_evicted_blocks += 1.0;
     if (pool_.holds(v)) drop_state(v);
@@ -814,7 +834,7 @@ class tree_replayer {
           continue;
         }
       }
-      if (cost_.kv.mode == kv_mode::joint && policy_.kv_eviction() == kv_order::stateless_first &&
+      if (cost_.kv.mode == kv_mode::joint && stateless_first() &&
           !tree_.has_stateless_leaf(guard)) {
         // Every evictable leaf holds a state: the row may give up its least valuable state
         // (all of a state's bytes) rather than the least recently used leaf's state and block.
