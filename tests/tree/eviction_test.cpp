@@ -14,6 +14,7 @@
 #include <optional>
 #include <random>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <hybridcache/tree/eviction.hpp>
@@ -296,7 +297,8 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
   // least_by_snapshot). Here pools of a few hundred states see one random operation of a kind
   // that changes a rank between evictions (states added and removed, regions raised and lowered
   // through region_at, common scalings, a recompute, pins, uses, planned flags, resumes that
-  // reset an age, a clock that advances by up to 2^12 per step, an age table that changes,
+  // reset an age, a clock that advances by up to 2^12 per step (by up to 3 in a third of the
+  // trials), an age table that changes,
   // regions and scales far from 1), so
   // that most states stay as the snapshot saw them; before each eviction the least entry of
   // (value, planned, last use, slot) is found by scanning every record with the same value, and
@@ -365,7 +367,8 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
         default:
           break;
       }
-      now += static_cast<std::uint32_t>(rng() % 4096);
+      // A third of the trials with small steps: ages sit near the bins' edges (1, 2, 4, ...).
+      now += static_cast<std::uint32_t>(rng() % (trial % 3 == 1 ? 4 : 4096));
       if (pool.count() == 0 || rng() % 2 != 0) continue;
       const hc::age_scaled_value value{
           .block_size = 4, .hit_by_bin = aged ? table.data() : nullptr, .now = now};
@@ -391,4 +394,76 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
     CHECK(evictions > 100);
     CHECK(valued > 50);
   }
+}
+
+TEST_CASE(
+    "tree_state_pool: ties at value 0 follow (planned, last use, slot) through every change") {
+  // The victim search walks the states of key 0 in the tie order its snapshot saw, stopping at
+  // the first whose snapshot tie key cannot beat the least entry found. Here most regions are 0
+  // (so most states tie at value 0) and the tie key itself changes often: planned flags flip
+  // both ways (sync_planned), states are used (touch) and pinned, and the snapshot is dropped
+  // now and then (a common scaling), so that states planned at a rebuild become unplanned after
+  // it. The victim must be the scan's every time.
+  std::mt19937_64 rng(57);
+  int evictions = 0, unplanned_after = 0;
+  for (int trial = 0; trial < 16; ++trial) {
+    CAPTURE(trial);
+    world w(rng, 500 + rng() % 300);  // pools of more than 128 states (no scan)
+    for (const slot v : w.inner)
+      if (rng() % 8 != 0) w.ix[v].weight = 0.0;
+    hc::tree_state_pool pool;
+    std::array<double, hc::age_scaled_value::bins> table{};
+    for (double& h : table) h = static_cast<double>(1 + rng() % 1000) / 1000.0;
+    std::uint32_t now = 1000;
+    for (const slot v : w.inner)
+      if (rng() % 2 == 0) pool.add(w.ix, v, 1, now);
+    for (int op = 0; op < 800; ++op) {
+      const slot v = w.inner[rng() % w.inner.size()];
+      const bool held = w.ix[v].state != hc::tree_state_pool::no_state;
+      switch (rng() % 6) {
+        case 0:
+        case 1: {  // flip the planned flag of a few nodes
+          for (int k = 0; k < 4; ++k) {
+            const slot x = w.inner[rng() % w.inner.size()];
+            if (w.ix[x].state != hc::tree_state_pool::no_state &&
+                std::as_const(pool).state_at(w.ix, x).planned != 0)
+              ++unplanned_after;
+            w.ix[x].flags ^= hc::tree_node::planned_flag;
+          }
+          pool.sync_planned(w.ix);
+          break;
+        }
+        case 2:
+          if (held) pool.touch(w.ix, v);
+          break;
+        case 3:
+          if (rng() % 2)
+            pool.pin(w.ix, v);
+          else
+            (void)pool.unpin(w.ix, v);
+          break;
+        case 4:
+          if (rng() % 4 == 0) pool.scale_regions(1.0);  // the snapshot goes
+          [[fallthrough]];
+        default:
+          if (!held) pool.add(w.ix, v, 1, now);
+          break;
+      }
+      now += static_cast<std::uint32_t>(rng() % 8);
+      if (pool.count() == 0) continue;
+      const hc::age_scaled_value value{.block_size = 2, .hit_by_bin = table.data(), .now = now};
+      const slot least = least_entry_by_scan(pool, w.ix, w.inner, hc::tree_index::no_slot, value);
+      const auto victims =
+          pool.evict(w.ix, 1, hc::tree_index::no_slot, now, value, [](std::uint32_t) {});
+      if (least == hc::tree_index::no_slot) {
+        CHECK(victims.empty());
+        continue;
+      }
+      REQUIRE(victims.size() == 1);
+      CHECK(w.ix.live_slot(victims[0]) == least);
+      ++evictions;
+    }
+  }
+  CHECK(evictions > 5000);
+  CHECK(unplanned_after > 500);
 }

@@ -196,15 +196,21 @@ class tree_state_pool {
   }
   /// Copies the planner's flag of every held state's node into its record (`tree_state::planned`):
   /// call after a re-plan changed the plan, so that ranking reads only the pool's records.
-  void sync_planned(const tree_index& ix) noexcept {
-    for (auto& st : states_)
-      if (st.node != no_slot) st.planned = (ix[st.node].flags & tree_node::planned_flag) != 0;
+  void sync_planned(const tree_index& ix) {
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      tree_state& st = states_[i];
+      if (st.node == no_slot) continue;
+      const std::uint8_t planned = (ix[st.node].flags & tree_node::planned_flag) != 0 ? 1 : 0;
+      if (planned == st.planned) continue;
+      st.planned = planned;
+      mark(static_cast<std::uint32_t>(i));  // the victim search's tie bound reads it
+    }
   }
-  /// Multiplies every region by `f` (the statistics folding their scale back).
+  /// Multiplies every region by `f` (the statistics folding their scale back: rare, once per
+  /// ≈ 345/(1 − γ) observations). Every rank changes, so the victim search's snapshot goes.
   void scale_regions(double f) noexcept {
     for (auto& st : states_) st.region *= f;
-    snap_.scale *= f;
-    ++snap_.scalings;
+    snap_.valid = false;
   }
 
   // ---- pins ------------------------------------------------------------------------------
@@ -370,6 +376,8 @@ class tree_state_pool {
   [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
     std::size_t snap_bytes = changed_.capacity() * sizeof(std::uint32_t);
     for (const auto& g : snap_.groups) snap_bytes += g.capacity() * sizeof(snap_entry);
+    for (const auto& z : snap_.zero) snap_bytes += z.capacity() * sizeof(zero_entry);
+    snap_bytes += snap_.odd.capacity() * sizeof(std::uint32_t);
     return states_.capacity() * sizeof(tree_state) +
            free_states_.capacity() * sizeof(std::uint32_t) + detail::table_bytes(pins_) +
            values_.capacity() * sizeof(double) + snap_bytes;
@@ -421,84 +429,124 @@ class tree_state_pool {
   }
 
   /// The least entry for the policy's value (`age_scaled_value`) without ranking every state.
-  /// A snapshot keeps each state's key k₀ = ΔE[r]/byte and age bin j₀ as of its last rebuild,
-  /// the states of each bin sorted by k₀. Since then, a state that no call marked changed
-  /// (`mark`: its region, depth gap or age written by this pool or through `region_at` /
-  /// `state_at`; flags, pins and last use are read live when a state is ranked, so they need no
-  /// mark) has key k₀·F up to rounding, F the product of the `scale_regions` factors, and an age
-  /// grown by the observations since,
-  /// so its bin lies in [j₀, bin(top of bin j₀ + elapsed)] (all bins if that passes 2^32) and
+  /// A snapshot keeps, for each state as of its last rebuild, its key k₀ = ΔE[r]/byte, its
+  /// clock of last admit/resume t₀ and its age bin j₀, the states of each bin sorted by k₀; the
+  /// states of key exactly 0 (value 0 whatever their age) are kept apart, sorted by the tie-break
+  /// (planned, last use, slot) as of the rebuild. Since then, a state that no call marked
+  /// changed (`mark`: its region, depth gap, age or planned flag written by this pool or through
+  /// `region_at` / `state_at`; pins and last use are read live, so they need no mark) still has
+  /// key k₀ exactly (the same fields; a common scaling drops the snapshot) and age now − t₀, so
+  /// its value is exactly k₀ · h[bin(now − t₀)] (no record read to know it), its bin lies in
+  /// [j₀, bin(top of bin j₀ + elapsed)] (all bins if that passes 2^32), and
   ///
-  ///   value ≥ k₀ · F · min_{bins it may be in} h · (1 − 10⁻¹²)
+  ///   value ≥ k₀ · min_{bins it may be in} h          (exact: rounding is monotone),
   ///
-  /// (the last factor covers the ≤ 140 roundings of ≤ 64 scalings, their product and the
-  /// bound's: each ≤ 2⁻⁵³ relative while every term stays in the normal range, which keeping
-  /// keys outside [1e-100, 1e100] as 0 and using no bound for factors outside [1e-200, 1e200]
-  /// ensure). The search ranks every changed state exactly, then walks each bin's
-  /// sorted list while that bound is ≤ the least value found; a state it stops before has a
-  /// larger value, so it cannot be the least entry nor tie with it. The result is the scan's.
-  /// Rebuilt (O(K log K)) when more than max(64, K/8) states changed, after 64 scalings, after
-  /// `recompute_regions`, or when the clock moved by 2^30.
+  /// while a state of key 0 has value 0 and a tie key (planned, last use, slot) no less than its
+  /// snapshot's (the last use only grows; a wrapped clock rebuilds). The search ranks every
+  /// changed state exactly, then walks the zero lists while their snapshot tie key can beat the
+  /// least entry found, and each bin's sorted list while the bound above is ≤ the least value
+  /// found, reading a state's record only when its exact value can match the least. A state it
+  /// stops before cannot be the least entry nor tie with it, so the result is the scan's.
+  /// Rebuilt (O(K log K)) when more than max(64, K/8) states changed, after a scaling or
+  /// `recompute_regions`, when the clock moved by 2^30, or when the LRU clock wrapped. Pools of
+  /// at most `scan_below` states, and a table h with a negative or non-finite entry, are ranked
+  /// by a scan instead.
   bool least_by_snapshot(slot_id exclude, const age_scaled_value& value, victim_entry& best) {
+    bool scan = count_ <= scan_below;  // a snapshot would rank about as many states as a scan
+    if (const double* h = value.hit_by_bin; h && !scan)
+      for (std::size_t j = 0; j < age_scaled_value::bins; ++j)
+        scan |= !(h[j] >= 0.0 && h[j] <= std::numeric_limits<double>::max());
+    if (scan) {
+      snap_.valid = false;  // no marks to keep meanwhile
+      return least_by_scan(exclude, value, best);
+    }
     if (!snap_.valid || changed_.size() > std::max<std::size_t>(64, count_ / 8) ||
-        snap_.scalings > 64 || value.now - snap_.now >= (1u << 30))
+        value.now - snap_.now >= (1u << 30) || clock_ < snap_.clock ||
+        value.block_size != snap_.block_size)
       rebuild_snapshot(value);
     bool found = false;
-    auto consider = [&](const tree_state& st) {
+    // `st`, of value v = value(st), if it is a candidate.
+    auto offer = [&](const tree_state& st, double v) {
       if (st.node == no_slot || st.node == exclude || st.pinned) return;
-      const victim_entry e{value(st), st.planned != 0, st.last_use, st.node};
+      const victim_entry e{v, st.planned != 0, st.last_use, st.node};
       if (!found || best > e) best = e;
       found = true;
     };
+    auto consider = [&](const tree_state& st) {
+      if (st.node != no_slot) offer(st, value(st));
+    };
     for (const std::uint32_t id : changed_) consider(states_[id]);
+    for (const std::uint32_t id : snap_.odd)
+      if (!states_[id].changed) consider(states_[id]);
+    // Key 0: value 0, in the snapshot's tie order (unplanned first).
+    for (std::uint8_t planned = 0; planned < 2; ++planned) {
+      for (const zero_entry& e : snap_.zero[planned]) {
+        if (found && victim_entry{0.0, planned != 0, e.last_use, e.node} > best) break;
+        const tree_state& st = states_[e.id];
+        if (!st.changed) consider(st);
+      }
+    }
     const std::uint64_t elapsed = value.now - snap_.now;
-    const double common = snap_.scale * (1.0 - 1e-12);
+    const double* h = value.hit_by_bin;
     for (std::size_t j = 0; j < age_scaled_value::bins; ++j) {
       const auto& group = snap_.groups[j];
       if (group.empty()) continue;
-      double h = 1.0;
-      if (value.hit_by_bin) {
+      double hmin = 1.0;
+      if (h) {
         const std::uint64_t top = (j == 0 ? 0 : (std::uint64_t{1} << j) - 1) + elapsed;
         const bool wraps = top > std::numeric_limits<std::uint32_t>::max();
         const std::size_t lo = wraps ? 0 : j;
         const std::size_t hi = wraps ? age_scaled_value::bins - 1
                                      : age_scaled_value::bin(static_cast<std::uint32_t>(top));
-        h = value.hit_by_bin[lo];
-        for (std::size_t k = lo + 1; k <= hi; ++k) h = std::min(h, value.hit_by_bin[k]);
+        hmin = h[lo];
+        for (std::size_t k = lo + 1; k <= hi; ++k) hmin = std::min(hmin, h[k]);
       }
-      // Outside [1e-200, 1e200] the product could leave the normal range, where rounding is no
-      // longer relative: no bound then (every state of the bin is ranked).
-      const double f = h * common;
-      const double factor = f >= 1e-200 && f <= 1e200 ? f : 0.0;
       for (const snap_entry& e : group) {
-        if (found && e.key * factor > best.per_byte) break;
+        if (found && e.key * hmin > best.per_byte) break;
+        // Exactly value(st) while the record is unchanged (the same key and age).
+        const double v = h ? e.key * h[age_scaled_value::bin(value.now - e.touched)] : e.key;
+        if (found && v > best.per_byte) continue;
         const tree_state& st = states_[e.id];
-        if (!st.changed) consider(st);  // a changed one was ranked above
+        if (!st.changed) offer(st, v);  // a changed one was ranked above
       }
     }
     return found;
   }
 
+  /// Pools of at most this many states are ranked by a scan: the snapshot is rebuilt after
+  /// max(64, K/8) changes, so below 2 · 64 a search would rank about half the states as changed
+  /// and walk most of the rest.
+  static constexpr std::size_t scan_below = 128;
+
   void rebuild_snapshot(const age_scaled_value& value) {
     for (const std::uint32_t id : changed_) states_[id].changed = 0;
     changed_.clear();
     for (auto& g : snap_.groups) g.clear();
+    for (auto& z : snap_.zero) z.clear();
+    snap_.odd.clear();
     for (std::size_t i = 0; i < states_.size(); ++i) {
       const tree_state& st = states_[i];
       if (st.node == no_slot) continue;
-      // A key outside [1e-100, 1e100] is kept as 0 (always ranked), so that bounds stay in the
-      // normal range.
+      const auto id = static_cast<std::uint32_t>(i);
       const double k = value.key(st);
-      snap_.groups[age_scaled_value::bin(value.now - st.touched)].push_back(
-          {k >= 1e-100 && k <= 1e100 ? k : 0.0, static_cast<std::uint32_t>(i)});
+      if (k == 0.0)
+        snap_.zero[st.planned != 0 ? 1 : 0].push_back({st.last_use, st.node, id});
+      else if (k > 0.0 && k <= std::numeric_limits<double>::max())
+        snap_.groups[age_scaled_value::bin(value.now - st.touched)].push_back({k, st.touched, id});
+      else  // negative, infinite or NaN: no order, ranked on every search
+        snap_.odd.push_back(id);
     }
     for (auto& g : snap_.groups)
       std::sort(g.begin(), g.end(),
                 [](const snap_entry& a, const snap_entry& b) { return a.key < b.key; });
+    for (auto& z : snap_.zero)
+      std::sort(z.begin(), z.end(), [](const zero_entry& a, const zero_entry& b) {
+        return a.last_use != b.last_use ? a.last_use < b.last_use : a.node < b.node;
+      });
     snap_.valid = true;
     snap_.now = value.now;
-    snap_.scale = 1.0;
-    snap_.scalings = 0;
+    snap_.clock = clock_;
+    snap_.block_size = value.block_size;
   }
 
   /// Record `id` changed since the snapshot (listed once until the next rebuild; nothing to do
@@ -549,15 +597,23 @@ class tree_state_pool {
   std::vector<double> values_;  // least_by_scan's first pass, one per record
   // least_by_snapshot: the snapshot and the records changed since it
   struct snap_entry {
-    double key;
+    double key;             // k₀ > 0, finite
+    std::uint32_t touched;  // t₀
+    std::uint32_t id;
+  };
+  struct zero_entry {  // a state of key 0, ordered by (last use, slot) within its planned flag
+    std::uint32_t last_use;
+    slot_id node;
     std::uint32_t id;
   };
   struct snapshot {
     std::array<std::vector<snap_entry>, age_scaled_value::bins> groups;
+    std::array<std::vector<zero_entry>, 2> zero;  // [planned]
+    std::vector<std::uint32_t> odd;               // keys without an order (never in practice)
     bool valid = false;
     std::uint32_t now = 0;
-    double scale = 1.0;
-    std::uint32_t scalings = 0;
+    std::uint32_t clock = 0;
+    std::size_t block_size = 0;
   } snap_;
   std::vector<std::uint32_t> changed_;
 };
