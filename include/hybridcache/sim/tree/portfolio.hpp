@@ -218,14 +218,20 @@ class portfolio_policy final : public tree_policy {
   /// used one the leader does not hold (no_parent when none).
   [[nodiscard]] std::uint32_t extra() const {
     const auto& lead = shadows_[leader_]->pool();
-    if (runner_ != leader_) {
-      const auto& next = shadows_[runner_]->pool();
+    if (runner_ == leader_) {
       for (const auto& [st, v] : lru_)
-        if (!lead.holds(v) && !next.holds(v)) return v;
+        if (!lead.holds(v)) return v;
+      return tree_trace::no_parent;
     }
-    for (const auto& [st, v] : lru_)
-      if (!lead.holds(v)) return v;
-    return tree_trace::no_parent;
+    // One pass: the first held by neither, else the first the leader does not hold.
+    const auto& next = shadows_[runner_]->pool();
+    std::uint32_t fallback = tree_trace::no_parent;
+    for (const auto& [st, v] : lru_) {
+      if (lead.holds(v)) continue;
+      if (!next.holds(v)) return v;
+      if (fallback == tree_trace::no_parent) fallback = v;
+    }
+    return fallback;
   }
   /// Hand-over: the real pool takes the state at `v` (open now) when the leader holds it.
   void follow(std::uint32_t v) {
