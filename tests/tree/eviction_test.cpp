@@ -73,6 +73,37 @@ slot least_entry_by_scan(const hc::tree_state_pool& pool, const hc::tree_index& 
   return best ? std::get<3>(*best) : hc::tree_index::no_slot;
 }
 
+/// One more pin on `v`, or one released.
+void pin_or_unpin(hc::tree_state_pool& pool, hc::tree_index& ix, slot v, bool pin) {
+  if (pin)
+    pool.pin(ix, v);
+  else
+    (void)pool.unpin(ix, v);
+}
+
+/// Evicts one state by `value` (never `exclude`) and checks that it is the scan's least entry,
+/// or that nothing goes when no state is a candidate; with no exclusion, first checks that
+/// `least_value` is the scan's least value (+inf when none). The scan reads the records through
+/// the const pool, so it marks nothing. @returns whether a state went.
+bool evict_one_as_scan(hc::tree_state_pool& pool, world& w, slot exclude,
+                       const hc::age_scaled_value& value, std::uint32_t now) {
+  const slot least = least_entry_by_scan(pool, w.ix, w.inner, exclude, value);
+  if (exclude == hc::tree_index::no_slot) {
+    const double scan = least == hc::tree_index::no_slot
+                            ? std::numeric_limits<double>::infinity()
+                            : value(std::as_const(pool).state_at(w.ix, least));
+    CHECK(pool.least_value(value) == scan);
+  }
+  const auto victims = pool.evict(w.ix, 1, exclude, now, value, [](std::uint32_t) {});
+  if (least == hc::tree_index::no_slot) {
+    CHECK(victims.empty());
+    return false;
+  }
+  REQUIRE(victims.size() == 1);
+  CHECK(w.ix.live_slot(victims[0]) == least);
+  return true;
+}
+
 }  // namespace
 
 TEST_CASE("tree_state_pool: victims go in least exact ΔE[r] per byte, by brute force") {
@@ -347,10 +378,7 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
           if (held) pool.touch(w.ix, v);
           break;
         case 7:
-          if (rng() % 2)
-            pool.pin(w.ix, v);
-          else
-            (void)pool.unpin(w.ix, v);
+          pin_or_unpin(pool, w.ix, v, rng() % 2 != 0);
           break;
         case 8:
           w.ix[v].flags ^= hc::tree_node::planned_flag;
@@ -374,22 +402,8 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
           .block_size = 4, .hit_by_bin = aged ? table.data() : nullptr, .now = now};
       const slot exclude =
           rng() % 4 == 0 ? w.inner[rng() % w.inner.size()] : hc::tree_index::no_slot;
-      const slot least = least_entry_by_scan(pool, w.ix, w.inner, exclude, value);
-      if (exclude == hc::tree_index::no_slot) {  // least_value: the scan's least value (or +inf)
-        const double scan = least == hc::tree_index::no_slot
-                                ? std::numeric_limits<double>::infinity()
-                                : value(pool.state_at(w.ix, least));
-        CHECK(pool.least_value(value) == scan);
-        ++valued;
-      }
-      const auto victims = pool.evict(w.ix, 1, exclude, now, value, [](std::uint32_t) {});
-      if (least == hc::tree_index::no_slot) {
-        CHECK(victims.empty());
-        continue;
-      }
-      REQUIRE(victims.size() == 1);
-      CHECK(w.ix.live_slot(victims[0]) == least);
-      ++evictions;
+      if (exclude == hc::tree_index::no_slot) ++valued;
+      if (evict_one_as_scan(pool, w, exclude, value, now)) ++evictions;
     }
     CHECK(evictions > 100);
     CHECK(valued > 50);
@@ -437,10 +451,7 @@ TEST_CASE(
           if (held) pool.touch(w.ix, v);
           break;
         case 3:
-          if (rng() % 2)
-            pool.pin(w.ix, v);
-          else
-            (void)pool.unpin(w.ix, v);
+          pin_or_unpin(pool, w.ix, v, rng() % 2 != 0);
           break;
         case 4:
           if (rng() % 4 == 0) pool.scale_regions(1.0);  // the snapshot goes
@@ -452,16 +463,7 @@ TEST_CASE(
       now += static_cast<std::uint32_t>(rng() % 8);
       if (pool.count() == 0) continue;
       const hc::age_scaled_value value{.block_size = 2, .hit_by_bin = table.data(), .now = now};
-      const slot least = least_entry_by_scan(pool, w.ix, w.inner, hc::tree_index::no_slot, value);
-      const auto victims =
-          pool.evict(w.ix, 1, hc::tree_index::no_slot, now, value, [](std::uint32_t) {});
-      if (least == hc::tree_index::no_slot) {
-        CHECK(victims.empty());
-        continue;
-      }
-      REQUIRE(victims.size() == 1);
-      CHECK(w.ix.live_slot(victims[0]) == least);
-      ++evictions;
+      if (evict_one_as_scan(pool, w, hc::tree_index::no_slot, value, now)) ++evictions;
     }
   }
   CHECK(evictions > 5000);
