@@ -275,8 +275,8 @@ class tree_state_pool {
   /// same statistics throughout. O(K + V log K + Σ victim regions), K = states held, V the
   /// victims (a heap orders all but the first). The first: for `age_scaled_value` (the policy's),
   /// by `least_by_snapshot`, which ranks only the states changed since its snapshot and those
-  /// it cannot rule out; for any other `value`, by two passes over the records (values, then
-  /// ties). Both take the entry a scan comparing every state's entry would.
+  /// it cannot rule out (a scan in pools of at most 128 states); for any other `value`, by one
+  /// scan of the records. Both take the entry a scan comparing every state's entry would.
   template <class Value, class OnEnd>
   std::vector<node_id> evict(tree_index& ix, std::size_t need, slot_id exclude, std::uint32_t now,
                              Value&& value, OnEnd&& on_end) {
