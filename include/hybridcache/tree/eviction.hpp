@@ -307,7 +307,7 @@ class tree_state_pool {
       // from the start: a stale entry is never below its current value.)
       heap_.clear();
       for (const auto& st : states_) {
-        if (st.node == no_slot || st.node == exclude || st.pinned) continue;
+        if (!candidate(st, exclude)) continue;
         heap_.push_back({value(st), st.planned != 0, st.last_use, st.node});
       }
       auto less_urgent = [](const entry& a, const entry& b) { return a > b; };
@@ -397,6 +397,11 @@ class tree_state_pool {
     }
   };
 
+  /// Whether record `st` is a victim candidate: a held state, not at `exclude`, not pinned.
+  [[nodiscard]] static bool candidate(const tree_state& st, slot_id exclude) noexcept {
+    return st.node != no_slot && st.node != exclude && !st.pinned;
+  }
+
   /// The least entry by one scan of every record: a state whose value exceeds the least found
   /// is passed over, any other is compared as a whole entry (value, planned, last use, slot).
   /// (It replaced a two-pass scan, values then ties, in 2026-11: 15 % fewer instructions for the
@@ -405,7 +410,7 @@ class tree_state_pool {
   bool least_by_scan(slot_id exclude, Value& value, victim_entry& best) {
     bool found = false;
     for (const tree_state& st : states_) {
-      if (st.node == no_slot || st.node == exclude || st.pinned) continue;
+      if (!candidate(st, exclude)) continue;
       const double v = value(st);
       if (found && v > best.per_byte) continue;
       const victim_entry e{v, st.planned != 0, st.last_use, st.node};
@@ -454,7 +459,7 @@ class tree_state_pool {
     bool found = false;
     // `st`, of value v = value(st), if it is a candidate.
     auto offer = [&](const tree_state& st, double v) {
-      if (st.node == no_slot || st.node == exclude || st.pinned) return;
+      if (!candidate(st, exclude)) return;
       const victim_entry e{v, st.planned != 0, st.last_use, st.node};
       if (!found || best > e) best = e;
       found = true;
