@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <hybridcache/sim/tree.hpp>
+#include <hybridcache/sim/tree/families.hpp>
 #include <hybridcache/sim/tree/portfolio.hpp>
 #include <hybridcache/sim/tree/simulate.hpp>
 #include <memory>
@@ -147,6 +148,86 @@ TEST_CASE("portfolio: follows a much better candidate, within 5 % of it") {
     CHECK(p->stats().led[0] < real.requests);
     CHECK(real.prefill_tokens <= 1.05 * best);
   }
+}
+
+namespace {
+/// Forwards every call to the row it wraps and checks, after each phase of a request, that the
+/// real pool still holds the state the request resumed from (every engine pins it until the
+/// request ends: vLLM's `ref_cnt`, SGLang's `lock_ref`; so does the library's own policy).
+struct pin_check final : hc::tree_policy {
+  explicit pin_check(std::unique_ptr<hc::tree_policy> p) : inner(std::move(p)) {}
+  std::string name() const override { return inner->name(); }
+  void reset(const hc::tree_context& c) override {
+    ctx = c;
+    inner->reset(c);
+  }
+  std::size_t resume(const hc::tree_step& s) override {
+    const std::size_t k = inner->resume(s);
+    pinned = k > 0 ? s.path()[k - 1] : hc::tree_trace::no_parent;
+    forced = false;
+    return k;
+  }
+  void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& pos) override {
+    inner->plan_prefill(s, pos);
+  }
+  void after_prefill(const hc::tree_step& s) override {
+    inner->after_prefill(s);
+    check();
+  }
+  void on_decode_block(const hc::tree_step& s, std::size_t j) override {
+    inner->on_decode_block(s, j);
+    check();
+  }
+  void finish(const hc::tree_step& s) override {
+    inner->finish(s);
+    check();
+  }
+  /// The engine's own drops (a joint pool with no room left for any state) are not the row's.
+  void on_dropped(std::uint32_t v) override {
+    forced |= v == pinned;
+    inner->on_dropped(v);
+  }
+  void on_evicted(std::uint32_t v) override { inner->on_evicted(v); }
+  [[nodiscard]] std::pair<std::uint64_t, std::uint32_t> lru_state() const override {
+    return inner->lru_state();
+  }
+  [[nodiscard]] hc::kv_order kv_eviction() const override { return inner->kv_eviction(); }
+  [[nodiscard]] std::uint32_t shed_state() override { return inner->shed_state(); }
+  void check() {
+    ++checked;
+    if (pinned != hc::tree_trace::no_parent && !forced && !ctx.pool->holds(pinned)) ++lost;
+  }
+  std::unique_ptr<hc::tree_policy> inner;
+  hc::tree_context ctx{};
+  std::uint32_t pinned = hc::tree_trace::no_parent;
+  bool forced = false;
+  std::size_t checked = 0, lost = 0;
+};
+}  // namespace
+
+TEST_CASE("portfolio: the real pool never drops the running request's resume state") {
+  // Retrieval sessions under a few shared prompts, small pools: the hand-over often needs room
+  // while a request runs, and the least recently used state the leader does not hold is then
+  // sometimes the one the request resumed from (before the pin, 1-15 times per replay here).
+  std::size_t checked = 0;
+  for (const std::string fam : {"rag", "agent-loop", "doc-qa-repeat"}) {
+    const auto t = hc::tree_family(fam, 64, {.sessions = 40, .seed = 2});
+    for (auto mode : {hc::kv_mode::unlimited, hc::kv_mode::separate, hc::kv_mode::joint}) {
+      hc::tree_options o;
+      o.cost = cost_for(mode, t);
+      const auto usable = hc::usable_matches(t, o.cost);
+      for (std::size_t M : {4, 16, 64}) {
+        CAPTURE(fam);
+        CAPTURE(hc::to_string(mode));
+        CAPTURE(M);
+        pin_check p(hc::make_tree_policy("hybridcache", o));
+        hc::replay_tree(t, p, M, usable, o.cost);
+        CHECK(p.lost == 0);
+        checked += p.checked;
+      }
+    }
+  }
+  CHECK(checked > 1000);
 }
 
 TEST_CASE("portfolio: bad construction is refused") {

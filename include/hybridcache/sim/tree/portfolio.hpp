@@ -29,7 +29,9 @@
 ///    phase (prefill, decode block, end) the real pool adds every open node the leader now holds.
 ///    To make room it drops a state the leader does not hold, least recently used first, and
 ///    among those first the ones the runner-up (the next best score, where a switch would most
-///    likely go) does not hold either; a state the leader holds and the pool already holds stays. A
+///    likely go) does not hold either, never the state the running request resumed from (pinned
+///    until its end, as every engine and the library's own policy pin it: vLLM's `ref_cnt`,
+///    SGLang's `lock_ref`); a state the leader holds and the pool already holds stays. A
 ///    switch therefore costs no prefill, only the states the new leader holds that the pool lacks
 ///    until a request re-creates them. Under a joint KV budget the real pool keeps no more states
 ///    than the leader (extras would press the shared pool); otherwise extras stay until the room is
@@ -108,6 +110,7 @@ class portfolio_policy final : public tree_policy {
     resumed_.assign(candidates_.size(), 0);
     lru_.reset(ctx.trace->node_count());
     leader_ = 0;
+    pinned_ = tree_trace::no_parent;
     actual_loss_ = handover_loss_ = 0.0;
   }
 
@@ -138,6 +141,7 @@ class portfolio_policy final : public tree_policy {
     handover_loss_ += extra;
     guard_.note_handover(extra);
     if (k > 0) touch(path[k - 1]);
+    pinned_ = k > 0 ? path[k - 1] : tree_trace::no_parent;
     return k;
   }
 
@@ -173,6 +177,7 @@ class portfolio_policy final : public tree_policy {
     const auto path = s.path();
     if (!path.empty()) follow(path.back());
     trim_actual();
+    pinned_ = tree_trace::no_parent;  // the request is done with its resume state
   }
 
   void on_dropped(std::uint32_t v) override { untrack(v); }
@@ -215,19 +220,20 @@ class portfolio_policy final : public tree_policy {
   }
   /// The real state to drop for room: the least recently used one held by neither the leader
   /// nor the runner-up (the candidate a switch would most likely go to), else the least recently
-  /// used one the leader does not hold (no_parent when none).
+  /// used one the leader does not hold (no_parent when none); never the running request's
+  /// resume state (`pinned_`).
   [[nodiscard]] std::uint32_t extra() const {
     const auto& lead = shadows_[leader_]->pool();
     if (runner_ == leader_) {
       for (const auto& [st, v] : lru_)
-        if (!lead.holds(v)) return v;
+        if (v != pinned_ && !lead.holds(v)) return v;
       return tree_trace::no_parent;
     }
     // One pass: the first held by neither, else the first the leader does not hold.
     const auto& next = shadows_[runner_]->pool();
     std::uint32_t fallback = tree_trace::no_parent;
     for (const auto& [st, v] : lru_) {
-      if (lead.holds(v)) continue;
+      if (v == pinned_ || lead.holds(v)) continue;
       if (!next.holds(v)) return v;
       if (fallback == tree_trace::no_parent) fallback = v;
     }
@@ -267,6 +273,8 @@ class portfolio_policy final : public tree_policy {
   std::vector<std::size_t> resumed_, planned_;
   recency_order lru_;  ///< the real pool's states, least recently used first
   std::size_t leader_ = 0, runner_ = 0;
+  /// The running request's resume state (no_parent between requests and for a cold start).
+  std::uint32_t pinned_ = tree_trace::no_parent;
   double actual_loss_ = 0.0, handover_loss_ = 0.0;
 };
 
