@@ -119,6 +119,64 @@ TEST_CASE("portfolio: one candidate with room for every state is followed exactl
   CHECK(p.stats().handover_loss == 0.0);
 }
 
+TEST_CASE("portfolio: one candidate is reproduced exactly under every KV budget that binds") {
+  // A row of one candidate never switches, so its real pool must be its candidate's own pool,
+  // request for request: the hand-over re-creates nothing and drops nothing the candidate keeps.
+  // Under a joint pool that needs the real engine to give up the states the candidate gave up
+  // while allocating the request's KV, in its order (its shadow allocates first), and to give up
+  // the KV the candidate gave up for room it then did not use. Reference: the
+  // candidate replayed alone. The exact policy at both memories in every mode, and four engine
+  // rows under the joint pool (the `vllm_*` rows in the engine's one LRU). Not the others:
+  // Marconi may evict the state a running request resumed from, which the real pool keeps; the
+  // SGLang buffer modes reserve pool slots for the running request, which the real pool does not
+  // (under a separate pool or none it also keeps what those reservations would evict, so it may
+  // do better than an engine row).
+  struct run {
+    const char* name;
+    std::vector<hc::kv_mode> modes;
+  };
+  const std::vector<run> runs = {
+      {"hybridcache_exact", {hc::kv_mode::unlimited, hc::kv_mode::separate, hc::kv_mode::joint}},
+      {"hybridcache_pool_memory",
+       {hc::kv_mode::unlimited, hc::kv_mode::separate, hc::kv_mode::joint}},
+      {"trtllm", {hc::kv_mode::joint}},
+      {"sglang_no_buffer", {hc::kv_mode::joint}},
+      {"vllm_align", {hc::kv_mode::joint}},
+      {"vllm_all", {hc::kv_mode::joint}}};
+  std::size_t compared = 0;
+  for (const std::string fam : {"rag", "prompt-library", "doc-qa-repeat"}) {
+    const auto t = hc::tree_family(fam, 64, {.sessions = 40, .seed = 3});
+    for (const auto& r : runs) {
+      for (auto mode : r.modes) {
+        hc::tree_options o;
+        o.cost = cost_for(mode, t);
+        const auto usable = hc::usable_matches(t, o.cost);
+        for (std::size_t M : {4, 16, 64}) {
+          CAPTURE(fam);
+          const std::string name = r.name;
+          CAPTURE(name);
+          CAPTURE(hc::to_string(mode));
+          CAPTURE(M);
+          auto alone = hc::make_tree_policy(r.name, o);
+          const auto a = hc::replay_tree(t, *alone, M, usable, o.cost);
+          std::vector<std::unique_ptr<hc::tree_policy>> c;
+          c.push_back(hc::make_tree_policy(r.name, o));
+          hc::portfolio_policy p(std::move(c));
+          const auto real = hc::replay_tree(t, p, M, usable, o.cost);
+          CHECK(real.resumed_tokens == a.resumed_tokens);
+          CHECK(real.usable_tokens == a.usable_tokens);
+          CHECK(real.states_mean == a.states_mean);
+          CHECK(real.kv_evicted_blocks == a.kv_evicted_blocks);
+          CHECK(real.kv_blocks_mean == a.kv_blocks_mean);
+          CHECK(p.stats().handover_loss == 0.0);
+          ++compared;
+        }
+      }
+    }
+  }
+  CHECK(compared == 3 * 10 * 3);
+}
+
 TEST_CASE("portfolio: follows a much better candidate, within 5 % of it") {
   // Under a joint KV budget the initial leader (candidate 0: the library's exact policy with its
   // learned mechanisms off, the `hybridcache_base` row, and since 0.2.1 also without its junction

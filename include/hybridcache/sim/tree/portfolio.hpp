@@ -37,6 +37,14 @@
 ///    than the leader (extras would press the shared pool); otherwise extras stay until the room is
 ///    needed. Under a KV budget the real engine evicts cached KV in the leader's order
 ///    (`tree_policy::kv_eviction`).
+/// 5. *Joint KV budget: the leader's memory split.* The shadows allocate the request's KV at
+///    match time, before the real engine does (their prompts are known then), so the real engine
+///    gives up the states the leader gave up while allocating (to the engine's one LRU,
+///    `lru_state`, or by `shed_state`), in the leader's order, before anything else; and after each
+///    phase it caches no more KV blocks than the leader (the leader may have made room for a state
+///    it then did not keep). With one candidate the real pool is therefore its candidate's own,
+///    request for request, in every KV mode (tested), but for a state a running request resumed
+///    from, which the real pool keeps pinned, and the slots an SGLang buffer mode reserves.
 ///
 /// The shadows see nothing the engine would not (the causal view of the running request);
 /// offline references must not be candidates.
@@ -49,6 +57,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -157,10 +166,12 @@ class portfolio_policy final : public tree_policy {
     std::sort(planned_.begin(), planned_.end());
     planned_.erase(std::unique(planned_.begin(), planned_.end()), planned_.end());
     positions.insert(positions.end(), planned_.begin(), planned_.end());
+    for (auto& sh : shadows_) sh->allocate_prefill();
   }
 
   void after_prefill(const tree_step& s) override {
-    for (auto& sh : shadows_) sh->prefill();
+    for (auto& sh : shadows_) sh->after_prefill();
+    mirror_room();
     const auto path = s.path();
     for (auto j : planned_) follow(path[j - 1]);
     trim_actual();
@@ -168,12 +179,14 @@ class portfolio_policy final : public tree_policy {
 
   void on_decode_block(const tree_step& s, std::size_t j) override {
     for (auto& sh : shadows_) sh->decode_block(j);
+    mirror_room();
     follow(s.path()[j - 1]);
     trim_actual();
   }
 
   void finish(const tree_step& s) override {
     for (auto& sh : shadows_) sh->end_request();
+    mirror_room();
     const auto path = s.path();
     if (!path.empty()) follow(path.back());
     trim_actual();
@@ -189,7 +202,17 @@ class portfolio_policy final : public tree_policy {
 
   /// The real state to give up for KV when every evictable leaf holds one: a state the leader
   /// does not hold (`extra`), else none (the least recently used leaf goes).
-  [[nodiscard]] std::uint32_t shed_state() override { return extra(); }
+  [[nodiscard]] std::uint32_t shed_state() override {
+    const auto v = given_up(tree_replayer::state_drop::cause::shed);
+    return v != tree_trace::no_parent ? v : extra();
+  }
+  /// Joint KV budget: a state the leader gave up to the engine's one LRU (`lru_state`, the
+  /// `vllm_*` rows) while allocating this request's KV goes first here too.
+  [[nodiscard]] std::pair<std::uint64_t, std::uint32_t> lru_state() const override {
+    const auto v = given_up(tree_replayer::state_drop::cause::lru);
+    if (v == tree_trace::no_parent) return tree_policy::lru_state();
+    return {0, v};
+  }
 
   /// The safeguard's and the hand-over's account of the replay so far.
   [[nodiscard]] portfolio_stats stats() const {
@@ -239,6 +262,18 @@ class portfolio_policy final : public tree_policy {
     }
     return fallback;
   }
+  /// The first state the leader gave up for `why` (to the engine's one LRU, or by `shed_state`)
+  /// while its engine allocated this request's KV, that the real pool still holds (no_parent when
+  /// none). The real request allocates after the shadows, so the real engine gives up the same
+  /// states, in the same order.
+  [[nodiscard]] std::uint32_t given_up(tree_replayer::state_drop::cause why) const {
+    const auto& lead = *shadows_[leader_];
+    for (const auto& d : lead.allocation_drops())
+      if (d.why == why && d.node != pinned_ && ctx_.pool->holds(d.node) &&
+          !lead.pool().holds(d.node))
+        return d.node;
+    return tree_trace::no_parent;
+  }
   /// Hand-over: the real pool takes the state at `v` (open now) when the leader holds it.
   void follow(std::uint32_t v) {
     auto& pool = *ctx_.pool;
@@ -252,6 +287,19 @@ class portfolio_policy final : public tree_policy {
     }
     pool.add(v);
     touch(v);
+  }
+  /// Joint KV budget, after the leader's step: the real engine gives cached KV up as the leader
+  /// did, down to as many blocks as the leader caches (its least recently used leaves, in the
+  /// leader's order). Where the leader took room for a state it then kept, `follow` takes the
+  /// same room (`tree_context::grow`); this also covers room it took and did not use. (Doing it
+  /// only while the real pool holds exactly the leader's states changed nothing that mattered on
+  /// the tuning families.)
+  void mirror_room() {
+    if (!ctx_.evict_kv_older) return;
+    const std::size_t want = shadows_[leader_]->tree().blocks();
+    while (ctx_.tree->blocks() > want &&
+           ctx_.evict_kv_older(std::numeric_limits<std::uint64_t>::max())) {
+    }
   }
   /// Joint KV budget: no more real states than the leader holds (extras press the shared pool).
   void trim_actual() {

@@ -660,9 +660,18 @@ class tree_replayer {
     }
     return k;
   }
-  /// Allocates the request's KV (trimming to the KV budget) and runs `after_prefill`.
+  /// Allocates the request's KV (trimming to the KV budget) and runs `after_prefill`: the two
+  /// halves below, in order.
   void prefill() {
-    allocate(s_.request->path);
+    allocate_prefill();
+    after_prefill();
+  }
+  /// The prefill's first half: allocates the request's KV (trimming to the KV budget; the
+  /// evictions and drops it makes are reported to the policy as they happen).
+  void allocate_prefill() { allocate(s_.request->path); }
+  /// The prefill's second half, after `allocate_prefill`: the computed blocks open and the
+  /// policy's `after_prefill` runs.
+  void after_prefill() {
     pool_.open(window_);
     timed([&] { policy_.after_prefill(s_); });
   }
@@ -708,6 +717,15 @@ class tree_replayer {
   [[nodiscard]] const tree_step& current() const noexcept { return s_; }
   /// The running request's announced positions (sorted).
   [[nodiscard]] std::span<const std::size_t> announced() const noexcept { return announced_; }
+  /// A state the engine dropped, and why: with its evicted block (or, under a joint budget with
+  /// no block left to evict, for room), or given up by the policy (`lru_state`, `shed_state`).
+  struct state_drop {
+    enum class cause : std::uint8_t { block, lru, shed };
+    std::uint32_t node = tree_trace::no_parent;
+    cause why = cause::block;
+  };
+  /// The states the engine dropped while it allocated the running request's KV, in order.
+  [[nodiscard]] std::span<const state_drop> allocation_drops() const noexcept { return drops_; }
   /// The policy replayed.
   [[nodiscard]] const tree_policy& policy() const noexcept { return policy_; }
   /// The next request to replay.
@@ -780,6 +798,7 @@ class tree_replayer {
   void drop_state(std::uint32_t v) {
     pool_.remove(v);
     m_.states_dropped += 1.0;
+    drops_.push_back({v, state_drop::cause::block});
     policy_.on_dropped(v);
   }
   /// Whether the row asks for `kv_order::stateless_first` now; the tree starts watching the
@@ -822,6 +841,7 @@ class tree_replayer {
   /// Step 3 of the protocol: the request's blocks are allocated (inserted, most recently used)
   /// and the tree trimmed to the KV budget (see the file comment).
   void allocate(std::span<const std::uint32_t> path) {
+    drops_.clear();
     const auto guard = tree_.insert(t_, path);
     guard_ = guard;
     if (cost_.kv.mode == kv_mode::unlimited) return;
@@ -831,6 +851,7 @@ class tree_replayer {
         timed([&] { st = policy_.lru_state(); });
         if (st.second != tree_trace::no_parent && st.first < tree_.lru_leaf_stamp(guard)) {
           drop_state(st.second);
+          drops_.back().why = state_drop::cause::lru;
           continue;
         }
       }
@@ -842,6 +863,7 @@ class tree_replayer {
         timed([&] { v = policy_.shed_state(); });
         if (v != tree_trace::no_parent && pool_.holds(v)) {
           drop_state(v);
+          drops_.back().why = state_drop::cause::shed;
           continue;
         }
       }
@@ -871,6 +893,7 @@ class tree_replayer {
   tree_metrics m_;
   std::vector<std::size_t> announced_;
   std::vector<std::uint32_t> window_;
+  std::vector<state_drop> drops_;  ///< the states the last allocation dropped, in order
   std::size_t next_ = 0, last_resume_ = 0;
   tree_step s_{};
   std::uint64_t guard_ = 0;  ///< the running request's first LRU stamp (its blocks are kept)
