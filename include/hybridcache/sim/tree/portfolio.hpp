@@ -247,16 +247,17 @@ class portfolio_policy final : public tree_policy {
   /// resume state (`pinned_`).
   [[nodiscard]] std::uint32_t extra() const {
     const auto& lead = shadows_[leader_]->pool();
+    const std::uint32_t pin = pinned_;
     if (runner_ == leader_) {
       for (const auto& [st, v] : lru_)
-        if (v != pinned_ && !lead.holds(v)) return v;
+        if (!lead.holds(v) && v != pin) return v;
       return tree_trace::no_parent;
     }
     // One pass: the first held by neither, else the first the leader does not hold.
     const auto& next = shadows_[runner_]->pool();
     std::uint32_t fallback = tree_trace::no_parent;
     for (const auto& [st, v] : lru_) {
-      if (v == pinned_ || lead.holds(v)) continue;
+      if (lead.holds(v) || v == pin) continue;
       if (!next.holds(v)) return v;
       if (fallback == tree_trace::no_parent) fallback = v;
     }
