@@ -798,7 +798,7 @@ class tree_replayer {
   void drop_state(std::uint32_t v) {
     pool_.remove(v);
     m_.states_dropped += 1.0;
-    drops_.push_back({v, state_drop::cause::block});
+    if (allocating_) drops_.push_back({v, state_drop::cause::block});
     policy_.on_dropped(v);
   }
   /// Whether the row asks for `kv_order::stateless_first` now; the tree starts watching the
@@ -842,6 +842,12 @@ class tree_replayer {
   /// and the tree trimmed to the KV budget (see the file comment).
   void allocate(std::span<const std::uint32_t> path) {
     drops_.clear();
+    allocating_ = true;
+    allocate_and_trim(path);
+    allocating_ = false;
+  }
+  /// `allocate`'s work: insert, then evict until the KV budget holds.
+  void allocate_and_trim(std::span<const std::uint32_t> path) {
     const auto guard = tree_.insert(t_, path);
     guard_ = guard;
     if (cost_.kv.mode == kv_mode::unlimited) return;
@@ -894,6 +900,7 @@ class tree_replayer {
   std::vector<std::size_t> announced_;
   std::vector<std::uint32_t> window_;
   std::vector<state_drop> drops_;  ///< the states the last allocation dropped, in order
+  bool allocating_ = false;        ///< inside `allocate` (drops are recorded)
   std::size_t next_ = 0, last_resume_ = 0;
   tree_step s_{};
   std::uint64_t guard_ = 0;  ///< the running request's first LRU stamp (its blocks are kept)
