@@ -115,17 +115,18 @@ inline void bind_tree(nb::module_& m) {
              std::size_t capacity_bytes, double gamma, std::size_t replan_every, double hysteresis,
              bool snapshot_junction, bool snapshot_tail, bool fresh_prior, double replan_work,
              bool repeat_discount, bool age_value, bool prefill_prior, bool fill_free,
-             bool branch_prior) {
-            new (o) hc::policy_options{block_size,    state_bytes, capacity_bytes,    gamma,
-                                       replan_every,  hysteresis,  snapshot_junction, snapshot_tail,
-                                       fresh_prior,   replan_work, repeat_discount,   age_value,
-                                       prefill_prior, fill_free,   branch_prior};
+             bool branch_prior, std::size_t kv_block_bytes) {
+            new (o)
+                hc::policy_options{block_size,    state_bytes, capacity_bytes,    gamma,
+                                   replan_every,  hysteresis,  snapshot_junction, snapshot_tail,
+                                   fresh_prior,   replan_work, repeat_discount,   age_value,
+                                   prefill_prior, fill_free,   branch_prior,      kv_block_bytes};
           },
           "block_size"_a = 16, "state_bytes"_a = 1, "capacity_bytes"_a = 1, "gamma"_a = 0.99,
           "replan_every"_a = 10, "hysteresis"_a = 0.02, "snapshot_junction"_a = true,
           "snapshot_tail"_a = true, "fresh_prior"_a = true, "replan_work"_a = 1.0,
           "repeat_discount"_a = true, "age_value"_a = true, "prefill_prior"_a = true,
-          "fill_free"_a = true, "branch_prior"_a = true)
+          "fill_free"_a = true, "branch_prior"_a = true, "kv_block_bytes"_a = 0)
       .def_rw("block_size", &hc::policy_options::block_size)
       .def_rw("state_bytes", &hc::policy_options::state_bytes)
       .def_rw("capacity_bytes", &hc::policy_options::capacity_bytes)
@@ -146,7 +147,10 @@ inline void bind_tree(nb::module_& m) {
               "prefill_plan also offers positions into the pool's free room (docs/tree.md).")
       .def_rw("branch_prior", &hc::policy_options::branch_prior,
               "Learn where requests leave the tree; branch_point snapshots a new prompt there "
-              "(default on; docs/tree.md).");
+              "(default on; docs/tree.md).")
+      .def_rw("kv_block_bytes", &hc::policy_options::kv_block_bytes,
+              "0, or with states and KV in one pool one block's KV bytes: a state with no state "
+              "below it is ranked per byte of itself and its gap's KV (docs/tree.md).");
 
   nb::class_<hc::match_result>(t, "match_result", "What state_policy.match found.")
       .def_ro("node", &hc::match_result::node, "Deepest cached node (namespace root if none).")

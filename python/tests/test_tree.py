@@ -231,6 +231,17 @@ def test_branch_point_option():
     assert tree.policy_options().branch_prior is True  # the default, added after 0.2.1
 
 
+def test_kv_block_bytes_option():
+    # The joint KV charge (tests/tree/eviction_test.cpp has the brute force): 0 by default, set
+    # by keyword or attribute; a policy builds from it.
+    assert tree.policy_options().kv_block_bytes == 0
+    o = tree.policy_options(block_size=4, state_bytes=8, capacity_bytes=64, kv_block_bytes=96)
+    assert o.kv_block_bytes == 96 and o.branch_prior is True
+    o.kv_block_bytes = 3
+    assert o.kv_block_bytes == 3
+    assert tree.state_policy(o).capacity_bytes == 64
+
+
 def test_fill_free_option():
     # B = 4, a pool of 4 one-byte states, an empty tree, a 40-token prompt: the plan is the tail
     # 40 and, with fill_free (the default), F = 4 - 1 = 3 of the 9 other grid positions, the

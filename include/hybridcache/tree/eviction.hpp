@@ -55,12 +55,23 @@ struct tree_state {
   std::uint8_t pinned = 0;     ///< the node's pin flag (kept by `pin` / `unpin`)
   std::uint8_t planned = 0;    ///< the node's planned flag (as of `add` / `sync_planned`)
   std::uint8_t changed = 0;    ///< changed since the victim search's last snapshot (internal)
+  std::uint32_t below = 0;     ///< held states whose `up` is this one (kept with `up`)
   double region = 0.0;
 };
 
 /// The eviction value of the library's policy: ΔE[r] per byte times P(hit | age bin),
 ///
-///   value(s) = (depth(c) − depth(up(c))) · B · W(c) / bytes(c) · h[bin(now − touched(c))],
+///   value(s) = (depth(c) − depth(up(c))) · B · W(c) / bytes'(c) · h[bin(now − touched(c))],
+///
+///   bytes'(c) = bytes(c) + [no held state has up = c] · (depth(c) − depth(up(c))) · K,
+///
+/// K = `kv_block_bytes`.
+///
+/// K is 0 unless states and KV share one pool (`policy_options::kv_block_bytes`).
+/// Then a state with no held state below it is the only reason the KV of its gap is worth
+/// keeping (KV beyond the deepest state of a path resumes nothing), so dropping it frees that KV
+/// too: the ranking is ΔE[r] per byte actually freed. With states below, that KV still serves
+/// them and is not charged.
 ///
 /// bin(a) = `tree_statistics::age_bucket(a)` = bit_width(a) ∈ [0, 32], h the 33 values of
 /// `tree_statistics::hit_given_age_table()` (nullptr: every h = 1). `tree_state_pool::evict`
@@ -70,6 +81,7 @@ struct age_scaled_value {
   std::size_t block_size = 1;
   const double* hit_by_bin = nullptr;
   std::uint32_t now = 0;
+  double kv_block_bytes = 0.0;
   static constexpr std::size_t bins = tree_statistics::age_buckets;
   [[nodiscard]] static std::size_t bin(std::uint32_t age) noexcept {
     return tree_statistics::age_bucket(age);
@@ -77,7 +89,9 @@ struct age_scaled_value {
   /// ΔE[r] per byte alone (the factor that does not depend on the age).
   [[nodiscard]] double key(const tree_state& s) const noexcept {
     const double gap = static_cast<double>(s.gap) * static_cast<double>(block_size);
-    return gap * s.region / static_cast<double>(s.bytes);
+    return gap * s.region /
+           (static_cast<double>(s.bytes) +
+            (s.below == 0 ? static_cast<double>(s.gap) * kv_block_bytes : 0.0));
   }
   [[nodiscard]] double operator()(const tree_state& s) const noexcept {
     const double d = key(s);
@@ -139,8 +153,9 @@ class tree_state_pool {
     mark(id);
     tree_state& s = states_[id];
     s.node = node;
-    s.up = up;
-    s.gap = ix[node].blocks - ix[up].blocks;
+    s.up = no_slot;
+    s.below = 0;
+    set_up(ix, s, up);
     s.bytes = bytes;
     s.last_use = ++clock_;
     s.touched = now;
@@ -174,6 +189,10 @@ class tree_state_pool {
     if (ix[node].pinned) pinned_bytes_ -= s.bytes;
     --count_;
     const std::uint8_t changed = s.changed;  // still listed if it was
+    if (ix[up].state != no_state) {
+      --states_[ix[up].state].below;
+      mark(ix[up].state);
+    }
     s = tree_state{};
     s.changed = changed;
     free_states_.push_back(id);
@@ -454,7 +473,7 @@ class tree_state_pool {
     }
     if (!snap_.valid || changed_.size() > std::max<std::size_t>(64, count_ / 8) ||
         value.now - snap_.now >= (1u << 30) || clock_ < snap_.clock ||
-        value.block_size != snap_.block_size)
+        value.block_size != snap_.block_size || value.kv_block_bytes != snap_.kv_block_bytes)
       rebuild_snapshot(value);
     bool found = false;
     // `st`, of value v = value(st), if it is a candidate.
@@ -539,6 +558,7 @@ class tree_state_pool {
     snap_.now = value.now;
     snap_.clock = clock_;
     snap_.block_size = value.block_size;
+    snap_.kv_block_bytes = value.kv_block_bytes;
   }
 
   /// Record `id` changed since the snapshot (listed once until the next rebuild; nothing to do
@@ -550,7 +570,15 @@ class tree_state_pool {
   }
 
   /// `s.up = up`, with the depth gap that goes with it.
-  static void set_up(const tree_index& ix, tree_state& s, slot_id up) noexcept {
+  void set_up(const tree_index& ix, tree_state& s, slot_id up) noexcept {
+    if (s.up != no_slot && ix[s.up].state != no_state) {
+      --states_[ix[s.up].state].below;
+      mark(ix[s.up].state);
+    }
+    if (ix[up].state != no_state) {
+      ++states_[ix[up].state].below;
+      mark(ix[up].state);
+    }
     s.up = up;
     s.gap = ix[s.node].blocks - ix[up].blocks;
   }
@@ -605,6 +633,7 @@ class tree_state_pool {
     std::uint32_t now = 0;
     std::uint32_t clock = 0;
     std::size_t block_size = 0;
+    double kv_block_bytes = 0.0;
   } snap_;
   std::vector<std::uint32_t> changed_;
 };

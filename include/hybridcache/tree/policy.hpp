@@ -197,6 +197,12 @@ struct policy_options {
   /// of the requests seen so far are the law of where the next ones leave. false: no branch
   /// point is returned or noted (the ablation row `hybridcache_nobranch`).
   bool branch_prior = true;
+  /// Joint KV charge (added after 0.2.1; last, so that positional initialisers of the fields
+  /// above keep their meaning): 0, or when states and cached KV share one memory pool: the KV bytes
+  /// of one block. A held state with no held state below it is then ranked by ΔE[r] per byte of
+  /// itself *and* the KV of its depth gap, which its eviction frees as well (`age_scaled_value`).
+  /// Derived from the pool's accounting, not tuned; the engine knows it (B · KV bytes per token).
+  std::size_t kv_block_bytes = 0;
 };
 
 /// What `match` found.
@@ -749,7 +755,8 @@ class basic_state_policy {
   [[nodiscard]] age_scaled_value value_fn() const {
     return {.block_size = opts_.block_size,
             .hit_by_bin = opts_.age_value ? stats_.hit_given_age_table() : nullptr,
-            .now = now()};
+            .now = now(),
+            .kv_block_bytes = static_cast<double>(opts_.kv_block_bytes)};
   }
   /// Where a state leaving the pool at age `age` is counted.
   [[nodiscard]] auto end_fn() {

@@ -84,9 +84,17 @@ class library_policy final : public tree_policy {
   /// (sim/tree/simulate.hpp).
   /// `kv`: the order the engine evicts cached KV in for this policy (`tree_policy::kv_eviction`;
   /// the default evicts the leaves that hold no state first, see the file comment).
+  /// `kv_charge`: under a joint KV budget, rank states by ΔE[r] per byte of the state and of the
+  /// KV its gap keeps alone (`policy_options::kv_block_bytes` = B · KV bytes per token); off, by
+  /// the state's bytes alone (the row before 0.2.2's joint charge, `hybridcache_nokvcharge`).
   explicit library_policy(policy_options base = {}, std::string name = "hybridcache",
-                          bool pool_memory = false, kv_order kv = kv_order::stateless_first)
-      : base_(base), name_(std::move(name)), pool_memory_(pool_memory), kv_(kv) {}
+                          bool pool_memory = false, kv_order kv = kv_order::stateless_first,
+                          bool kv_charge = true)
+      : base_(base),
+        name_(std::move(name)),
+        pool_memory_(pool_memory),
+        kv_charge_(kv_charge),
+        kv_(kv) {}
 
   /// γ' with 1/(1 − γ') = 1/(1 − γ) + M: an EW memory of the base window plus one observation
   /// per state of the budget. Derived: a pool of M states holds prefixes down to a match share
@@ -115,6 +123,10 @@ class library_policy final : public tree_policy {
     o.block_size = ctx.trace->block();
     o.state_bytes = state_bytes_;
     o.capacity_bytes = ctx.pool->capacity() * state_bytes_;
+    // One pool for states and KV: a state is charged the KV of its gap that it keeps alone.
+    if (kv_charge_ && ctx.kv == kv_mode::joint && ctx.cost)
+      o.kv_block_bytes = static_cast<std::size_t>(static_cast<double>(ctx.trace->block()) *
+                                                  ctx.cost->model.kv_bytes_per_token());
     // The states the pool can hold: M, or every state of a joint pool (KV spills into it).
     if (pool_memory_) o.gamma = pool_window(o.gamma, ctx.pool->capacity());
     pol_ = std::make_unique<state_policy>(o);
@@ -301,6 +313,7 @@ class library_policy final : public tree_policy {
   policy_options base_;
   std::string name_;
   bool pool_memory_ = false;
+  bool kv_charge_ = true;
   kv_order kv_ = kv_order::stateless_first;
   tree_context ctx_{};
   std::unique_ptr<state_policy> pol_;

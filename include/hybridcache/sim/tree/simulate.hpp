@@ -72,14 +72,16 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// `repeat_discount`, `age_value`, `prefill_prior`, `fill_free` and `branch_prior` off) and
 /// `hybridcache_base` (before those too: also `fresh_prior` off, `replan_work = 0`).
 /// `hybridcache_lru_kv` = the row with its library candidates on the engines' KV order
-/// (`kv_order::lru`: the row before the stateless-first KV order).
+/// (`kv_order::lru`: the row before the stateless-first KV order). `hybridcache_nokvcharge` = the
+/// row with its library candidates ranking states by their own bytes under a joint KV budget (the
+/// row before the joint KV charge, `policy_options::kv_block_bytes`).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 13> tree_policy_variants{
+inline constexpr std::array<std::string_view, 14> tree_policy_variants{
     "hybridcache_exact",     "hybridcache_pool_memory", "hybridcache_one_memory",
     "hybridcache_shadows",   "hybridcache_base",        "hybridcache_prev",
     "hybridcache_noprior",   "hybridcache_norepeat",    "hybridcache_noage",
     "hybridcache_noprefill", "hybridcache_nofill",      "hybridcache_nobranch",
-    "hybridcache_lru_kv"};
+    "hybridcache_lru_kv",    "hybridcache_nokvcharge"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -136,16 +138,18 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   if (name == "oracle_exact") return std::make_unique<oracle_exact_policy>();
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
   if (name == "hybridcache" || name == "hybridcache_shadows" || name == "hybridcache_one_memory" ||
-      name == "hybridcache_lru_kv") {
+      name == "hybridcache_lru_kv" || name == "hybridcache_nokvcharge") {
     // The library's row: the exact ΔE[r] policy and every faithful engine row, run in shadow;
     // the pool follows the lazy leader with a hand-over (sim/tree/portfolio.hpp).
     const auto kv = name == "hybridcache_lru_kv" ? kv_order::lru : kv_order::stateless_first;
     std::vector<std::unique_ptr<tree_policy>> c;
+    const bool charge = name != "hybridcache_nokvcharge";
     if (name != "hybridcache_shadows")
-      c.push_back(std::make_unique<library_policy>(policy_options{}, "hybridcache", false, kv));
-    if (name == "hybridcache" || name == "hybridcache_lru_kv")
       c.push_back(
-          std::make_unique<library_policy>(policy_options{}, "hybridcache_pool_memory", true, kv));
+          std::make_unique<library_policy>(policy_options{}, "hybridcache", false, kv, charge));
+    if (name == "hybridcache" || name == "hybridcache_lru_kv" || name == "hybridcache_nokvcharge")
+      c.push_back(std::make_unique<library_policy>(policy_options{}, "hybridcache_pool_memory",
+                                                   true, kv, charge));
     for (auto f : faithful_tree_policy_names) c.push_back(make_tree_policy(f, o));
     return std::make_unique<portfolio_policy>(std::move(c), std::string(name));
   }
