@@ -89,9 +89,9 @@ struct age_scaled_value {
   /// ΔE[r] per byte alone (the factor that does not depend on the age).
   [[nodiscard]] double key(const tree_state& s) const noexcept {
     const double gap = static_cast<double>(s.gap) * static_cast<double>(block_size);
-    return gap * s.region /
-           (static_cast<double>(s.bytes) +
-            (s.below == 0 ? static_cast<double>(s.gap) * kv_block_bytes : 0.0));
+    double bytes = static_cast<double>(s.bytes);
+    if (kv_block_bytes != 0.0 && s.below == 0) bytes += static_cast<double>(s.gap) * kv_block_bytes;
+    return gap * s.region / bytes;
   }
   [[nodiscard]] double operator()(const tree_state& s) const noexcept {
     const double d = key(s);
@@ -189,10 +189,8 @@ class tree_state_pool {
     if (ix[node].pinned) pinned_bytes_ -= s.bytes;
     --count_;
     const std::uint8_t changed = s.changed;  // still listed if it was
-    if (ix[up].state != no_state) {
-      --states_[ix[up].state].below;
-      mark(ix[up].state);
-    }
+    // One state fewer below `up` (marked below in any case: its region grows).
+    if (ix[up].state != no_state) --states_[ix[up].state].below;
     s = tree_state{};
     s.changed = changed;
     free_states_.push_back(id);
@@ -570,14 +568,14 @@ class tree_state_pool {
   }
 
   /// `s.up = up`, with the depth gap that goes with it.
+  /// The old and new `up` states' counts of states below change; a state's rank reads the
+  /// count only as `below == 0` (`age_scaled_value`), so it is marked only when that flips.
   void set_up(const tree_index& ix, tree_state& s, slot_id up) noexcept {
     if (s.up != no_slot && ix[s.up].state != no_state) {
-      --states_[ix[s.up].state].below;
-      mark(ix[s.up].state);
+      if (--states_[ix[s.up].state].below == 0) mark(ix[s.up].state);
     }
     if (ix[up].state != no_state) {
-      ++states_[ix[up].state].below;
-      mark(ix[up].state);
+      if (states_[ix[up].state].below++ == 0) mark(ix[up].state);
     }
     s.up = up;
     s.gap = ix[s.node].blocks - ix[up].blocks;
