@@ -104,6 +104,19 @@ bool evict_one_as_scan(hc::tree_state_pool& pool, world& w, slot exclude,
   return true;
 }
 
+/// A chain root ─ x0 ─ x1 ─ x2 in `ix` (depths 1, 2, 3 blocks) with node weights `w`.
+std::array<slot, 3> chain3(hc::tree_index& ix, const std::array<double, 3>& w) {
+  slot v = ix.root_of(hc::xxh3_hash{}, hc::namespace_key{});
+  std::array<slot, 3> out{};
+  for (std::size_t i = 0; i < 3; ++i) {
+    bool created = false;
+    v = ix.child(v, hc::digest{i + 1, 0}, created);
+    ix[v].weight = w[i];
+    out[i] = v;
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("tree_state_pool: victims go in least exact ΔE[r] per byte, by brute force") {
@@ -186,14 +199,7 @@ TEST_CASE("tree_state_pool: a new state displaces the cheapest held one, by hand
   // state at c is worth less than both (Δ(c) = 0.1) but is admitted all the same, displacing the
   // cheapest held one, a (admission by value, which refused it, was removed in 0.2).
   hc::tree_index ix;
-  const slot root = ix.root_of(hc::xxh3_hash{}, hc::namespace_key{});
-  bool created = false;
-  const slot a = ix.child(root, hc::digest{1, 0}, created);
-  const slot b = ix.child(a, hc::digest{2, 0}, created);
-  const slot c = ix.child(b, hc::digest{3, 0}, created);
-  ix[a].weight = 10.0;
-  ix[b].weight = 10.0;
-  ix[c].weight = 0.1;
+  const auto [a, b, c] = chain3(ix, {10.0, 10.0, 0.1});
   hc::tree_state_pool pool;
   auto value = [&](const hc::tree_state& s) {
     return hc::tree_state_pool::delta_per_byte(ix, s, 1);
@@ -546,13 +552,8 @@ TEST_CASE("tree_state_pool: the joint KV charge, by hand") {
   for (const double K : {0.0, 1.0}) {
     CAPTURE(K);
     hc::tree_index ix;  // the index records the pool's state ids: one per pool
-    const slot root = ix.root_of(hc::xxh3_hash{}, hc::namespace_key{});
-    bool created = false;
-    const slot a = ix.child(root, hc::digest{1, 0}, created);
-    const slot m = ix.child(a, hc::digest{2, 0}, created);
-    const slot b = ix.child(m, hc::digest{3, 0}, created);
-    ix[a].weight = 10.0;
-    ix[b].weight = 10.0;
+    const auto [a, m, b] = chain3(ix, {10.0, 0.0, 10.0});
+    (void)m;
     hc::tree_state_pool pool;
     pool.add(ix, a, 1, 0);
     pool.add(ix, b, 1, 0);
