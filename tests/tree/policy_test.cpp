@@ -803,6 +803,30 @@ TEST_CASE("admission: a new state always displaces the cheapest held ones (#24: 
   CHECK(pol.has_state(c[0]));
 }
 
+TEST_CASE("joint KV charge: the deepest state of a path is charged its gap's KV, by hand") {
+  // B = 1; one match ends at a1 (depth 1), a later one at a3 (depth 3); states at a1 and a3.
+  // Δ(a1) = 1·γ (its region a1, a2 holds the earlier, decayed match), Δ(a3) = 2·1. Without the
+  // charge a1 goes first (γ < 2). With kv_block_bytes = 1, a3 has no state below it and frees
+  // its byte and its gap's two blocks of KV: 2/3 < γ/1, so a3 goes (a1, with a3 below, is not
+  // charged). tests/tree/eviction_test.cpp has the brute force.
+  for (const std::size_t K : {std::size_t{0}, std::size_t{1}}) {
+    CAPTURE(K);
+    auto o = legacy({.block_size = 1,
+                     .state_bytes = 1,
+                     .capacity_bytes = 4,
+                     .replan_every = 0,
+                     .fresh_prior = false});
+    o.kv_block_bytes = K;
+    hc::state_policy pol(o);
+    const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
+    pol.unpin(pol.match(ns_of(0), seq({1})).resume_node);
+    pol.unpin(pol.match(ns_of(0), seq({1, 2, 3})).resume_node);
+    REQUIRE(pol.admit(a[0], 1).admitted);
+    REQUIRE(pol.admit(a[2], 1).admitted);
+    CHECK(pol.evict(1) == std::vector<node_id>{K == 0 ? a[0] : a[2]});
+  }
+}
+
 TEST_CASE("age-conditioned value: P(hit | age) from log2-bucketed hits and ends, by hand") {
   // γ = 1 (no decay), B = 1, so the counts are integers. Buckets: 0 = age 0, 1 = age 1,
   // 2 = ages 2–3, 3 = ages 4–7. P(hit | a) = (H≥b + P̄)/(N≥b + 1), P̄ = (H + 1/2)/(N + 1).
