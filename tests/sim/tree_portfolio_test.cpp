@@ -362,10 +362,10 @@ TEST_CASE("replay: grow under a joint budget evicts the least recently used KV l
 }
 
 TEST_CASE("portfolio: the library's row runs the exact policy at two memories") {
-  // make_tree_policy("hybridcache"): candidate 0 is the exact policy at the base EW memory,
-  // candidate 1 the same with its memory lengthened by the budget, 1/(1 − γ') = 1/(1 − γ) + M,
-  // then the eleven engine rows. Reference for candidate 1: a library_policy built with γ'
-  // written out by hand, replayed alone.
+  // make_tree_policy("hybridcache"): candidate 0 is the exact policy at the base EW memory
+  // without the prefill-end prior, candidate 1 the default with its memory lengthened by the
+  // budget, 1/(1 − γ') = 1/(1 − γ) + M, then the eleven engine rows. Reference for candidate 1:
+  // a library_policy built with γ' written out by hand, replayed alone.
   CHECK(hc::library_policy::pool_window(0.99, 156) == doctest::Approx(1.0 - 1.0 / 256.0));
   CHECK(hc::library_policy::pool_window(0.5, 0) == doctest::Approx(0.5));
   CHECK(hc::library_policy::pool_window(1.0, 64) == 1.0);  // no decay stays no decay
@@ -385,10 +385,21 @@ TEST_CASE("portfolio: the library's row runs the exact policy at two memories") 
     const auto shadow = p->shadow(1).metrics();
     CHECK(shadow.recomputed_tokens == alone.recomputed_tokens);
     CHECK(shadow.states_mean == alone.states_mean);
-    // And the base candidate is the default exact policy.
-    hc::library_policy base;
-    CHECK(p->shadow(0).metrics().recomputed_tokens ==
-          hc::replay_tree(t, base, M, usable, o.cost).recomputed_tokens);
+    // And the base candidate is the exact policy without the prefill-end prior (the hedge:
+    // the long-memory candidate keeps it), replayed alone; the default differs (can fail).
+    hc::policy_options no_prefill;
+    no_prefill.prefill_prior = false;
+    hc::library_policy base(no_prefill), with_prior;
+    const double r0 = p->shadow(0).metrics().recomputed_tokens;
+    CHECK(r0 == hc::replay_tree(t, base, M, usable, o.cost).recomputed_tokens);
+    CHECK(r0 != hc::replay_tree(t, with_prior, M, usable, o.cost).recomputed_tokens);
+    // The ablation row without the hedge: both candidates with the prior.
+    auto both = hc::make_tree_policy("hybridcache_prefill_both", o);
+    auto* pb = dynamic_cast<hc::portfolio_policy*>(both.get());
+    REQUIRE(pb != nullptr);
+    (void)hc::replay_tree(t, *pb, M, usable, o.cost);
+    CHECK(pb->shadow(0).metrics().recomputed_tokens ==
+          hc::replay_tree(t, with_prior, M, usable, o.cost).recomputed_tokens);
   }
   // Under a joint KV budget the long memory counts every state the whole pool can hold,
   // C = ⌊(KV share + M states' bytes) / state bytes⌋ (the pool's capacity before any KV), not M.

@@ -48,7 +48,7 @@ const char* const usage =
                       hybridcache_base hybridcache_prev hybridcache_noprior
                       hybridcache_norepeat hybridcache_noage hybridcache_noprefill
                       hybridcache_nofill hybridcache_nobranch hybridcache_lru_kv
-                      hybridcache_nokvcharge)
+                      hybridcache_nokvcharge hybridcache_prefill_both)
   --tree-block B      tokens per tree node (default 64; mooncake is always 512)
   --tree-sessions N   synthetic multi-turn sessions (default 400); the families' sessions
                       (bursts for doc-qa-skewed and doc-qa-repeat, conversations for

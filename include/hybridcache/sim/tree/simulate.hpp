@@ -74,14 +74,16 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// `hybridcache_lru_kv` = the row with its library candidates on the engines' KV order
 /// (`kv_order::lru`: the row before the stateless-first KV order). `hybridcache_nokvcharge` = the
 /// row with its library candidates ranking states by their own bytes under a joint KV budget (the
-/// row before the joint KV charge, `policy_options::kv_block_bytes`).
+/// row before the joint KV charge, `policy_options::kv_block_bytes`). `hybridcache_prefill_both` =
+/// the row with the prefill-end prior on in both library candidates (the row before the hedge:
+/// since then the base-memory candidate runs without it, the long-memory one with it).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 14> tree_policy_variants{
+inline constexpr std::array<std::string_view, 15> tree_policy_variants{
     "hybridcache_exact",     "hybridcache_pool_memory", "hybridcache_one_memory",
     "hybridcache_shadows",   "hybridcache_base",        "hybridcache_prev",
     "hybridcache_noprior",   "hybridcache_norepeat",    "hybridcache_noage",
     "hybridcache_noprefill", "hybridcache_nofill",      "hybridcache_nobranch",
-    "hybridcache_lru_kv",    "hybridcache_nokvcharge"};
+    "hybridcache_lru_kv",    "hybridcache_nokvcharge",  "hybridcache_prefill_both"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -138,16 +140,22 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   if (name == "oracle_exact") return std::make_unique<oracle_exact_policy>();
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
   if (name == "hybridcache" || name == "hybridcache_shadows" || name == "hybridcache_one_memory" ||
-      name == "hybridcache_lru_kv" || name == "hybridcache_nokvcharge") {
+      name == "hybridcache_lru_kv" || name == "hybridcache_nokvcharge" ||
+      name == "hybridcache_prefill_both") {
     // The library's row: the exact ΔE[r] policy and every faithful engine row, run in shadow;
     // the pool follows the lazy leader with a hand-over (sim/tree/portfolio.hpp).
     const auto kv = name == "hybridcache_lru_kv" ? kv_order::lru : kv_order::stateless_first;
     std::vector<std::unique_ptr<tree_policy>> c;
     const bool charge = name != "hybridcache_nokvcharge";
+    const bool two = name != "hybridcache_one_memory" && name != "hybridcache_shadows";
+    // The prefill-end prior is hedged between the two library candidates: the base-memory one
+    // runs without it, the long-memory one with it (docs/tree_simulation.md, "Hedging the
+    // prefill-end prior"; decided on the tuning families). One candidate keeps the default.
+    policy_options base;
+    base.prefill_prior = !two || name == "hybridcache_prefill_both";
     if (name != "hybridcache_shadows")
-      c.push_back(
-          std::make_unique<library_policy>(policy_options{}, "hybridcache", false, kv, charge));
-    if (name == "hybridcache" || name == "hybridcache_lru_kv" || name == "hybridcache_nokvcharge")
+      c.push_back(std::make_unique<library_policy>(base, "hybridcache", false, kv, charge));
+    if (two)
       c.push_back(std::make_unique<library_policy>(policy_options{}, "hybridcache_pool_memory",
                                                    true, kv, charge));
     for (auto f : faithful_tree_policy_names) c.push_back(make_tree_policy(f, o));
