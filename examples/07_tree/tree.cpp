@@ -24,7 +24,9 @@ int main() {
     std::printf("\n");
   }
 
-  // 2. The online policy: block 16, states of 1 MiB, a pool of 8 states.
+  // 2. The online policy: block 16, states of 1 MiB, a pool of 8 states. (An engine whose
+  //    states and cached KV share one memory pool also sets `kv_block_bytes`, one block's KV
+  //    bytes, so that a state is ranked per byte of itself and of the KV its eviction frees.)
   hc::state_policy pol(
       {.block_size = 16, .state_bytes = 1 << 20, .capacity_bytes = 8u << 20, .replan_every = 10});
   const auto tenant_a = hc::namespace_key{}.with_tenant("a");
