@@ -65,9 +65,7 @@ struct tree_state {
 ///
 ///   bytes'(c) = bytes(c) + [no held state has up = c] · (depth(c) − depth(up(c))) · K,
 ///
-/// K = `kv_block_bytes`.
-///
-/// K is 0 unless states and KV share one pool (`policy_options::kv_block_bytes`).
+/// K = `kv_block_bytes`, 0 unless states and KV share one pool (`policy_options::kv_block_bytes`).
 /// Then a state with no held state below it is the only reason the KV of its gap is worth
 /// keeping (KV beyond the deepest state of a path resumes nothing), so dropping it frees that KV
 /// too: the ranking is ΔE[r] per byte actually freed. With states below, that KV still serves
@@ -153,8 +151,7 @@ class tree_state_pool {
     mark(id);
     tree_state& s = states_[id];
     s.node = node;
-    s.up = no_slot;
-    s.below = 0;
+    s.up = no_slot;  // a fresh or reset record (below = 0): set_up counts it under `up` only
     set_up(ix, s, up);
     s.bytes = bytes;
     s.last_use = ++clock_;

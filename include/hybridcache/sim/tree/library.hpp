@@ -86,7 +86,8 @@ class library_policy final : public tree_policy {
   /// the default evicts the leaves that hold no state first, see the file comment).
   /// `kv_charge`: under a joint KV budget, rank states by ΔE[r] per byte of the state and of the
   /// KV its gap keeps alone (`policy_options::kv_block_bytes` = B · KV bytes per token); off, by
-  /// the state's bytes alone (the row before 0.2.2's joint charge, `hybridcache_nokvcharge`).
+  /// the state's bytes alone (the row before the joint charge, added after 0.2.1;
+  /// `hybridcache_nokvcharge`).
   explicit library_policy(policy_options base = {}, std::string name = "hybridcache",
                           bool pool_memory = false, kv_order kv = kv_order::stateless_first,
                           bool kv_charge = true)
