@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <hybridcache/sim/tree.hpp>
+#include <hybridcache/sim/tree/families.hpp>
 #include <map>
 #include <optional>
 #include <string>
@@ -529,6 +530,34 @@ TEST_CASE("every engine row survives KV evictions (on_dropped) within its budget
       CHECK_NOTHROW(m = hc::replay_tree(t, *p, 16, usable, cost));
       CHECK(m.requests == t.size());
       CHECK(m.states_peak <= 16 + 400);
+    }
+  }
+}
+
+TEST_CASE("llamacpp rows: KV evictions purge the dropped state from every slot and cache entry") {
+  // A prompt library (shared system prompts, thousands of prompt-cache entries, many listing the
+  // same states) under a separate KV budget: KV evictions drop states that slots and entries
+  // still list. A holder that kept listing a dropped state would later release a reference it no
+  // longer owns and take a state from under another holder, which then resumes from a state the
+  // pool no longer holds: the replayer rejects that. (Found while speeding `on_dropped` up: a
+  // depth filter off by one passed every smaller trace here.)
+  const auto t = hc::tree_family("prompt-library", 64, {.sessions = 0, .seed = 7});
+  hc::tree_options so;
+  hc::tree_cost_model cost;
+  cost.kv.mode = hc::kv_mode::separate;
+  cost.kv.bytes = 4.0 * 1024 * 1024 * 1024;
+  so.cost = cost;
+  const auto usable = hc::usable_matches(t, cost);
+  for (const char* name : {"llamacpp", "llamacpp_cache_ram"}) {
+    for (const std::size_t m : {256, 1024}) {
+      CAPTURE(name);
+      CAPTURE(m);
+      auto p = hc::make_tree_policy(name, so);
+      hc::tree_metrics r;
+      CHECK_NOTHROW(r = hc::replay_tree(t, *p, m, usable, cost));
+      CHECK(r.requests == t.size());
+      CHECK(r.kv_evicted_blocks > 0.0);
+      CHECK(r.states_peak <= m);
     }
   }
 }

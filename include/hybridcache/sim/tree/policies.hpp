@@ -881,6 +881,7 @@ class llamacpp_policy final : public tree_policy {
     ended_.assign(ctx.trace->node_count(), 0);
     slots_.assign(n_slots_, holder{});
     cache_.clear();
+    maybe_empty_ = false;
     clock_ = 0;
     cur_ = 0;
   }
@@ -1045,13 +1046,22 @@ class llamacpp_policy final : public tree_policy {
   void on_dropped(std::uint32_t v) override {
     refs_[v] = 0;
     if (stale_ == v) stale_ = none;
+    // A holder refers to v only through the node at v's depth d on its path (a trace path runs
+    // down from a namespace root, depth 0: its entry d − 1 is at depth d), so the other holders
+    // are passed over without a walk of their checkpoints.
+    const std::size_t d = ctx_.trace->depth(v);
     const auto purge = [&](holder& h) {
+      if (d == 0 || h.path.size() < d || h.path[d - 1] != v) return false;
       std::erase_if(h.ckpts, [&](const ckpt& c) { return path_node(h, c.block) == v; });
-      if (h.live && !h.path.empty() && h.path.back() == v) h.live = false;
+      if (h.live && h.path.back() == v) h.live = false;
+      return true;
     };
     for (auto& h : slots_) purge(h);
-    for (auto& h : cache_) purge(h);
-    std::erase_if(cache_, [](const holder& h) { return !h.live && h.ckpts.empty(); });
+    for (auto& h : cache_) maybe_empty_ = purge(h) || maybe_empty_;
+    // Entries left with no state leave the cache (skipped when none can be empty).
+    if (maybe_empty_)
+      std::erase_if(cache_, [](const holder& h) { return !h.live && h.ckpts.empty(); });
+    maybe_empty_ = false;
   }
 
  private:
@@ -1076,10 +1086,29 @@ class llamacpp_policy final : public tree_policy {
   };
 
   static std::uint32_t path_node(const holder& h, std::size_t block) { return h.path[block - 1]; }
+  /// The common prefix of a holder's sequence and `path`, in blocks. Both are root paths of the
+  /// trie, so they agree at index i exactly when they agree at every index before it: the first
+  /// difference is found by a galloping search, O(log lcp).
   static std::size_t lcp(const holder& h, std::span<const std::uint32_t> path) {
-    std::size_t i = 0;
-    while (i < h.path.size() && i < path.size() && h.path[i] == path[i]) ++i;
-    return i;
+    const std::size_t n = std::min(h.path.size(), path.size());
+    std::size_t lo = 0, step = 1;  // lo ≤ lcp
+    while (lo + step <= n && h.path[lo + step - 1] == path[lo + step - 1]) {
+      lo += step;
+      step *= 2;
+    }
+    std::size_t hi = std::min(n, lo + step - 1);  // lcp ≤ hi
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo + 1) / 2;
+      if (h.path[mid - 1] == path[mid - 1])
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    return lo;
+  }
+  /// Whether a holder's sequence starts with `path` (root paths: one comparison decides).
+  static bool starts_with(const holder& h, std::span<const std::uint32_t> path) {
+    return path.size() <= h.path.size() && (path.empty() || h.path[path.size() - 1] == path.back());
   }
 
   /// `create_checkpoint`: thin the checkpoints of earlier tasks within `min_step` of the
@@ -1119,11 +1148,9 @@ class llamacpp_policy final : public tree_policy {
     if (h.tokens == 0) return;
     // (The size and token tests come first: they decide most entries without the prefix walk.)
     for (const auto& e : cache_)
-      if (h.tokens <= e.tokens && e.path.size() >= h.path.size() && lcp(e, h.path) == h.path.size())
-        return;
+      if (h.tokens <= e.tokens && starts_with(e, h.path)) return;
     for (auto it = cache_.begin(); it != cache_.end();) {
-      if (it->tokens <= h.tokens && it->path.size() <= h.path.size() &&
-          lcp(*it, h.path) == it->path.size()) {
+      if (it->tokens <= h.tokens && starts_with(h, it->path)) {
         clear(*it);
         it = cache_.erase(it);
       } else {
@@ -1134,6 +1161,7 @@ class llamacpp_policy final : public tree_policy {
     e.stamp = ++clock_;
     if (e.live) ++refs_[e.path.back()];
     for (const auto& c : e.ckpts) ++refs_[path_node(e, c.block)];
+    maybe_empty_ = maybe_empty_ || (!e.live && e.ckpts.empty());
     cache_.push_back(std::move(e));
   }
   /// `server_prompt_cache::load` into slot `h` for a prompt `path` of `P` tokens.
@@ -1210,6 +1238,7 @@ class llamacpp_policy final : public tree_policy {
         if (it->stamp == oldest) {
           release(path_node(*owner, it->block));
           owner->ckpts.erase(it);
+          maybe_empty_ = true;  // (a cache entry may be left with no state)
           return true;
         }
       }
@@ -1237,6 +1266,7 @@ class llamacpp_policy final : public tree_policy {
   std::vector<std::size_t> ended_;  ///< per node: tokens of an earlier request ending there
   std::vector<holder> slots_;
   std::deque<holder> cache_;
+  bool maybe_empty_ = false;  ///< a cache entry may hold no state (`on_dropped` removes those)
   std::vector<planned> planned_;
   std::uint64_t clock_ = 0;
   std::size_t cur_ = 0, resumed_ = 0;
