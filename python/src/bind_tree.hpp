@@ -232,6 +232,10 @@ inline void bind_tree(nb::module_& m) {
       .def("erase", &hc::state_policy::erase, "node"_a,
            "Removes a leaf whose KV the engine evicted (its id is stale from then on).")
       .def("replan", &hc::state_policy::replan, "Exact re-plan with hysteresis.")
+      .def_prop_ro("replans", &hc::state_policy::replans,
+                   "Re-plans run so far, automatic and explicit.")
+      .def_prop_ro("replan_ns", &hc::state_policy::replan_ns,
+                   "Their total wall time in nanoseconds.")
       .def("expected_recompute", &hc::state_policy::expected_recompute)
       .def("has_state", &hc::state_policy::has_state, "node"_a)
       .def("state_bytes", &hc::state_policy::state_bytes, "node"_a)

@@ -242,6 +242,22 @@ def test_kv_block_bytes_option():
     assert tree.state_policy(o).capacity_bytes == 64
 
 
+def test_replan_counters():
+    # Every re-plan counts, automatic (replan_every=1, no work threshold: one per match) and
+    # explicit, and its wall time adds up.
+    pol = tree.state_policy(tree.policy_options(block_size=1, state_bytes=1, capacity_bytes=1,
+                                                replan_every=1, replan_work=0.0))
+    assert pol.replans == 0 and pol.replan_ns == 0.0
+    ns = segment.namespace_key()
+    pol.insert(ns, [1, 2, 3])
+    for _ in range(3):
+        pol.unpin(pol.match(ns, [1, 2, 3]).resume_node)
+    assert pol.replans == 3 and pol.replan_ns > 0.0
+    before = pol.replan_ns
+    pol.replan()
+    assert pol.replans == 4 and pol.replan_ns > before
+
+
 def test_fill_free_option():
     # B = 4, a pool of 4 one-byte states, an empty tree, a 40-token prompt: the plan is the tail
     # 40 and, with fill_free (the default), F = 4 - 1 = 3 of the 9 other grid positions, the

@@ -472,3 +472,39 @@ TEST_CASE("library_policy: under a joint budget its states take their M share ba
   hc::tree_replayer r(t2, p, 4, usable, o.cost);
   CHECK(p.kv_eviction() == hc::kv_order::lru);
 }
+
+TEST_CASE("re-plan time is reported apart: the exact policy's re-plans and Marconi's tuning") {
+  const auto t = small_trace(5);
+  hc::tree_options o;
+  const auto usable = hc::usable_matches(t, o.cost);
+  const std::size_t M = 16;
+  // The exact policy: re-plans every observation (no work threshold), or never.
+  for (const std::size_t every : {std::size_t{1}, std::size_t{0}}) {
+    hc::policy_options po;
+    po.replan_every = every;
+    po.replan_work = 0.0;
+    hc::library_policy p(po, "exact");
+    const auto m = hc::replay_tree(t, p, M, usable, o.cost);
+    CAPTURE(every);
+    REQUIRE(p.get() != nullptr);
+    CHECK(p.get()->replans() == (every == 1 ? m.requests : 0u));  // one match per request
+    CHECK((m.replan_ns_per_block > 0.0) == (every == 1));
+    CHECK(m.replan_ns_per_block <= m.decision_ns_per_block);  // a share of the timed calls
+    CHECK(p.replan_ns() == p.get()->replan_ns());
+  }
+  // Marconi: its α tuning replays the bootstrap window once; the fixed-α row never does.
+  for (const bool tune : {true, false}) {
+    hc::marconi_policy p(0.0, tune, o.cost);
+    const auto m = hc::replay_tree(t, p, M, usable, o.cost);
+    CAPTURE(tune);
+    CHECK((p.replan_ns() > 0.0) == tune);
+    CHECK(m.replan_ns_per_block <= m.decision_ns_per_block);
+  }
+  // An engine row without whole-cache work reports none; the portfolio sums its candidates'.
+  auto v = hc::make_tree_policy("vllm_all", o);
+  CHECK(hc::replay_tree(t, *v, M, usable, o.cost).replan_ns_per_block == 0.0);
+  auto pf = make_portfolio(o);
+  const auto m = hc::replay_tree(t, *pf, M, usable, o.cost);
+  CHECK(m.replan_ns_per_block > 0.0);
+  CHECK(m.replan_ns_per_block <= m.decision_ns_per_block);
+}

@@ -913,11 +913,19 @@ TEST_CASE("replan_work: automatic re-plans wait for work proportional to the tre
                           .capacity_bytes = 1,
                           .replan_every = 1,
                           .replan_work = work});
+    CHECK(pol.replans() == 0);
+    CHECK(pol.replan_ns() == 0.0);
     const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
     for (int i = 0; i < 5; ++i) pol.unpin(pol.match(ns_of(0), seq({1, 2, 3})).resume_node);
     // The optimal single state for matches that all end at a2 is a2 itself.
     CHECK(pol.planned(a[2]) == (work == 0.0));
+    // Every observation re-plans without a work threshold (five matches), none with a huge one.
+    CHECK(pol.replans() == (work == 0.0 ? 5u : 0u));
+    CHECK((pol.replan_ns() > 0.0) == (work == 0.0));
+    const double before = pol.replan_ns();
     CHECK(pol.replan().planned == 1);
+    CHECK(pol.replans() == (work == 0.0 ? 6u : 1u));  // explicit calls count too
+    CHECK(pol.replan_ns() > before);
     CHECK(pol.planned(a[2]));
   }
 }

@@ -338,12 +338,12 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<hc::tree_resu
       "prefill_tokens,hit_rate,prefill_flops,ttft_ms_mean,states_mean,states_peak,decision_ns_per_"
       "request,decision_ns_per_block,"
       "parameter,block_tokens,chunk_boundaries_per_request,kv_mode,kv_budget_bytes,kv_evicted_"
-      "blocks,states_dropped,kv_blocks_mean,leader,switches,handover_tokens\n";
+      "blocks,states_dropped,kv_blocks_mean,leader,switches,handover_tokens,replan_ns_per_block\n";
   for (const auto& r : res) {
     for (const auto& m : r.rows) {
       csv += fmt::format(
           "{},{},{},{:.10g},{},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:."
-          "10g},{},{:.6g},{:.6g},{},{},{:.6g},{},{:.10g},{:.10g},{:.10g},{:.6g},{},{},{}\n",
+          "10g},{},{:.6g},{:.6g},{},{},{:.6g},{},{:.10g},{:.10g},{:.10g},{:.6g},{},{},{},{:.6g}\n",
           r.trace, m.policy, m.budget, m.state_memory, m.requests, m.prompt_tokens, m.usable_tokens,
           m.resumed_tokens, m.recomputed_tokens, m.prefill_tokens, m.hit_rate, m.prefill_flops,
           m.ttft_ms, m.states_mean, m.states_peak, m.decision_ns, m.decision_ns_per_block,
@@ -351,7 +351,8 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<hc::tree_resu
           m.chunk_boundaries_per_request(), hc::to_string(m.kv), m.kv_budget_bytes,
           m.kv_evicted_blocks, m.states_dropped, m.kv_blocks_mean, m.leader,
           std::isnan(m.switches) ? std::string() : fmt::format("{:g}", m.switches),
-          std::isnan(m.handover_tokens) ? std::string() : fmt::format("{:g}", m.handover_tokens));
+          std::isnan(m.handover_tokens) ? std::string() : fmt::format("{:g}", m.handover_tokens),
+          m.replan_ns_per_block);
     }
   }
   hybridcache_cli::sim_out::write_atomic(dir / "tree.csv", csv);

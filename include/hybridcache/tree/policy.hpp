@@ -78,6 +78,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -565,6 +566,7 @@ class basic_state_policy {
   /// E[r](new) < (1 − hysteresis) · E[r](old plan). Called automatically every `replan_every`
   /// observations.
   replan_result replan() {
+    const auto t0 = std::chrono::steady_clock::now();
     planner_.restart();
     pool_.recompute_regions(index_);
     const replan_result r = planner_.replan(
@@ -577,8 +579,16 @@ class basic_state_policy {
         },
         opts_.hysteresis);
     if (r.adopted) pool_.sync_planned(index_);
+    ++replans_;
+    replan_ns_ +=
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     return r;
   }
+  /// Re-plans run so far, automatic and explicit.
+  [[nodiscard]] std::size_t replans() const noexcept { return replans_; }
+  /// Their total wall time (ns, `steady_clock`): the whole-tree work an engine may move off the
+  /// request path (its amortised share is the request path's total minus this).
+  [[nodiscard]] double replan_ns() const noexcept { return replan_ns_; }
 
   // ---- queries ------------------------------------------------------------------------------
 
@@ -816,6 +826,8 @@ class basic_state_policy {
   tree_statistics stats_;  // the learned law: match-end masses, the prior, discounts, ages
   tree_state_pool pool_;   // the held states, pins and the eviction ranking
   tree_planner planner_;   // the exact re-plan and its schedule
+  std::size_t replans_ = 0;
+  double replan_ns_ = 0.0;  // their wall time
 };
 
 /// The policy with keyed XXH3-128 block keys (a fresh secret per instance).

@@ -252,6 +252,9 @@ class library_policy final : public tree_policy {
     return node_of(victims.front());
   }
 
+  /// The wrapped policy's re-plans (`state_policy::replan_ns`).
+  [[nodiscard]] double replan_ns() const override { return pol_ ? pol_->replan_ns() : 0.0; }
+
   /// The wrapped policy (null before `reset` or with a zero budget).
   [[nodiscard]] const state_policy* get() const noexcept { return pol_.get(); }
 

@@ -35,6 +35,7 @@
 /// one state pool, the replay's KV accounting); no engine code is copied.
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -543,6 +544,8 @@ class marconi_policy final : public tree_policy {
     return g;
   }
   [[nodiscard]] std::string name() const override { return name_; }
+  /// The tuning replays' wall time (ns): whole-cache work, reported apart from the request path.
+  [[nodiscard]] double replan_ns() const override { return tune_ns_; }
   /// The current α (after tuning, the tuned one).
   [[nodiscard]] double alpha() const noexcept { return alpha_; }
   /// Requests in the tuning window (0 until the first eviction).
@@ -562,6 +565,7 @@ class marconi_policy final : public tree_policy {
     alpha_ = alpha0_;
     seen_ = window_ = 0;
     tuned_ = false;
+    tune_ns_ = 0.0;
     branch_ = 0;
     // The state budget M (the joint pool's capacity at the start also counts the KV share).
     budget_ = ctx.pool->capacity();
@@ -608,8 +612,11 @@ class marconi_policy final : public tree_policy {
   void finish(const tree_step& s) override {
     const auto path = s.path();
     if (tune_ && !tuned_ && window_ > 0 && seen_ == window_) {
+      const auto t0 = std::chrono::steady_clock::now();
       alpha_ = tune(s.index + 1);
       tuned_ = true;
+      tune_ns_ =
+          std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     }
     if (branch_ == 0) {
       ++clock_;  // insert
@@ -826,6 +833,7 @@ class marconi_policy final : public tree_policy {
   std::uint64_t clock_ = 0;
   std::size_t seen_ = 0, window_ = 0, budget_ = 0, branch_ = 0;
   bool tuned_ = false;
+  double tune_ns_ = 0.0;  ///< the tuning replays' wall time
 };
 /// llama.cpp server (`tools/server/server-context.cpp`, `server-task.cpp`; see the file comment
 /// for the rules and the source read). Each slot keeps the sequence it last ran, its live state

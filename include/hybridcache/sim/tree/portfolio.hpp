@@ -214,6 +214,13 @@ class portfolio_policy final : public tree_policy {
     return {0, v};
   }
 
+  /// The candidates' whole-cache work (their re-plans and tuning replays) inside the shadows.
+  [[nodiscard]] double replan_ns() const override {
+    double ns = 0.0;
+    for (const auto& c : candidates_) ns += c->replan_ns();
+    return ns;
+  }
+
   /// The safeguard's and the hand-over's account of the replay so far.
   [[nodiscard]] portfolio_stats stats() const {
     portfolio_stats st;

@@ -470,6 +470,11 @@ class tree_policy {
   /// (its bytes go to KV), or `tree_trace::no_parent` to let the leaf go. The engine drops it
   /// (`on_dropped`). Default: none.
   [[nodiscard]] virtual std::uint32_t shed_state() { return tree_trace::no_parent; }
+  /// Wall time (ns) spent since `reset` on whole-cache work that runs inside the calls above but
+  /// off the request's own path: periodic exact re-plans, a tuning replay. The replayer reports
+  /// it apart (`tree_metrics::replan_ns_per_block`), so the request path's cost is the rest.
+  /// Default: 0.
+  [[nodiscard]] virtual double replan_ns() const { return 0.0; }
 };
 
 /// Deepest k in [0, limit] with path[k−1] held (0 when none).
@@ -499,6 +504,8 @@ struct tree_metrics {
   std::size_t states_peak = 0;         ///< largest pool size seen
   double decision_ns = 0.0;            ///< mean policy time per request
   double decision_ns_per_block = 0.0;  ///< … per path block
+  /// … of it, the share of whole-cache work (re-plans, tuning; `tree_policy::replan_ns`)
+  double replan_ns_per_block = 0.0;
   double parameter = std::numeric_limits<double>::quiet_NaN();  ///< a tuned knob (Marconi's α)
   double chunk_boundaries = 0.0;    ///< Σ extra chunk boundaries (announced j with j·B < P)
   kv_mode kv = kv_mode::unlimited;  ///< KV accounting of the run
@@ -758,6 +765,7 @@ class tree_replayer {
     m.states_peak = pool_.peak();
     m.decision_ns = ns_ / n;
     m.decision_ns_per_block = blocks_ > 0 ? ns_ / blocks_ : 0.0;
+    m.replan_ns_per_block = timing_ && blocks_ > 0 ? policy_.replan_ns() / blocks_ : 0.0;
     m.kv_blocks_mean = kv_blocks_ / n;
     return m;
   }
