@@ -104,23 +104,42 @@ void replay_portfolio(benchmark::State& st, Make make) {
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
 }
 
+// The row's candidates with automatic re-plans off in both exact candidates.
+candidates row_no_replan(const hc::tree_options& o) {
+  hybridcache::policy_options lib;
+  lib.replan_every = 0;
+  candidates c;
+  c.push_back(std::make_unique<hybridcache::library_policy>(lib));
+  c.push_back(std::make_unique<hybridcache::library_policy>(lib, "hybridcache_pool_memory", true));
+  for (auto f : hybridcache::faithful_tree_policy_names) c.push_back(hc::make_tree_policy(f, o));
+  return c;
+}
+
 // The library's row (issue #24) with automatic re-plans off in both exact candidates: the
 // request path with every engine row in shadow, in one figure (the issue's "≤ 1 µs per block
 // amortised with the shadows included, re-plans counted separately"), at M = 64 and 1024.
 void BM_tree_row_no_replan(benchmark::State& st) {
   const hc::tree_options o;
-  hybridcache::policy_options lib;
-  lib.replan_every = 0;
-  replay_portfolio(st, [&] {
-    candidates c;
-    c.push_back(std::make_unique<hybridcache::library_policy>(lib));
-    c.push_back(
-        std::make_unique<hybridcache::library_policy>(lib, "hybridcache_pool_memory", true));
-    for (auto f : hybridcache::faithful_tree_policy_names) c.push_back(hc::make_tree_policy(f, o));
-    return c;
-  });
+  replay_portfolio(st, [&] { return row_no_replan(o); });
 }
 BENCHMARK(BM_tree_row_no_replan)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// The same under a separate KV budget of a quarter of the trace's blocks (it binds: every
+// shadow's KV bookkeeping evicts), at M = 64 and 1024.
+void BM_tree_row_no_replan_separate(benchmark::State& st) {
+  hc::tree_options o;
+  o.cost.kv.mode = hc::kv_mode::separate;
+  o.cost.kv.bytes = 0.25 * static_cast<double>(trace().node_count() * trace().block()) *
+                    o.cost.model.kv_bytes_per_token();
+  const auto budget = static_cast<std::size_t>(st.range(0));
+  const auto usable = hc::usable_matches(trace(), o.cost);
+  for (auto _ : st) {
+    hybridcache::portfolio_policy p(row_no_replan(o));
+    benchmark::DoNotOptimize(hc::replay_tree(trace(), p, budget, usable, o.cost));
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
+}
+BENCHMARK(BM_tree_row_no_replan_separate)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 // The row's simulator harness alone: the portfolio with as many candidates as the row, each a
 // policy that decides nothing (`noop`). What remains is what the simulator does per shadow

@@ -508,3 +508,88 @@ TEST_CASE("re-plan time is reported apart: the exact policy's re-plans and Marco
   CHECK(m.replan_ns_per_block > 0.0);
   CHECK(m.replan_ns_per_block <= m.decision_ns_per_block);
 }
+
+TEST_CASE("shared_kv: replayers sharing one KV bookkeeping equal each replayed alone") {
+  // Reference: each policy replayed alone (`replay_tree`: its own tree, its own eviction loop).
+  // Under test: the same policies on fresh instances, driven phase by phase in lockstep on one
+  // `shared_kv`, the first to reach each allocation performing it, with a warm tree (begin > 0)
+  // and without; unlimited KV and a separate budget that binds.
+  const auto t = small_trace(21);
+  const char* const lru_rows[] = {"vllm_all", "vllm_align", "marconi",
+                                  "trtllm",   "llamacpp",   "llamacpp_cache_ram"};
+  for (const auto mode : {hc::kv_mode::unlimited, hc::kv_mode::separate}) {
+    for (const std::size_t begin : {std::size_t{0}, std::size_t{40}}) {
+      CAPTURE(hc::to_string(mode));
+      CAPTURE(begin);
+      hc::tree_options o;
+      o.cost = cost_for(mode, t);
+      const auto usable = hc::usable_matches(t, o.cost);
+      const std::size_t M = 8;
+      std::vector<std::unique_ptr<hc::tree_policy>> alone, shared;
+      for (auto n : lru_rows) {
+        alone.push_back(hc::make_tree_policy(n, o));
+        shared.push_back(hc::make_tree_policy(n, o));
+      }
+      if (begin == 0) {  // (the adapter's index mirrors the tree from the first request on)
+        alone.push_back(std::make_unique<hc::library_policy>());
+        shared.push_back(std::make_unique<hc::library_policy>());
+      }
+      hc::shared_kv kv(t, o.cost);
+      std::vector<std::unique_ptr<hc::tree_replayer>> rs;
+      for (auto& p : shared)
+        rs.push_back(std::make_unique<hc::tree_replayer>(t, *p, M, usable, o.cost, begin, &kv));
+      for (std::size_t i = begin; i < t.size(); ++i) {
+        for (auto& r : rs) r->begin_request();
+        for (auto& r : rs) r->allocate_prefill();
+        for (auto& r : rs) r->after_prefill();
+        const std::size_t n = t.requests()[i].path.size();
+        const std::size_t pb = t.requests()[i].prompt_blocks(t.block());
+        for (std::size_t j = pb + 1; j <= n; ++j)
+          for (auto& r : rs) r->decode_block(j);
+        for (auto& r : rs) r->end_request();
+      }
+      for (std::size_t c = 0; c < rs.size(); ++c) {
+        const auto a = hc::replay_tree(t, *alone[c], M, usable, o.cost, begin);
+        const auto s = rs[c]->metrics();
+        CAPTURE(a.policy);
+        CHECK(s.requests == a.requests);
+        CHECK(s.recomputed_tokens == a.recomputed_tokens);
+        CHECK(s.prefill_tokens == a.prefill_tokens);
+        CHECK(s.states_mean == a.states_mean);
+        CHECK(s.states_dropped == a.states_dropped);
+        CHECK(s.kv_evicted_blocks == a.kv_evicted_blocks);
+        CHECK(s.kv_blocks_mean == a.kv_blocks_mean);
+      }
+      if (mode == hc::kv_mode::separate) CHECK(rs[0]->metrics().kv_evicted_blocks > 0.0);
+    }
+  }
+}
+
+TEST_CASE("shared_kv: typed errors") {
+  const auto t = small_trace(22);
+  hc::tree_options o;
+  o.cost = cost_for(hc::kv_mode::joint, t);
+  CHECK_THROWS_AS(hc::shared_kv(t, o.cost), hc::invalid_argument);  // states decide the KV
+  o.cost = cost_for(hc::kv_mode::separate, t);
+  const auto usable = hc::usable_matches(t, o.cost);
+  hc::shared_kv kv(t, o.cost);
+  // Built for another budget or trace.
+  auto other = o.cost;
+  other.kv.bytes *= 2.0;
+  hc::vllm_all_policy v;
+  CHECK_THROWS_AS(hc::tree_replayer(t, v, 4, usable, other, 0, &kv), hc::invalid_argument);
+  const auto t2 = small_trace(23);
+  const auto usable2 = hc::usable_matches(t2, o.cost);
+  CHECK_THROWS_AS(hc::tree_replayer(t2, v, 4, usable2, o.cost, 0, &kv), hc::invalid_argument);
+  // Allocations in order only, each of its own request's path.
+  const auto& p0 = t.requests()[0].path;
+  const auto& p1 = t.requests()[1].path;
+  CHECK_THROWS_AS(kv.allocate(2, p1), hc::invalid_argument);
+  CHECK_NOTHROW(kv.allocate(1, p0));
+  CHECK_THROWS_AS(kv.allocate(1, p1), hc::invalid_argument);
+  // A policy that evicts KV in another order cannot share it: refused at its first eviction.
+  hc::shared_kv kv2(t, o.cost);
+  auto sg = hc::make_tree_policy("sglang_extra_buffer", o);
+  hc::tree_replayer r(t, *sg, 4, usable, o.cost, 0, &kv2);
+  CHECK_THROWS_AS(r.run(), hc::invalid_argument);
+}

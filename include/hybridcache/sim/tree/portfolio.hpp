@@ -8,7 +8,9 @@
 ///
 /// Each candidate c runs in a *shadow replayer* (`tree_replayer`, replay.hpp) of its own: its own
 /// state pool (which nodes it would hold; no tensors) and its own copy of the engine's KV
-/// bookkeeping (which blocks would be cached under the same KV rule), driven in lockstep with the
+/// bookkeeping (which blocks would be cached under the same KV rule; under unlimited KV, or a
+/// separate budget for the candidates that evict KV in LRU order, the cached blocks do not depend
+/// on the states held, so those shadows share one copy, `shared_kv`), driven in lockstep with the
 /// real request through the causal protocol, phase by phase: match time (`resume`,
 /// `plan_prefill`), the prefill, each decode block, the end. A shadow therefore sees exactly what
 /// the candidate would have seen had it run the engine alone: its per-request recompute is the
@@ -50,9 +52,10 @@
 /// offline references must not be candidates.
 ///
 /// Cost: every candidate's own replay work per request (its policy calls and its KV
-/// bookkeeping), plus O(announced + decode blocks) for the real pool and O(M) per displacing
-/// admission. Memory: one shadow per candidate (here the simulator's dense per-node arrays; an
-/// engine keeps a held set of ≤ capacity node ids and a KV block count per shadow).
+/// bookkeeping, once for the shadows that share it), plus O(announced + decode blocks) for the real
+/// pool and O(M) per displacing admission. Memory: one shadow per candidate (here the simulator's
+/// dense per-node arrays; an engine keeps a held set of ≤ capacity node ids and a KV block count
+/// per shadow).
 
 #include <algorithm>
 #include <cstddef>
@@ -110,9 +113,16 @@ class portfolio_policy final : public tree_policy {
                                          "needs the replay's cost model and usable matches");
     ctx_ = ctx;
     shadows_.clear();
-    for (auto& c : candidates_)
+    // Unlimited KV, or a separate budget evicted in LRU order: the cached blocks do not depend
+    // on the states held, so those shadows share one KV bookkeeping (`shared_kv`).
+    kv_.reset();
+    if (ctx.kv != kv_mode::joint) kv_ = std::make_unique<shared_kv>(*ctx.trace, *ctx.cost);
+    for (auto& c : candidates_) {
+      const bool share = kv_ && (ctx.kv == kv_mode::unlimited || c->kv_eviction() == kv_order::lru);
       shadows_.push_back(std::make_unique<tree_replayer>(*ctx.trace, *c, ctx.budget, *ctx.usable,
-                                                         *ctx.cost, ctx.begin));
+                                                         *ctx.cost, ctx.begin,
+                                                         share ? kv_.get() : nullptr));
+    }
     for (auto& sh : shadows_) sh->set_timing(false);  // the row's own replayer times them
     guard_ = leader_safeguard(candidates_.size());
     losses_.assign(candidates_.size(), 0.0);
@@ -322,6 +332,7 @@ class portfolio_policy final : public tree_policy {
 
   std::string name_;
   std::vector<std::unique_ptr<tree_policy>> candidates_;
+  std::unique_ptr<shared_kv> kv_;  ///< the KV bookkeeping the shadows share (not under joint)
   std::vector<std::unique_ptr<tree_replayer>> shadows_;
   leader_safeguard guard_;
   tree_context ctx_{};

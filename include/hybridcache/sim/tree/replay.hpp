@@ -560,23 +560,96 @@ inline std::vector<std::size_t> usable_matches(const tree_trace& t, const tree_c
   return out;
 }
 
+/// The KV bookkeeping of several replayers of one trace whose cached blocks do not depend on
+/// the states they hold: unlimited KV, or a separate KV budget evicted in LRU order
+/// (`kv_order::lru`). Such replayers would each insert every request's blocks and evict the same
+/// leaves in the same order; sharing one `block_tree` does that once. The first replayer to reach
+/// an allocation performs it and logs the leaves it evicted; every replayer then applies the log
+/// to its own state pool and policy (drop, `on_dropped`, `on_evicted`, in eviction order), as its
+/// own eviction loop would have. (That loop consults nothing but the tree under LRU order, and no
+/// policy reads the tree while it is told of drops, so the results are the same; the portfolio's
+/// shadows use it, sim/tree/portfolio.hpp.) Not for a joint budget: there the states decide
+/// which KV stays.
+class shared_kv {
+ public:
+  /// @throws invalid_argument for a joint KV budget, or a separate one that is negative or not
+  ///         finite.
+  shared_kv(const tree_trace& t, const tree_cost_model& cost) : t_(t), cost_(cost) {
+    if (cost.kv.mode == kv_mode::joint)
+      hybridcache::detail::throw_invalid("kv.mode", "joint", "cannot share KV bookkeeping");
+    if (cost.kv.mode != kv_mode::unlimited &&
+        !(cost.kv.bytes >= 0.0 && std::isfinite(cost.kv.bytes)))
+      hybridcache::detail::throw_invalid("kv.bytes", cost.kv.bytes, "must be finite and >= 0");
+    block_bytes_ = static_cast<double>(t.block()) * cost.model.kv_bytes_per_token();
+    tree_.reset(t.node_count(), cost.kv.mode != kv_mode::unlimited);
+    offsets_.push_back(0);
+  }
+  shared_kv(const shared_kv&) = delete;
+  shared_kv& operator=(const shared_kv&) = delete;
+
+  /// The trace and cost model it was built for.
+  [[nodiscard]] const tree_trace& trace() const noexcept { return t_; }
+  [[nodiscard]] const tree_cost_model& cost() const noexcept { return cost_; }
+  /// The shared tree.
+  [[nodiscard]] block_tree& tree() noexcept { return tree_; }
+  /// Allocation n (1-based, in order) of `path`: performed when n is the next one, else
+  /// (n already performed) only looked up. @returns (the allocation's first LRU stamp, the leaves
+  /// it evicted in order).
+  /// @throws invalid_argument when n skips ahead.
+  std::pair<std::uint64_t, std::span<const std::uint32_t>> allocate(
+      std::size_t n, std::span<const std::uint32_t> path) {
+    if (n == guards_.size() + 1) {
+      paths_.push_back(path.data());
+      guards_.push_back(tree_.insert(t_, path));
+      if (cost_.kv.mode == kv_mode::separate) {
+        while (static_cast<double>(tree_.blocks()) * block_bytes_ > cost_.kv.bytes) {
+          const auto v = tree_.evict_lru_leaf(t_, guards_.back());
+          if (v == tree_trace::no_parent) break;
+          evicted_.push_back(v);
+        }
+      }
+      offsets_.push_back(evicted_.size());
+    } else if (n == 0 || n > guards_.size()) {
+      hybridcache::detail::throw_invalid("allocation", n, "skips ahead of the shared KV");
+    } else if (paths_[n - 1] != path.data()) {
+      hybridcache::detail::throw_invalid("allocation", n, "is of another request's path");
+    }
+    return {guards_[n - 1], std::span<const std::uint32_t>(evicted_).subspan(
+                                offsets_[n - 1], offsets_[n] - offsets_[n - 1])};
+  }
+
+ private:
+  const tree_trace& t_;
+  tree_cost_model cost_;
+  double block_bytes_ = 0.0;
+  block_tree tree_;
+  std::vector<const std::uint32_t*> paths_;  ///< per allocation: the path (the trace's own)
+  std::vector<std::uint64_t> guards_;        ///< per allocation: its first stamp
+  std::vector<std::size_t> offsets_;         ///< per allocation: its evictions in `evicted_`
+  std::vector<std::uint32_t> evicted_;       ///< all evicted leaves, in order (O(trace) in all)
+};
+
 /// Replays a tree trace through one policy, one request at a time, on the causal protocol (see
 /// the file comment). Requests before `begin` are inserted into the tree (their KV is cached,
 /// within the KV budget) with no state held: a cold state pool over a warm tree.
 class tree_replayer {
  public:
   /// `usable` = usable_matches(t, cost) (passed in so sweeps compute it once; the offline
-  /// references' knowledge). `budget`: M states (see kv_budget for the joint pool).
-  /// @throws invalid_argument when `usable` does not match the trace or the KV budget is
-  ///         negative or not finite.
+  /// references' knowledge). `budget`: M states (see kv_budget for the joint pool). `kv`: KV
+  /// bookkeeping shared with other replayers of `t` under the same KV budget (`shared_kv`; the
+  /// policy must evict KV in LRU order), or none (the replayer keeps its own).
+  /// @throws invalid_argument when `usable` does not match the trace, the KV budget is negative
+  ///         or not finite, or `kv` was built for another trace or KV budget.
   tree_replayer(const tree_trace& t, tree_policy& policy, std::size_t budget,
                 const std::vector<std::size_t>& usable, const tree_cost_model& cost = {},
-                std::size_t begin = 0)
+                std::size_t begin = 0, shared_kv* kv = nullptr)
       : t_(t),
         policy_(policy),
         usable_(usable),
         cost_(cost),
         budget_(budget),
+        tree_(kv ? kv->tree() : own_tree_),
+        kv_(kv),
         next_(std::min(begin, t.size())) {
     if (usable.size() != t.size())
       hybridcache::detail::throw_invalid("usable.size()", usable.size(),
@@ -584,10 +657,14 @@ class tree_replayer {
     if (cost.kv.mode != kv_mode::unlimited &&
         !(cost.kv.bytes >= 0.0 && std::isfinite(cost.kv.bytes)))
       hybridcache::detail::throw_invalid("kv.bytes", cost.kv.bytes, "must be finite and >= 0");
+    if (kv && (&kv->trace() != &t || kv->cost().kv.mode != cost.kv.mode ||
+               (cost.kv.mode != kv_mode::unlimited && kv->cost().kv.bytes != cost.kv.bytes) ||
+               kv->cost().model.kv_bytes_per_token() != cost.model.kv_bytes_per_token()))
+      hybridcache::detail::throw_invalid("kv", "shared", "was built for another trace or budget");
     state_bytes_ = cost.model.checkpoint_bytes();
     block_bytes_ = static_cast<double>(t.block()) * cost.model.kv_bytes_per_token();
     pool_.reset(t.node_count(), budget);
-    tree_.reset(t.node_count(), cost.kv.mode != kv_mode::unlimited);
+    if (!kv_) tree_.reset(t.node_count(), cost.kv.mode != kv_mode::unlimited);
     ctx_.trace = &t;
     ctx_.pool = &pool_;
     ctx_.tree = &tree_;
@@ -851,8 +928,25 @@ class tree_replayer {
   void allocate(std::span<const std::uint32_t> path) {
     drops_.clear();
     allocating_ = true;
-    allocate_and_trim(path);
+    if (kv_)
+      apply_shared(path);
+    else
+      allocate_and_trim(path);
     allocating_ = false;
+  }
+  /// `allocate` on shared KV: the shared tree's allocation (performed by the first replayer to
+  /// get here), its evictions applied to this pool and policy as `evict_leaf` would.
+  void apply_shared(std::span<const std::uint32_t> path) {
+    const auto [guard, evicted] = kv_->allocate(++allocations_, path);
+    guard_ = guard;
+    for (const auto v : evicted) {
+      if (policy_.kv_eviction() != kv_order::lru)
+        hybridcache::detail::throw_invalid("kv", "shared",
+                                           "needs a policy that evicts KV in LRU order");
+      m_.kv_evicted_blocks += 1.0;
+      if (pool_.holds(v)) drop_state(v);
+      policy_.on_evicted(v);
+    }
   }
   /// `allocate`'s work: insert, then evict until the KV budget holds.
   void allocate_and_trim(std::span<const std::uint32_t> path) {
@@ -902,7 +996,10 @@ class tree_replayer {
   std::size_t budget_ = 0;
   double state_bytes_ = 0.0, block_bytes_ = 0.0;
   state_pool pool_;
-  block_tree tree_;
+  block_tree own_tree_;
+  block_tree& tree_;  ///< own_tree_, or the shared one
+  shared_kv* kv_ = nullptr;
+  std::size_t allocations_ = 0;  ///< allocations made on the shared KV
   tree_context ctx_;
   tree_metrics m_;
   std::vector<std::size_t> announced_;
