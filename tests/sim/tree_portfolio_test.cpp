@@ -57,6 +57,19 @@ hc::tree_metrics exact_with_window(const hc::tree_trace& t, double window, std::
   return hc::replay_tree(t, p, M, usable, cost);
 }
 
+// A replay's results against the same policy replayed alone (the reference), field by field.
+void check_same_replay(const hc::tree_metrics& s, const hc::tree_metrics& a) {
+  CAPTURE(a.policy);
+  CHECK(s.requests == a.requests);
+  CHECK(s.recomputed_tokens == a.recomputed_tokens);
+  CHECK(s.prefill_tokens == a.prefill_tokens);
+  CHECK(s.usable_tokens == a.usable_tokens);
+  CHECK(s.states_mean == a.states_mean);
+  CHECK(s.states_dropped == a.states_dropped);
+  CHECK(s.kv_evicted_blocks == a.kv_evicted_blocks);
+  CHECK(s.kv_blocks_mean == a.kv_blocks_mean);
+}
+
 }  // namespace
 
 TEST_CASE("portfolio: every shadow reproduces its candidate's own replay, in every KV mode") {
@@ -79,13 +92,7 @@ TEST_CASE("portfolio: every shadow reproduces its candidate's own replay, in eve
           alone = hc::make_tree_policy(names[c - 1], o);
         const auto a = hc::replay_tree(t, *alone, M, usable, o.cost);
         const auto s = p->shadow(c).metrics();
-        CAPTURE(a.policy);
-        CHECK(s.requests == a.requests);
-        CHECK(s.recomputed_tokens == a.recomputed_tokens);
-        CHECK(s.prefill_tokens == a.prefill_tokens);
-        CHECK(s.usable_tokens == a.usable_tokens);
-        CHECK(s.states_mean == a.states_mean);
-        CHECK(s.kv_evicted_blocks == a.kv_evicted_blocks);
+        check_same_replay(s, a);
         CHECK(s.decision_ns == 0.0);  // shadows are timed by the row's replayer, not their own
       }
       const auto st = p->stats();
@@ -549,16 +556,8 @@ TEST_CASE("shared_kv: replayers sharing one KV bookkeeping equal each replayed a
         for (auto& r : rs) r->end_request();
       }
       for (std::size_t c = 0; c < rs.size(); ++c) {
-        const auto a = hc::replay_tree(t, *alone[c], M, usable, o.cost, begin);
-        const auto s = rs[c]->metrics();
-        CAPTURE(a.policy);
-        CHECK(s.requests == a.requests);
-        CHECK(s.recomputed_tokens == a.recomputed_tokens);
-        CHECK(s.prefill_tokens == a.prefill_tokens);
-        CHECK(s.states_mean == a.states_mean);
-        CHECK(s.states_dropped == a.states_dropped);
-        CHECK(s.kv_evicted_blocks == a.kv_evicted_blocks);
-        CHECK(s.kv_blocks_mean == a.kv_blocks_mean);
+        check_same_replay(rs[c]->metrics(),
+                          hc::replay_tree(t, *alone[c], M, usable, o.cost, begin));
       }
       if (mode == hc::kv_mode::separate) CHECK(rs[0]->metrics().kv_evicted_blocks > 0.0);
     }
