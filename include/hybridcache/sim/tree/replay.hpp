@@ -212,13 +212,15 @@ class block_tree {
   std::uint64_t insert(const tree_trace& t, std::span<const std::uint32_t> path) {
     const std::uint64_t first = clock_ + 1;
     if (!track_) path = path.subspan(match(path));
-    for (auto v : path) {
+    for (std::size_t i = 0; i < path.size(); ++i) {
+      const auto v = path[i];
       if (!present_[v]) {
         present_[v] = 1;
         ++blocks_;
         const auto p = t.parent(v);
         if (p != tree_trace::no_parent) {
-          if (track_ && present_[p] && children_[p] == 0) leave(p);
+          // (The path's previous node, path[i − 1] = p, never joined the leaves: see below.)
+          if (track_ && i == 0 && present_[p] && children_[p] == 0) leave(p);
           ++children_[p];
         }
       } else if (track_ && children_[v] == 0) {
@@ -226,9 +228,11 @@ class block_tree {
       }
       if (!track_) continue;
       stamp_[v] = ++clock_;
-      if (children_[v] == 0) enter(v);
+      // Every node of the path but the last gains a child in this insertion (the next one, new
+      // or already present), so only the last can be a leaf afterwards: the others do not join
+      // the leaf orders only to leave them at the next step.
+      if (i + 1 == path.size() && children_[v] == 0) enter(v);
     }
-    // A node that gained a child in this insertion left the leaves when it did.
     return first;
   }
   /// Evicts the least recently used leaf stamped before `guard` (not on the running path).
