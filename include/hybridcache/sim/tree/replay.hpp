@@ -81,7 +81,6 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -91,6 +90,7 @@
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/sim/model.hpp"
+#include "hybridcache/sim/tree/stamp_heap.hpp"
 #include "hybridcache/sim/tree/trace.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
@@ -180,8 +180,8 @@ class block_tree {
     present_.assign(nodes, 0);
     children_.assign(nodes, 0);
     stamp_.assign(track ? nodes : 0, 0);
-    leaves_.clear();
-    bare_.clear();
+    leaves_.reset(track ? nodes : 0);
+    bare_.reset(0);
     pool_ = nullptr;
     track_ = track;
     clock_ = 0;
@@ -238,8 +238,8 @@ class block_tree {
   /// Evicts the least recently used leaf stamped before `guard` (not on the running path).
   /// Needs tracking. @returns it, or `tree_trace::no_parent` when there is none.
   std::uint32_t evict_lru_leaf(const tree_trace& t, std::uint64_t guard) {
-    if (leaves_.empty() || leaves_.begin()->first >= guard) return tree_trace::no_parent;
-    return evict(t, leaves_.begin()->second);
+    if (leaves_.empty() || leaves_.top().first >= guard) return tree_trace::no_parent;
+    return evict(t, leaves_.top().second);
   }
   /// Starts keeping the leaves that hold no state in `pool` in their own LRU order (for
   /// `kv_order::stateless_first`), and has the pool report every state added or removed. Built
@@ -250,27 +250,27 @@ class block_tree {
   /// that holds no state, else (none left) the least recently used leaf as `evict_lru_leaf`.
   /// Needs `watch`. @returns it, or `tree_trace::no_parent`.
   std::uint32_t evict_stateless_leaf(const tree_trace& t, std::uint64_t guard) {
-    if (!bare_.empty() && bare_.begin()->first < guard) return evict(t, bare_.begin()->second);
+    if (!bare_.empty() && bare_.top().first < guard) return evict(t, bare_.top().second);
     return evict_lru_leaf(t, guard);
   }
   /// Whether a leaf stamped before `guard` holds no state (needs `watch`).
   [[nodiscard]] bool has_stateless_leaf(std::uint64_t guard) const noexcept {
-    return !bare_.empty() && bare_.begin()->first < guard;
+    return !bare_.empty() && bare_.top().first < guard;
   }
   /// The watched pool added (`held`) or removed a state at `v` (it reports only changes).
   void held_changed(std::uint32_t v, bool held) noexcept {
     if (pool_ == nullptr || !present_[v] || children_[v] != 0) return;  // not watched, no leaf
     if (held)
-      bare_.erase({stamp_[v], v});
+      bare_.erase(v);
     else
-      bare_.emplace(stamp_[v], v);
+      bare_.insert(v, stamp_[v]);
   }
   /// Stamp of the least recently used leaf stamped before `guard` (the one `evict_lru_leaf`
   /// would take), or the largest stamp value when there is none. Needs tracking.
   [[nodiscard]] std::uint64_t lru_leaf_stamp(std::uint64_t guard) const noexcept {
-    if (leaves_.empty() || leaves_.begin()->first >= guard)
+    if (leaves_.empty() || leaves_.top().first >= guard)
       return std::numeric_limits<std::uint64_t>::max();
-    return leaves_.begin()->first;
+    return leaves_.top().first;
   }
   /// The next stamp of the LRU clock, for a use of something other than a block (a held state
   /// in the engine's one LRU, see `tree_context::lru_tick`). Stamps are shared with `insert`.
@@ -285,13 +285,13 @@ class block_tree {
   [[nodiscard]] inline bool bare(std::uint32_t v) const noexcept;
   /// Present leaf `v` (stamped) joins the leaf orders.
   void enter(std::uint32_t v) {
-    leaves_.emplace(stamp_[v], v);
-    if (bare(v)) bare_.emplace(stamp_[v], v);
+    leaves_.insert(v, stamp_[v]);
+    if (bare(v)) bare_.insert(v, stamp_[v]);
   }
   /// `v` stops being a leaf (it gains a child, is re-stamped or evicted).
   void leave(std::uint32_t v) {
-    leaves_.erase({stamp_[v], v});
-    if (bare(v)) bare_.erase({stamp_[v], v});
+    leaves_.erase(v);
+    if (bare(v)) bare_.erase(v);
   }
   /// Evicts leaf `v` (a member of `leaves_`); its parent may become a leaf. @returns v.
   std::uint32_t evict(const tree_trace& t, std::uint32_t v) {
@@ -306,8 +306,10 @@ class block_tree {
   std::vector<std::uint8_t> present_;
   std::vector<std::uint32_t> children_;
   std::vector<std::uint64_t> stamp_;
-  std::set<std::pair<std::uint64_t, std::uint32_t>> leaves_;
-  std::set<std::pair<std::uint64_t, std::uint32_t>> bare_;  ///< watched: the leaves with no state
+  // The present leaves by (stamp, node), least recently used first (tracking only), and the
+  // watched ones that hold no state (an ordered set of pairs before 2026-11: stamp_heap.hpp).
+  stamp_heap leaves_;
+  stamp_heap bare_;
   const state_pool* pool_ = nullptr;                        ///< the watched pool, or none
   bool track_ = false;
   std::uint64_t clock_ = 0;
@@ -324,8 +326,10 @@ inline void block_tree::watch(state_pool& pool) {
   if (pool_ != nullptr || !track_) return;
   pool_ = &pool;
   pool.observe(this);
-  for (const auto& [st, v] : leaves_)
-    if (!pool.holds(v)) bare_.emplace_hint(bare_.end(), st, v);
+  bare_.reset(present_.size());
+  leaves_.for_each([&](std::uint64_t st, std::uint32_t v) {
+    if (!pool.holds(v)) bare_.insert(v, st);
+  });
 }
 
 /// How KV memory is counted (see the file comment).
