@@ -1052,20 +1052,40 @@ class llamacpp_policy final : public tree_policy {
   }
 
   void on_dropped(std::uint32_t v) override {
+    // The references to v left to find: its checkpoints and live states in the holders, and the
+    // stale live state of the running request (`refs_` counts each once).
+    std::size_t left = refs_[v];
     refs_[v] = 0;
-    if (stale_ == v) stale_ = none;
+    if (stale_ == v) {
+      stale_ = none;
+      left -= std::min<std::size_t>(left, 1);
+    }
     // A holder refers to v only through the node at v's depth d on its path (a trace path runs
     // down from a namespace root, depth 0: its entry d − 1 is at depth d), so the other holders
-    // are passed over without a walk of their checkpoints.
+    // are passed over without a walk of their checkpoints; the scan stops once every reference
+    // is found. @returns whether the holder lost a state.
     const std::size_t d = ctx_.trace->depth(v);
     const auto purge = [&](holder& h) {
       if (d == 0 || h.path.size() < d || h.path[d - 1] != v) return false;
-      std::erase_if(h.ckpts, [&](const ckpt& c) { return path_node(h, c.block) == v; });
-      if (h.live && h.path.back() == v) h.live = false;
-      return true;
+      std::size_t lost =
+          std::erase_if(h.ckpts, [&](const ckpt& c) { return path_node(h, c.block) == v; });
+      if (h.live && h.path.back() == v) {
+        h.live = false;
+        ++lost;
+      }
+      left -= std::min(left, lost);
+      return lost > 0;
     };
-    for (auto& h : slots_) purge(h);
-    for (auto& h : cache_) maybe_empty_ = purge(h) || maybe_empty_;
+    for (auto& h : slots_) {
+      if (left == 0) break;
+      purge(h);
+    }
+    // Only an entry that lost a state can be left with none (the flag is clear otherwise only
+    // when no entry is empty).
+    for (auto& h : cache_) {
+      if (left == 0) break;
+      maybe_empty_ = purge(h) || maybe_empty_;
+    }
     // Entries left with no state leave the cache (skipped when none can be empty).
     if (maybe_empty_)
       std::erase_if(cache_, [](const holder& h) { return !h.live && h.ckpts.empty(); });
@@ -1154,16 +1174,25 @@ class llamacpp_policy final : public tree_policy {
   /// `server_prompt_cache::alloc` (see the class comment).
   void save(const holder& h) {
     if (h.tokens == 0) return;
-    // (The size and token tests come first: they decide most entries without the prefix walk.)
-    for (const auto& e : cache_)
+    // One pass: no save when an entry contains h; else the entries h contains leave, in order.
+    // (The token tests come first: they decide most entries without reading a path.)
+    contained_.clear();
+    for (std::size_t i = 0; i < cache_.size(); ++i) {
+      const auto& e = cache_[i];
       if (h.tokens <= e.tokens && starts_with(e, h.path)) return;
-    for (auto it = cache_.begin(); it != cache_.end();) {
-      if (it->tokens <= h.tokens && starts_with(h, it->path)) {
-        clear(*it);
-        it = cache_.erase(it);
-      } else {
-        ++it;
+      if (e.tokens <= h.tokens && starts_with(h, e.path)) contained_.push_back(i);
+    }
+    if (!contained_.empty()) {
+      std::size_t out = contained_.front(), next = 0;
+      for (std::size_t i = contained_.front(); i < cache_.size(); ++i) {
+        if (next < contained_.size() && contained_[next] == i) {
+          clear(cache_[i]);
+          ++next;
+        } else {
+          cache_[out++] = std::move(cache_[i]);
+        }
       }
+      cache_.resize(out);
     }
     holder e = h;
     e.stamp = ++clock_;
@@ -1274,6 +1303,7 @@ class llamacpp_policy final : public tree_policy {
   std::vector<std::size_t> ended_;  ///< per node: tokens of an earlier request ending there
   std::vector<holder> slots_;
   std::deque<holder> cache_;
+  std::vector<std::size_t> contained_;  ///< `save`: the entries the saved holder contains
   bool maybe_empty_ = false;  ///< a cache entry may hold no state (`on_dropped` removes those)
   std::vector<planned> planned_;
   std::uint64_t clock_ = 0;
