@@ -124,11 +124,10 @@ void BM_tree_row_no_replan(benchmark::State& st) {
 }
 BENCHMARK(BM_tree_row_no_replan)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 
-// The same under a separate KV budget of a quarter of the trace's blocks (it binds: every
-// shadow's KV bookkeeping evicts), at M = 64 and 1024.
-void BM_tree_row_no_replan_separate(benchmark::State& st) {
+// The row with re-plans off under a KV budget of a quarter of the trace's blocks, in `mode`.
+void replay_row_kv(benchmark::State& st, hc::kv_mode mode) {
   hc::tree_options o;
-  o.cost.kv.mode = hc::kv_mode::separate;
+  o.cost.kv.mode = mode;
   o.cost.kv.bytes = 0.25 * static_cast<double>(trace().node_count() * trace().block()) *
                     o.cost.model.kv_bytes_per_token();
   const auto budget = static_cast<std::size_t>(st.range(0));
@@ -139,7 +138,18 @@ void BM_tree_row_no_replan_separate(benchmark::State& st) {
   }
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * blocks()));
 }
+
+// The same under a separate KV budget of a quarter of the trace's blocks (it binds: every
+// shadow's KV bookkeeping evicts), at M = 64 and 1024.
+void BM_tree_row_no_replan_separate(benchmark::State& st) {
+  replay_row_kv(st, hc::kv_mode::separate);
+}
 BENCHMARK(BM_tree_row_no_replan_separate)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// The same under a joint budget (one pool for that KV and the M states): the states decide what
+// KV fits, so every shadow keeps its own KV bookkeeping (no shared_kv), at M = 64 and 1024.
+void BM_tree_row_no_replan_joint(benchmark::State& st) { replay_row_kv(st, hc::kv_mode::joint); }
+BENCHMARK(BM_tree_row_no_replan_joint)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 // The row's simulator harness alone: the portfolio with as many candidates as the row, each a
 // policy that decides nothing (`noop`). What remains is what the simulator does per shadow
