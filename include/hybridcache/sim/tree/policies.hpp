@@ -1076,16 +1076,11 @@ class llamacpp_policy final : public tree_policy {
       left -= std::min(left, lost);
       return lost > 0;
     };
-    for (auto& h : slots_) {
-      if (left == 0) break;
-      purge(h);
-    }
-    // Only an entry that lost a state can be left with none (the flag is clear otherwise only
-    // when no entry is empty).
-    for (auto& h : cache_) {
-      if (left == 0) break;
-      maybe_empty_ = purge(h) || maybe_empty_;
-    }
+    for (std::size_t i = 0; i < n_slots_ && left > 0; ++i) purge(slots_[i]);
+    // Newest first (the states KV eviction drops are mostly held by recent entries). Only an
+    // entry that lost a state can be left with none: the flag is clear only when none is empty.
+    for (auto it = cache_.rbegin(); it != cache_.rend() && left > 0; ++it)
+      maybe_empty_ = purge(*it) || maybe_empty_;
     // Entries left with no state leave the cache (skipped when none can be empty).
     if (maybe_empty_)
       std::erase_if(cache_, [](const holder& h) { return !h.live && h.ckpts.empty(); });
@@ -1174,25 +1169,16 @@ class llamacpp_policy final : public tree_policy {
   /// `server_prompt_cache::alloc` (see the class comment).
   void save(const holder& h) {
     if (h.tokens == 0) return;
-    // One pass: no save when an entry contains h; else the entries h contains leave, in order.
-    // (The token tests come first: they decide most entries without reading a path.)
-    contained_.clear();
-    for (std::size_t i = 0; i < cache_.size(); ++i) {
-      const auto& e = cache_[i];
+    // (The size and token tests come first: they decide most entries without the prefix walk.)
+    for (const auto& e : cache_)
       if (h.tokens <= e.tokens && starts_with(e, h.path)) return;
-      if (e.tokens <= h.tokens && starts_with(h, e.path)) contained_.push_back(i);
-    }
-    if (!contained_.empty()) {
-      std::size_t out = contained_.front(), next = 0;
-      for (std::size_t i = contained_.front(); i < cache_.size(); ++i) {
-        if (next < contained_.size() && contained_[next] == i) {
-          clear(cache_[i]);
-          ++next;
-        } else {
-          cache_[out++] = std::move(cache_[i]);
-        }
+    for (auto it = cache_.begin(); it != cache_.end();) {
+      if (it->tokens <= h.tokens && starts_with(h, it->path)) {
+        clear(*it);
+        it = cache_.erase(it);
+      } else {
+        ++it;
       }
-      cache_.resize(out);
     }
     holder e = h;
     e.stamp = ++clock_;
@@ -1303,7 +1289,6 @@ class llamacpp_policy final : public tree_policy {
   std::vector<std::size_t> ended_;  ///< per node: tokens of an earlier request ending there
   std::vector<holder> slots_;
   std::deque<holder> cache_;
-  std::vector<std::size_t> contained_;  ///< `save`: the entries the saved holder contains
   bool maybe_empty_ = false;  ///< a cache entry may hold no state (`on_dropped` removes those)
   std::vector<planned> planned_;
   std::uint64_t clock_ = 0;
