@@ -71,7 +71,7 @@ TEST_CASE("stamp_heap: the same least element and members as an ordered set of (
   CHECK(checks == 80 * 600);
 }
 
-TEST_CASE("stamp_heap: an empty heap has no top; reset empties it") {
+TEST_CASE("stamp_heap: an empty heap has no top, and reset empties it") {
   hc::stamp_heap heap;
   heap.reset(4);
   CHECK_THROWS_AS((void)heap.top(), hc::invalid_argument);
