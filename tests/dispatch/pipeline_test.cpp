@@ -12,7 +12,7 @@
 
 namespace hc = hybridcache;
 
-TEST_CASE("pipelined arrivals match an event simulation; pipelining never waits longer") {
+TEST_CASE("pipelined arrivals match an event simulation, pipelining never waits longer") {
   std::mt19937_64 rng(9);
   std::uniform_real_distribution<double> t(0.0, 10.0);
   for (int trial = 0; trial < 100; ++trial) {

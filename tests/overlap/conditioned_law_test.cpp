@@ -68,7 +68,7 @@ TEST_CASE("conditioned law: a tail-anchored workload moves the weight to the tai
   CHECK(hc::plan_entry(*law, 1).checkpoints == std::vector<std::size_t>{960});
 }
 
-TEST_CASE("pooled and tail laws are the single histograms; bad input is named") {
+TEST_CASE("pooled and tail laws are the single histograms, bad input is named") {
   hc::depth_law_estimator pooled(100, {.kind = hc::law_kind::pooled});
   pooled.observe(30, 100);
   pooled.observe(0, 0);

@@ -96,7 +96,7 @@ TEST_CASE("ew_histogram stays finite and exact across many renormalisation epoch
   check_against_reference(slow, d2, 0.999999, 1e-9);
 }
 
-TEST_CASE("gamma = 1 is the empirical histogram; misses are kept apart") {
+TEST_CASE("gamma = 1 is the empirical histogram, misses are kept apart") {
   hc::ew_histogram ew(10, 1.0);
   hc::empirical_histogram emp(10);
   std::mt19937 rng(3);
@@ -141,7 +141,7 @@ TEST_CASE("histograms: empty state, bad depth, bad parameters") {
   }
 }
 
-TEST_CASE("gamma has a documented valid range [2^-1022, 1]; its ends give a finite pmf") {
+TEST_CASE("gamma has a documented valid range [2^-1022, 1], its ends give a finite pmf") {
   CHECK(hc::ew_histogram::min_gamma == std::numeric_limits<double>::min());
   CHECK_THROWS_AS(hc::ew_histogram(4, std::numeric_limits<double>::denorm_min()),
                   hc::invalid_argument);

@@ -67,7 +67,7 @@ TEST_CASE("plan_entry is the brute-force optimum of the truncated law, head and 
   CHECK(checked > 900);
 }
 
-TEST_CASE("block_law: no mass on 1..L is no law; bad arguments are named") {
+TEST_CASE("block_law: no mass on 1..L is no law, bad arguments are named") {
   std::vector<double> w(100, 0.0);
   w[79] = 1.0;  // depth 80 only
   const hc::depth_prefix_sums sums(w);

@@ -31,7 +31,7 @@ TEST_CASE("optimal_frontier equals the brute-force minimum for every budget") {
   }
 }
 
-TEST_CASE("optimal_frontier is nonincreasing and convex; V(0) is the no-cache cost") {
+TEST_CASE("optimal_frontier is nonincreasing and convex, V(0) is the no-cache cost") {
   std::mt19937 rng(11);
   std::vector<double> w(2000);
   std::lognormal_distribution<double> d(0.0, 2.0);

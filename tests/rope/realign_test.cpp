@@ -116,7 +116,7 @@ TEST_CASE_TEMPLATE("keys rotated at p and moved by Δ equal keys rotated directl
   }
 }
 
-TEST_CASE("dimensions beyond rotary_dim pass through bit for bit; strided token axis works") {
+TEST_CASE("dimensions beyond rotary_dim pass through bit for bit, strided token axis works") {
   const hc::rope_params p{.head_dim = 8, .rotary_dim = 4, .base = 10000.0};
   // Keys live every other row of a larger buffer (a non-contiguous token axis).
   std::vector<float> buf(2 * 3 * 8);

@@ -33,7 +33,7 @@ TEST_CASE("layer plan: dense below the threshold, select at ℓ*−1, sparse abo
   CHECK_THROWS_AS((void)plan.mask(8), hc::invalid_argument);
 }
 
-TEST_CASE("layer plan: ℓ* = 0 selects from the sparse-Q forward; ℓ* = L is all dense") {
+TEST_CASE("layer plan: ℓ* = 0 selects from the sparse-Q forward, ℓ* = L is all dense") {
   const auto sel = sample_selection();
   auto plan = hc::make_layer_plan(4, 0, sel);
   CHECK(plan.modes[0] == hc::layer_mode::select);

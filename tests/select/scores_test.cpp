@@ -148,7 +148,7 @@ TEST_CASE("sparse_q_scores rejects mismatched shapes, bad positions and non-fini
                   hc::invalid_argument);  // 3 kv heads do not divide 2 query heads
 }
 
-TEST_CASE("every key row must be finite; an overflowing logit is reported as overflow (#21)") {
+TEST_CASE("every key row must be finite, an overflowing logit is reported as overflow (#21)") {
   // Prompt of 10 tokens, queries at 3 and 7: key rows 8 and 9 lie after the last query.
   std::vector<float> q(2 * 2 * 4, 0.1f), k(10 * 1 * 4, 0.2f);
   std::vector<std::int32_t> pos{3, 7};

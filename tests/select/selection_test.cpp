@@ -56,7 +56,7 @@ TEST_CASE("select_tokens matches the set-based reference on random layouts") {
   }
 }
 
-TEST_CASE("SparseX layout: instruction, two passages, question; and a reused tail") {
+TEST_CASE("SparseX layout: instruction, two passages, question, and a reused tail") {
   // [0,8) instruction | [8,40) passage A | [40,72) passage B | [72,80) question.
   std::vector<double> s(80, 0.001);
   s[20] = 0.5;  // a key token in passage A
@@ -78,7 +78,7 @@ TEST_CASE("SparseX layout: instruction, two passages, question; and a reused tai
   CHECK(sel.tail == std::vector<std::size_t>{62, 63, 64, 65, 66, 67, 68, 69, 70, 71});
 }
 
-TEST_CASE("select_tokens: k larger than the reused set is clamped; nothing reused") {
+TEST_CASE("select_tokens: k larger than the reused set is clamped, nothing reused") {
   const std::vector<double> s{0.1, 0.2, 0.3, 0.4};
   const std::vector<hc::token_range> one{{1, 3}};
   auto sel = hc::select_tokens(s, one, {.top_k = 100, .block_size = 1});

@@ -10,7 +10,7 @@
 
 namespace hc = hybridcache;
 
-TEST_CASE("word tokenizer: whitespace words, shared vocabulary; byte tokenizer") {
+TEST_CASE("word tokenizer: whitespace words, shared vocabulary, byte tokenizer") {
   hc::word_tokenizer w;
   const auto a = w.encode("the cat\tsat\n\non  the mat ");
   CHECK(a == std::vector<std::uint32_t>{0, 1, 2, 3, 0, 4});

@@ -251,7 +251,7 @@ TEST_CASE("dp_frontier keeps all but the tolerance of the achievable savings") {
   }
 }
 
-TEST_CASE("a seed names the result; another seed gives another trace") {
+TEST_CASE("a seed names the result, another seed gives another trace") {
   hc::sparse_prefix_options o;
   o.cache_entries = 35;
   const auto a = hc::simulate_sparse_prefix(

@@ -434,7 +434,7 @@ TEST_CASE("KV budget: a joint pool sheds the row's least valuable state, not the
   }
 }
 
-TEST_CASE("sglang no_buffer snapshots at chunk ends and the request end; LRU eviction") {
+TEST_CASE("sglang no_buffer snapshots at chunk ends and the request end, LRU eviction") {
   // B = 4, chunk C = 8 tokens. R1: prompt 20, output 2 → path of ⌊22/4⌋ = 5 blocks. Chunk ends
   // at 8 and 16 tokens (j = 2, 4), request end j = 5.
   hc::tree_trace_builder b("nobuf", 4);
@@ -546,7 +546,7 @@ TEST_CASE("the engine rejects a policy that cheats") {
   CHECK_THROWS_AS(hc::replay_tree(b.trace(), z, 2, usable), hybridcache::capacity_error);
 }
 
-TEST_CASE("every policy stays within budget on the synthetic workload; namespaces stay apart") {
+TEST_CASE("every policy stays within budget on the synthetic workload, namespaces stay apart") {
   hc::multi_turn_options o;
   o.sessions = 40;
   o.block = 32;

@@ -161,7 +161,7 @@ TEST_CASE("deeply nested JSON is rejected by the parser, not by the stack") {
   CHECK_THROWS_WITH(io::parse_token_jsonl(ok63, "x", "x"), doctest::Contains("token ids"));
 }
 
-TEST_CASE("numbers: 1e400 maps to file:line; ids are unsigned 64-bit") {
+TEST_CASE("numbers: 1e400 maps to file:line, ids are unsigned 64-bit") {
   check_error_bounded(
       error_of([] { (void)io::parse_token_jsonl("[1]\n[1e400]\n", "big.jsonl", "b"); }),
       "big.jsonl:2");

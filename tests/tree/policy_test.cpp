@@ -88,7 +88,7 @@ int count_aged(const ht::tree_policy_model& model, const std::vector<node_id>& v
 
 }  // namespace
 
-TEST_CASE("match walks full blocks; partial blocks and other namespaces never match") {
+TEST_CASE("match walks full blocks, partial blocks and other namespaces never match") {
   hc::state_policy pol({.block_size = 4, .state_bytes = 10, .capacity_bytes = 100});
   const auto a = seq({1, 2, 3, 4, 5, 6, 7, 8, 9, 10});  // 2 full blocks + 2 tokens
   const auto path = pol.insert(ns_of(0), a);
@@ -141,7 +141,7 @@ TEST_CASE("key-based calls reach the same nodes as token-based ones") {
   pol.unpin(m3.resume_node);
 }
 
-TEST_CASE("resume from the deepest state; pins keep a state from eviction") {
+TEST_CASE("resume from the deepest state, pins keep a state from eviction") {
   hc::state_policy pol({.block_size = 2, .state_bytes = 5, .capacity_bytes = 10});
   const auto a = seq({1, 2, 3, 4, 5, 6, 7, 8});
   const auto p = pol.insert(ns_of(0), a);
