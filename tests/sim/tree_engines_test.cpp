@@ -561,3 +561,34 @@ TEST_CASE("llamacpp rows: KV evictions purge the dropped state from every slot a
     }
   }
 }
+
+TEST_CASE("llamacpp cache_ram: the prompt cache's indexes agree with the linear scans") {
+  // The prompt cache finds the entries a request concerns through two indexes (by the Euler
+  // entry time of an entry's last node, and by the node at the least prefix `load` accepts)
+  // instead of scanning every entry. With the index check on, every `save`, `load` and
+  // `on_dropped` also runs the server's linear loops over all entries and throws where the two
+  // disagree: the entry that contains the slot, the entries it contains, the entry loaded, and
+  // that no entry still lists a dropped state or is left empty. Families with thousands of
+  // entries, under each KV mode (KV evictions drop states entries list) and small and large
+  // state budgets (evictions of checkpoints and of whole entries).
+  for (const char* family : {"prompt-library", "agent-loop", "doc-qa-repeat", "rag"}) {
+    const auto t = hc::tree_family(family, 64, {.sessions = 0, .seed = 3});
+    for (const auto mode : {hc::kv_mode::unlimited, hc::kv_mode::separate, hc::kv_mode::joint}) {
+      hc::tree_cost_model cost;
+      cost.kv.mode = mode;
+      if (mode != hc::kv_mode::unlimited) cost.kv.bytes = 1.0 * 1024 * 1024 * 1024;
+      const auto usable = hc::usable_matches(t, cost);
+      for (const std::size_t m : {16, 256}) {
+        CAPTURE(family);
+        CAPTURE(hc::to_string(mode));
+        CAPTURE(m);
+        hc::llamacpp_policy p(32, 512, 2048, 8192, 4, 0.1, true);
+        p.set_index_check(true);
+        hc::tree_metrics r;
+        CHECK_NOTHROW(r = hc::replay_tree(t, p, m, usable, cost));
+        CHECK(r.requests == t.size());
+        if (mode != hc::kv_mode::joint) CHECK(r.states_peak <= m);
+      }
+    }
+  }
+}

@@ -882,6 +882,10 @@ class llamacpp_policy final : public tree_policy {
   [[nodiscard]] std::string name() const override {
     return cache_ram_ ? "llamacpp_cache_ram" : "llamacpp";
   }
+  /// For tests: the prompt cache's `save`, `load` and `on_dropped` also run the linear scans
+  /// over every entry that its indexes replace (the definitions, as the server's loops read) and
+  /// throw `hybridcache::error` where the two disagree. O(entries) per request when on.
+  void set_index_check(bool on) noexcept { check_ = on; }
 
   void reset(const tree_context& ctx) override {
     ctx_ = ctx;
@@ -889,7 +893,14 @@ class llamacpp_policy final : public tree_policy {
     ended_.assign(ctx.trace->node_count(), 0);
     slots_.assign(n_slots_, holder{});
     cache_.clear();
-    maybe_empty_ = false;
+    maybe_empty_.clear();
+    by_tin_.clear();
+    by_quarter_.clear();
+    if (cache_ram_) {
+      euler_ = hybridcache::detail::trie_euler::of(*ctx.trace);
+      last_n_.assign(ctx.trace->node_count(), 0);
+      quarter_n_.assign(ctx.trace->node_count(), 0);
+    }
     clock_ = 0;
     cur_ = 0;
   }
@@ -1077,14 +1088,32 @@ class llamacpp_policy final : public tree_policy {
       return lost > 0;
     };
     for (std::size_t i = 0; i < n_slots_ && left > 0; ++i) purge(slots_[i]);
-    // Newest first (the states KV eviction drops are mostly held by recent entries). Only an
-    // entry that lost a state can be left with none: the flag is clear only when none is empty.
-    for (auto it = cache_.rbegin(); it != cache_.rend() && left > 0; ++it)
-      maybe_empty_ = purge(*it) || maybe_empty_;
-    // Entries left with no state leave the cache (skipped when none can be empty).
-    if (maybe_empty_)
-      std::erase_if(cache_, [](const holder& h) { return !h.live && h.ckpts.empty(); });
-    maybe_empty_ = false;
+    // The entries whose sequence passes v: those whose last node lies in v's subtree, one range
+    // of the Euler index. Only an entry that lost a state can be left with none.
+    if (cache_ram_ && d > 0 && left > 0) {
+      const auto& eu = *euler_;
+      for (auto it = by_tin_.lower_bound({eu.tin[v], 0});
+           it != by_tin_.end() && it->first < eu.tout[v] && left > 0; ++it) {
+        auto& e = *find_entry(it->second);
+        if (purge(e)) maybe_empty_.push_back(e.stamp);
+      }
+    }
+    // Entries left with no state leave the cache.
+    for (const auto stamp : maybe_empty_) {
+      const auto it = find_entry(stamp);
+      if (it != cache_.end() && !it->live && it->ckpts.empty()) erase_entry(it);
+    }
+    maybe_empty_.clear();
+    if (check_) {
+      if (by_tin_.size() != cache_.size()) index_mismatch("on_dropped: the index's size");
+      for (const auto& e : cache_) {
+        if (!e.live && e.ckpts.empty()) index_mismatch("on_dropped: an entry left empty");
+        const bool lists = (e.live && e.path.back() == v) ||
+                           std::any_of(e.ckpts.begin(), e.ckpts.end(),
+                                       [&](const ckpt& c) { return path_node(e, c.block) == v; });
+        if (lists) index_mismatch("on_dropped: an entry still lists the dropped state");
+      }
+    }
   }
 
  private:
@@ -1167,24 +1196,55 @@ class llamacpp_policy final : public tree_policy {
   }
 
   /// `server_prompt_cache::alloc` (see the class comment).
+  ///
+  /// The cache is indexed so that `save` and `load` read only the entries they concern, not
+  /// every entry (thousands on a long trace): the entries that contain h are those whose last
+  /// node lies in the subtree of h's (one range of `by_tin_`); those h contains end on h's path
+  /// (looked up node by node).
   void save(const holder& h) {
     if (h.tokens == 0) return;
-    // (The size and token tests come first: they decide most entries without the prefix walk.)
-    for (const auto& e : cache_)
-      if (h.tokens <= e.tokens && starts_with(e, h.path)) return;
-    for (auto it = cache_.begin(); it != cache_.end();) {
-      if (it->tokens <= h.tokens && starts_with(h, it->path)) {
-        clear(*it);
-        it = cache_.erase(it);
-      } else {
-        ++it;
-      }
+    bool contained = false;
+    if (h.path.empty()) {  // every entry starts with the empty sequence (not met in practice)
+      for (const auto& e : cache_) contained = contained || h.tokens <= e.tokens;
+    } else {
+      const auto& eu = *euler_;
+      const auto x = h.path.back();
+      for (auto it = by_tin_.lower_bound({eu.tin[x], 0});
+           !contained && it != by_tin_.end() && it->first < eu.tout[x]; ++it)
+        contained = h.tokens <= find_entry(it->second)->tokens;
+    }
+    if (check_) {
+      bool lin = false;
+      for (const auto& e : cache_) lin = lin || (h.tokens <= e.tokens && starts_with(e, h.path));
+      if (lin != contained) index_mismatch("save: an entry containing the slot");
+    }
+    if (contained) return;
+    // The entries h contains, removed in cache order.
+    std::vector<std::uint64_t>& gone = scratch_;
+    gone.clear();
+    const auto collect = [&](std::uint32_t key) {
+      for (auto it = by_tin_.lower_bound({key, 0}); it != by_tin_.end() && it->first == key; ++it)
+        if (find_entry(it->second)->tokens <= h.tokens) gone.push_back(it->second);
+    };
+    collect(no_tin);
+    for (const auto x : h.path)
+      if (last_n_[x] > 0) collect(euler_->tin[x]);
+    std::sort(gone.begin(), gone.end());
+    if (check_) {
+      std::vector<std::uint64_t> lin;
+      for (const auto& e : cache_)
+        if (e.tokens <= h.tokens && starts_with(h, e.path)) lin.push_back(e.stamp);
+      if (lin != gone) index_mismatch("save: the entries the slot contains");
+    }
+    for (const auto stamp : gone) {
+      erase_entry(find_entry(stamp));
     }
     holder e = h;
     e.stamp = ++clock_;
     if (e.live) ++refs_[e.path.back()];
     for (const auto& c : e.ckpts) ++refs_[path_node(e, c.block)];
-    maybe_empty_ = maybe_empty_ || (!e.live && e.ckpts.empty());
+    if (!e.live && e.ckpts.empty()) maybe_empty_.push_back(e.stamp);
+    index_entry(e);
     cache_.push_back(std::move(e));
   }
   /// `server_prompt_cache::load` into slot `h` for a prompt `path` of `P` tokens.
@@ -1193,8 +1253,20 @@ class llamacpp_policy final : public tree_policy {
     const double base = static_cast<double>(lcp(h, path)) * B;
     double keep = h.tokens > 0 ? base / static_cast<double>(h.tokens) : -1.0;
     double sim = base / static_cast<double>(P);
+    // Only an entry sharing at least a quarter of its tokens with the prompt is considered: one
+    // sharing its quarter node (`quarter`) with the path. They are taken in cache order.
+    std::vector<std::uint64_t>& cand = scratch_;
+    cand.clear();
+    for (const auto x : path) {
+      if (quarter_n_[x] == 0) continue;
+      for (auto it = by_quarter_.lower_bound({x, 0}); it != by_quarter_.end() && it->first == x;
+           ++it)
+        cand.push_back(it->second);
+    }
+    std::sort(cand.begin(), cand.end());
     auto best = cache_.end();
-    for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+    for (const auto stamp : cand) {
+      const auto it = find_entry(stamp);
       const double l = static_cast<double>(lcp(*it, path)) * B;
       const double k = l / static_cast<double>(it->tokens), f = l / static_cast<double>(P);
       if (k < 0.25) continue;
@@ -1204,12 +1276,82 @@ class llamacpp_policy final : public tree_policy {
         best = it;
       }
     }
+    if (check_) {
+      double lkeep = h.tokens > 0 ? base / static_cast<double>(h.tokens) : -1.0;
+      double lsim = base / static_cast<double>(P);
+      auto lbest = cache_.end();
+      for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+        const double l = static_cast<double>(lcp(*it, path)) * B;
+        const double k = l / static_cast<double>(it->tokens), f = l / static_cast<double>(P);
+        if (k >= 0.25 && lkeep < k && lsim < f) {
+          lkeep = k;
+          lsim = f;
+          lbest = it;
+        }
+      }
+      if (lbest != best) index_mismatch("load: the entry loaded");
+    }
     if (best == cache_.end()) return;
     clear(h);
     const auto used = h.last_used;
+    unindex_entry(*best);
     h = std::move(*best);
     h.last_used = used;
     cache_.erase(best);
+  }
+  /// The least common prefix, in blocks, at which `load` considers an entry of `tokens` tokens:
+  /// the least l with l·B / tokens ≥ 0.25, in the same floating-point terms as `load`.
+  [[nodiscard]] std::size_t quarter_blocks(std::size_t tokens) const {
+    const double B = static_cast<double>(ctx_.trace->block()), T = static_cast<double>(tokens);
+    const auto ok = [&](std::size_t l) { return !(static_cast<double>(l) * B / T < 0.25); };
+    auto l = static_cast<std::size_t>(std::ceil(0.25 * T / B));
+    l = std::max<std::size_t>(l, 1);
+    while (l > 1 && ok(l - 1)) --l;
+    while (!ok(l)) ++l;
+    return l;
+  }
+  [[noreturn]] static void index_mismatch(const char* what) {
+    throw hybridcache::error(std::string("llamacpp_policy: the prompt cache's index and its linear "
+                                         "scan disagree in ") +
+                             what);
+  }
+  /// Cache entries in cache order carry increasing stamps: binary search.
+  std::deque<holder>::iterator find_entry(std::uint64_t stamp) {
+    const auto it = std::lower_bound(cache_.begin(), cache_.end(), stamp,
+                                     [](const holder& e, std::uint64_t s) { return e.stamp < s; });
+    return it != cache_.end() && it->stamp == stamp ? it : cache_.end();
+  }
+  void index_entry(const holder& e) {
+    if (e.path.empty()) {
+      by_tin_.emplace(no_tin, e.stamp);
+      return;
+    }
+    by_tin_.emplace(euler_->tin[e.path.back()], e.stamp);
+    ++last_n_[e.path.back()];
+    const std::size_t q = quarter_blocks(e.tokens);
+    if (q <= e.path.size()) {
+      by_quarter_.emplace(e.path[q - 1], e.stamp);
+      ++quarter_n_[e.path[q - 1]];
+    }
+  }
+  void unindex_entry(const holder& e) {
+    if (e.path.empty()) {
+      by_tin_.erase({no_tin, e.stamp});
+      return;
+    }
+    by_tin_.erase({euler_->tin[e.path.back()], e.stamp});
+    --last_n_[e.path.back()];
+    const std::size_t q = quarter_blocks(e.tokens);
+    if (q <= e.path.size()) {
+      by_quarter_.erase({e.path[q - 1], e.stamp});
+      --quarter_n_[e.path[q - 1]];
+    }
+  }
+  /// Removes an entry, its index keys and its references.
+  void erase_entry(std::deque<holder>::iterator it) {
+    unindex_entry(*it);
+    clear(*it);
+    cache_.erase(it);
   }
   void clear(holder& h) {
     if (h.live) release(h.path.back());
@@ -1261,14 +1403,14 @@ class llamacpp_policy final : public tree_policy {
         if (it->stamp == oldest) {
           release(path_node(*owner, it->block));
           owner->ckpts.erase(it);
-          maybe_empty_ = true;  // (a cache entry may be left with no state)
+          const bool slot = owner >= slots_.data() && owner < slots_.data() + slots_.size();
+          if (!slot) maybe_empty_.push_back(owner->stamp);  // a cache entry may hold none now
           return true;
         }
       }
     }
     if (!cache_.empty()) {
-      clear(cache_.front());
-      cache_.pop_front();
+      erase_entry(cache_.begin());
       return true;
     }
     std::size_t victim = n_slots_;
@@ -1288,8 +1430,18 @@ class llamacpp_policy final : public tree_policy {
   std::vector<std::uint32_t> refs_;
   std::vector<std::size_t> ended_;  ///< per node: tokens of an earlier request ending there
   std::vector<holder> slots_;
-  std::deque<holder> cache_;
-  bool maybe_empty_ = false;  ///< a cache entry may hold no state (`on_dropped` removes those)
+  std::deque<holder> cache_;  ///< the prompt cache, oldest first (increasing `stamp`)
+  /// Cache entries that may hold no state (`on_dropped` removes those that do not).
+  std::vector<std::uint64_t> maybe_empty_;
+  // The prompt cache's indexes (`cache_ram` only): entries by the Euler entry time of their last
+  // node (a subtree is one range; `no_tin` for an empty sequence), and by their quarter node
+  // (`quarter_blocks`); per node, how many entries end there and have it as quarter node.
+  std::shared_ptr<const hybridcache::detail::trie_euler> euler_;
+  std::set<std::pair<std::uint32_t, std::uint64_t>> by_tin_, by_quarter_;
+  std::vector<std::uint32_t> last_n_, quarter_n_;
+  std::vector<std::uint64_t> scratch_;
+  bool check_ = false;  ///< `set_index_check`
+  static constexpr std::uint32_t no_tin = std::numeric_limits<std::uint32_t>::max();
   std::vector<planned> planned_;
   std::uint64_t clock_ = 0;
   std::size_t cur_ = 0, resumed_ = 0;
