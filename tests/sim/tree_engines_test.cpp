@@ -563,12 +563,13 @@ TEST_CASE("llamacpp rows: KV evictions purge the dropped state from every slot a
 }
 
 TEST_CASE("llamacpp cache_ram: the prompt cache's indexes agree with the linear scans") {
-  // The prompt cache finds the entries a request concerns through two indexes (by the Euler
-  // entry time of an entry's last node, and by the node at the least prefix `load` accepts)
-  // instead of scanning every entry. With the index check on, every `save`, `load` and
-  // `on_dropped` also runs the server's linear loops over all entries and throws where the two
-  // disagree: the entry that contains the slot, the entries it contains, the entry loaded, and
-  // that no entry still lists a dropped state or is left empty. Families with thousands of
+  // The prompt cache finds the entries a request concerns through indexes (by the Euler entry
+  // time of an entry's last node, by the node at the least prefix `load` accepts, by an entry's
+  // oldest checkpoint) instead of scanning every entry. With the index check on, every `save`,
+  // `load`, `on_dropped` and eviction also runs the server's linear loops over all entries and
+  // throws where the two disagree: the entry that contains the slot, the entries it contains,
+  // the entry loaded, the oldest checkpoint evicted, and that no entry still lists a dropped
+  // state or is left empty. Families with thousands of
   // entries, under each KV mode (KV evictions drop states entries list) and small and large
   // state budgets (evictions of checkpoints and of whole entries).
   for (const char* family : {"prompt-library", "agent-loop", "doc-qa-repeat", "rag"}) {

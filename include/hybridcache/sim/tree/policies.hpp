@@ -896,6 +896,7 @@ class llamacpp_policy final : public tree_policy {
     maybe_empty_.clear();
     by_tin_.clear();
     by_quarter_.clear();
+    by_front_.clear();
     if (cache_ram_) {
       euler_ = hybridcache::detail::trie_euler::of(*ctx.trace);
       last_n_.assign(ctx.trace->node_count(), 0);
@@ -1095,7 +1096,9 @@ class llamacpp_policy final : public tree_policy {
       for (auto it = by_tin_.lower_bound({eu.tin[v], 0});
            it != by_tin_.end() && it->first < eu.tout[v] && left > 0; ++it) {
         auto& e = *find_entry(it->second);
+        if (!e.ckpts.empty()) by_front_.erase({e.ckpts.front().stamp, e.stamp});
         if (purge(e)) maybe_empty_.push_back(e.stamp);
+        add_front(e);
       }
     }
     // Entries left with no state leave the cache.
@@ -1321,7 +1324,12 @@ class llamacpp_policy final : public tree_policy {
                                      [](const holder& e, std::uint64_t s) { return e.stamp < s; });
     return it != cache_.end() && it->stamp == stamp ? it : cache_.end();
   }
+  /// Keys an entry's oldest checkpoint in `by_front_` (none without checkpoints).
+  void add_front(const holder& e) {
+    if (!e.ckpts.empty()) by_front_.emplace(e.ckpts.front().stamp, e.stamp);
+  }
   void index_entry(const holder& e) {
+    add_front(e);
     if (e.path.empty()) {
       by_tin_.emplace(no_tin, e.stamp);
       return;
@@ -1335,6 +1343,7 @@ class llamacpp_policy final : public tree_policy {
     }
   }
   void unindex_entry(const holder& e) {
+    if (!e.ckpts.empty()) by_front_.erase({e.ckpts.front().stamp, e.stamp});
     if (e.path.empty()) {
       by_tin_.erase({no_tin, e.stamp});
       return;
@@ -1384,30 +1393,50 @@ class llamacpp_policy final : public tree_policy {
   /// Frees one holder's reference (see the class comment for the order). @returns false when
   /// nothing is left to evict but the current slot's own checkpoints of this request.
   bool evict_one() {
-    // The oldest checkpoint of any slot or entry, the current slot's last one excepted.
+    // The oldest checkpoint of any slot or entry, the current slot's last one excepted; on a
+    // tie the first holder in the order slots, then entries oldest first. A holder's checkpoints
+    // are in stamp order (each is appended with a new stamp), so its oldest is its first: the
+    // slots are read directly, the entries through `by_front_`.
     holder* owner = nullptr;
     std::uint64_t oldest = std::numeric_limits<std::uint64_t>::max();
-    const auto scan = [&](holder& h, bool current) {
-      const std::size_t n = h.ckpts.size() - (current && !h.ckpts.empty() ? 1 : 0);
-      for (std::size_t i = 0; i < n; ++i) {
-        if (h.ckpts[i].stamp < oldest) {
-          oldest = h.ckpts[i].stamp;
-          owner = &h;
-        }
+    for (std::size_t i = 0; i < n_slots_; ++i) {
+      const auto& c = slots_[i].ckpts;
+      if (c.size() > (i == cur_ ? 1U : 0U) && c.front().stamp < oldest) {
+        oldest = c.front().stamp;
+        owner = &slots_[i];
       }
-    };
-    for (std::size_t i = 0; i < n_slots_; ++i) scan(slots_[i], i == cur_);
-    for (auto& e : cache_) scan(e, false);
+    }
+    if (!by_front_.empty() && by_front_.begin()->first < oldest) {
+      oldest = by_front_.begin()->first;
+      owner = &*find_entry(by_front_.begin()->second);
+    }
+    if (check_) {
+      const holder* lin = nullptr;
+      std::uint64_t lin_oldest = std::numeric_limits<std::uint64_t>::max();
+      const auto scan = [&](const holder& h, bool current) {
+        const std::size_t n = h.ckpts.size() - (current && !h.ckpts.empty() ? 1 : 0);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (h.ckpts[i].stamp < lin_oldest) {
+            lin_oldest = h.ckpts[i].stamp;
+            lin = &h;
+          }
+        }
+      };
+      for (std::size_t i = 0; i < n_slots_; ++i) scan(slots_[i], i == cur_);
+      for (const auto& e : cache_) scan(e, false);
+      if (lin != owner || (lin != nullptr && lin_oldest != oldest))
+        index_mismatch("evict_one: the oldest checkpoint");
+    }
     if (owner != nullptr) {
-      for (auto it = owner->ckpts.begin(); it != owner->ckpts.end(); ++it) {
-        if (it->stamp == oldest) {
-          release(path_node(*owner, it->block));
-          owner->ckpts.erase(it);
-          const bool slot = owner >= slots_.data() && owner < slots_.data() + slots_.size();
-          if (!slot) maybe_empty_.push_back(owner->stamp);  // a cache entry may hold none now
-          return true;
-        }
+      const bool slot = owner >= slots_.data() && owner < slots_.data() + slots_.size();
+      if (!slot) by_front_.erase({oldest, owner->stamp});
+      release(path_node(*owner, owner->ckpts.front().block));
+      owner->ckpts.pop_front();
+      if (!slot) {
+        add_front(*owner);
+        maybe_empty_.push_back(owner->stamp);  // a cache entry may hold none now
       }
+      return true;
     }
     if (!cache_.empty()) {
       erase_entry(cache_.begin());
@@ -1438,6 +1467,8 @@ class llamacpp_policy final : public tree_policy {
   // (`quarter_blocks`); per node, how many entries end there and have it as quarter node.
   std::shared_ptr<const hybridcache::detail::trie_euler> euler_;
   std::set<std::pair<std::uint32_t, std::uint64_t>> by_tin_, by_quarter_;
+  /// Entries with checkpoints by (their oldest checkpoint's stamp, entry stamp): `evict_one`.
+  std::set<std::pair<std::uint64_t, std::uint64_t>> by_front_;
   std::vector<std::uint32_t> last_n_, quarter_n_;
   std::vector<std::uint64_t> scratch_;
   bool check_ = false;  ///< `set_index_check`
