@@ -42,6 +42,8 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <list>
+#include <map>
 #include <memory>
 #include <set>
 #include <span>
@@ -1094,19 +1096,20 @@ class llamacpp_policy final : public tree_policy {
     if (cache_ram_ && d > 0 && left > 0) {
       const auto& eu = *euler_;
       for (auto it = by_tin_.lower_bound({eu.tin[v], 0});
-           it != by_tin_.end() && it->first < eu.tout[v] && left > 0; ++it) {
-        auto& e = *find_entry(it->second);
+           it != by_tin_.end() && it->first.first < eu.tout[v] && left > 0; ++it) {
+        auto& e = *it->second;
         if (!e.ckpts.empty()) by_front_.erase({e.ckpts.front().stamp, e.stamp});
-        if (purge(e)) maybe_empty_.push_back(e.stamp);
-        add_front(e);
+        if (purge(e)) note_maybe_empty(it->second);
+        add_front(it->second);
       }
     }
     // Entries left with no state leave the cache.
-    for (const auto stamp : maybe_empty_) {
-      const auto it = find_entry(stamp);
-      if (it != cache_.end() && !it->live && it->ckpts.empty()) erase_entry(it);
+    while (!maybe_empty_.empty()) {
+      const auto it = maybe_empty_.back();
+      maybe_empty_.pop_back();
+      it->listed = false;
+      if (!it->live && it->ckpts.empty()) erase_entry(it);
     }
-    maybe_empty_.clear();
     if (check_) {
       if (by_tin_.size() != cache_.size()) index_mismatch("on_dropped: the index's size");
       for (const auto& e : cache_) {
@@ -1134,7 +1137,10 @@ class llamacpp_policy final : public tree_policy {
     std::deque<ckpt> ckpts;
     std::int64_t last_used = -1;
     std::uint64_t stamp = 0;  ///< cache entries: insertion order
+    bool listed = false;      ///< cache entries: in `maybe_empty_`
   };
+  using entry_list = std::list<holder>;  ///< iterators stay valid while the entry is cached
+  using entry_it = entry_list::iterator;
 
   struct planned {
     std::size_t tokens = 0, block = 0;
@@ -1213,8 +1219,8 @@ class llamacpp_policy final : public tree_policy {
       const auto& eu = *euler_;
       const auto x = h.path.back();
       for (auto it = by_tin_.lower_bound({eu.tin[x], 0});
-           !contained && it != by_tin_.end() && it->first < eu.tout[x]; ++it)
-        contained = h.tokens <= find_entry(it->second)->tokens;
+           !contained && it != by_tin_.end() && it->first.first < eu.tout[x]; ++it)
+        contained = h.tokens <= it->second->tokens;
     }
     if (check_) {
       bool lin = false;
@@ -1223,32 +1229,36 @@ class llamacpp_policy final : public tree_policy {
     }
     if (contained) return;
     // The entries h contains, removed in cache order.
-    std::vector<std::uint64_t>& gone = scratch_;
+    auto& gone = scratch_;
     gone.clear();
     const auto collect = [&](std::uint32_t key) {
-      for (auto it = by_tin_.lower_bound({key, 0}); it != by_tin_.end() && it->first == key; ++it)
-        if (find_entry(it->second)->tokens <= h.tokens) gone.push_back(it->second);
+      for (auto it = by_tin_.lower_bound({key, 0}); it != by_tin_.end() && it->first.first == key;
+           ++it)
+        if (it->second->tokens <= h.tokens) gone.emplace_back(it->second->stamp, it->second);
     };
     collect(no_tin);
     for (const auto x : h.path)
       if (last_n_[x] > 0) collect(euler_->tin[x]);
-    std::sort(gone.begin(), gone.end());
+    std::sort(gone.begin(), gone.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
     if (check_) {
-      std::vector<std::uint64_t> lin;
+      std::vector<std::uint64_t> lin, idx;
       for (const auto& e : cache_)
         if (e.tokens <= h.tokens && starts_with(h, e.path)) lin.push_back(e.stamp);
-      if (lin != gone) index_mismatch("save: the entries the slot contains");
+      for (const auto& g : gone) idx.push_back(g.first);
+      if (lin != idx) index_mismatch("save: the entries the slot contains");
     }
-    for (const auto stamp : gone) {
-      erase_entry(find_entry(stamp));
+    for (const auto& g : gone) {
+      erase_entry(g.second);
     }
     holder e = h;
     e.stamp = ++clock_;
     if (e.live) ++refs_[e.path.back()];
     for (const auto& c : e.ckpts) ++refs_[path_node(e, c.block)];
-    if (!e.live && e.ckpts.empty()) maybe_empty_.push_back(e.stamp);
-    index_entry(e);
+    const bool empty = !e.live && e.ckpts.empty();
     cache_.push_back(std::move(e));
+    index_entry(std::prev(cache_.end()));
+    if (empty) note_maybe_empty(std::prev(cache_.end()));
   }
   /// `server_prompt_cache::load` into slot `h` for a prompt `path` of `P` tokens.
   void load(holder& h, std::span<const std::uint32_t> path, std::size_t P) {
@@ -1257,19 +1267,20 @@ class llamacpp_policy final : public tree_policy {
     double keep = h.tokens > 0 ? base / static_cast<double>(h.tokens) : -1.0;
     double sim = base / static_cast<double>(P);
     // Only an entry sharing at least a quarter of its tokens with the prompt is considered: one
-    // sharing its quarter node (`quarter`) with the path. They are taken in cache order.
-    std::vector<std::uint64_t>& cand = scratch_;
+    // sharing its quarter node (`quarter_blocks`) with the path, taken in cache order.
+    auto& cand = scratch_;
     cand.clear();
     for (const auto x : path) {
       if (quarter_n_[x] == 0) continue;
-      for (auto it = by_quarter_.lower_bound({x, 0}); it != by_quarter_.end() && it->first == x;
-           ++it)
-        cand.push_back(it->second);
+      for (auto it = by_quarter_.lower_bound({x, 0});
+           it != by_quarter_.end() && it->first.first == x; ++it)
+        cand.emplace_back(it->first.second, it->second);
     }
-    std::sort(cand.begin(), cand.end());
+    std::sort(cand.begin(), cand.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
     auto best = cache_.end();
-    for (const auto stamp : cand) {
-      const auto it = find_entry(stamp);
+    for (const auto& c : cand) {
+      const auto it = c.second;
       const double l = static_cast<double>(lcp(*it, path)) * B;
       const double k = l / static_cast<double>(it->tokens), f = l / static_cast<double>(P);
       if (k < 0.25) continue;
@@ -1297,7 +1308,7 @@ class llamacpp_policy final : public tree_policy {
     if (best == cache_.end()) return;
     clear(h);
     const auto used = h.last_used;
-    unindex_entry(*best);
+    unindex_entry(best);
     h = std::move(*best);
     h.last_used = used;
     cache_.erase(best);
@@ -1318,31 +1329,37 @@ class llamacpp_policy final : public tree_policy {
                                          "scan disagree in ") +
                              what);
   }
-  /// Cache entries in cache order carry increasing stamps: binary search.
-  std::deque<holder>::iterator find_entry(std::uint64_t stamp) {
-    const auto it = std::lower_bound(cache_.begin(), cache_.end(), stamp,
-                                     [](const holder& e, std::uint64_t s) { return e.stamp < s; });
-    return it != cache_.end() && it->stamp == stamp ? it : cache_.end();
-  }
   /// Keys an entry's oldest checkpoint in `by_front_` (none without checkpoints).
-  void add_front(const holder& e) {
-    if (!e.ckpts.empty()) by_front_.emplace(e.ckpts.front().stamp, e.stamp);
+  void add_front(entry_it it) {
+    if (!it->ckpts.empty()) by_front_.emplace(std::pair{it->ckpts.front().stamp, it->stamp}, it);
   }
-  void index_entry(const holder& e) {
-    add_front(e);
+  /// Lists an entry for `on_dropped`'s sweep of the entries left with no state.
+  void note_maybe_empty(entry_it it) {
+    if (it->listed) return;
+    it->listed = true;
+    maybe_empty_.push_back(it);
+  }
+  void index_entry(entry_it it) {
+    const holder& e = *it;
+    add_front(it);
     if (e.path.empty()) {
-      by_tin_.emplace(no_tin, e.stamp);
+      by_tin_.emplace(std::pair{no_tin, e.stamp}, it);
       return;
     }
-    by_tin_.emplace(euler_->tin[e.path.back()], e.stamp);
+    by_tin_.emplace(std::pair{euler_->tin[e.path.back()], e.stamp}, it);
     ++last_n_[e.path.back()];
     const std::size_t q = quarter_blocks(e.tokens);
     if (q <= e.path.size()) {
-      by_quarter_.emplace(e.path[q - 1], e.stamp);
+      by_quarter_.emplace(std::pair{e.path[q - 1], e.stamp}, it);
       ++quarter_n_[e.path[q - 1]];
     }
   }
-  void unindex_entry(const holder& e) {
+  void unindex_entry(entry_it it) {
+    holder& e = *it;
+    if (e.listed) {
+      std::erase(maybe_empty_, it);
+      e.listed = false;
+    }
     if (!e.ckpts.empty()) by_front_.erase({e.ckpts.front().stamp, e.stamp});
     if (e.path.empty()) {
       by_tin_.erase({no_tin, e.stamp});
@@ -1357,8 +1374,8 @@ class llamacpp_policy final : public tree_policy {
     }
   }
   /// Removes an entry, its index keys and its references.
-  void erase_entry(std::deque<holder>::iterator it) {
-    unindex_entry(*it);
+  void erase_entry(entry_it it) {
+    unindex_entry(it);
     clear(*it);
     cache_.erase(it);
   }
@@ -1406,9 +1423,11 @@ class llamacpp_policy final : public tree_policy {
         owner = &slots_[i];
       }
     }
-    if (!by_front_.empty() && by_front_.begin()->first < oldest) {
-      oldest = by_front_.begin()->first;
-      owner = &*find_entry(by_front_.begin()->second);
+    entry_it owner_it{};
+    if (!by_front_.empty() && by_front_.begin()->first.first < oldest) {
+      oldest = by_front_.begin()->first.first;
+      owner_it = by_front_.begin()->second;
+      owner = &*owner_it;
     }
     if (check_) {
       const holder* lin = nullptr;
@@ -1433,8 +1452,8 @@ class llamacpp_policy final : public tree_policy {
       release(path_node(*owner, owner->ckpts.front().block));
       owner->ckpts.pop_front();
       if (!slot) {
-        add_front(*owner);
-        maybe_empty_.push_back(owner->stamp);  // a cache entry may hold none now
+        add_front(owner_it);
+        note_maybe_empty(owner_it);  // a cache entry may hold none now
       }
       return true;
     }
@@ -1459,18 +1478,18 @@ class llamacpp_policy final : public tree_policy {
   std::vector<std::uint32_t> refs_;
   std::vector<std::size_t> ended_;  ///< per node: tokens of an earlier request ending there
   std::vector<holder> slots_;
-  std::deque<holder> cache_;  ///< the prompt cache, oldest first (increasing `stamp`)
-  /// Cache entries that may hold no state (`on_dropped` removes those that do not).
-  std::vector<std::uint64_t> maybe_empty_;
+  entry_list cache_;  ///< the prompt cache, oldest first (increasing `stamp`)
+  /// Cache entries that may hold no state (`on_dropped` removes those that do).
+  std::vector<entry_it> maybe_empty_;
   // The prompt cache's indexes (`cache_ram` only): entries by the Euler entry time of their last
   // node (a subtree is one range; `no_tin` for an empty sequence), and by their quarter node
   // (`quarter_blocks`); per node, how many entries end there and have it as quarter node.
   std::shared_ptr<const hybridcache::detail::trie_euler> euler_;
-  std::set<std::pair<std::uint32_t, std::uint64_t>> by_tin_, by_quarter_;
+  std::map<std::pair<std::uint32_t, std::uint64_t>, entry_it> by_tin_, by_quarter_;
   /// Entries with checkpoints by (their oldest checkpoint's stamp, entry stamp): `evict_one`.
-  std::set<std::pair<std::uint64_t, std::uint64_t>> by_front_;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, entry_it> by_front_;
   std::vector<std::uint32_t> last_n_, quarter_n_;
-  std::vector<std::uint64_t> scratch_;
+  std::vector<std::pair<std::uint64_t, entry_it>> scratch_;
   bool check_ = false;  ///< `set_index_check`
   static constexpr std::uint32_t no_tin = std::numeric_limits<std::uint32_t>::max();
   std::vector<planned> planned_;
