@@ -759,19 +759,40 @@ class marconi_policy final : public tree_policy {
     by_ts_.emplace(ts_[v], v);
     in_cand_[v] = 1;
   }
-  /// Held `x`'s nearest held ancestor changed: a new efficiency.
+  /// Held `x`'s nearest held ancestor changed: a new efficiency (a candidate that stays one is
+  /// re-keyed in the efficiency order alone, its node moved, not reallocated).
   void anc_changed(std::uint32_t x) {
+    const double e = efficiency(x);
+    if (in_cand_[x] != 0 && held_.children(x) <= 1) {
+      if (e != eff_[x]) {
+        auto nh = by_eff_.extract({eff_[x], x});
+        nh.value().first = e;
+        by_eff_.insert(std::move(nh));
+      }
+      eff_[x] = e;
+      return;
+    }
     leave(x);
-    eff_[x] = efficiency(x);
+    eff_[x] = e;
     enter(x);
   }
   /// Held `x`'s children changed: it may enter or leave the candidates.
   void kids_changed(std::uint32_t x) {
+    if ((in_cand_[x] != 0) == (held_.children(x) <= 1)) return;  // no change of membership
     leave(x);
     enter(x);
   }
-  /// A hit refreshes held `v`.
+  /// A hit refreshes held `v` (a candidate is re-keyed in the timestamp order alone).
   void touch(std::uint32_t v, std::uint64_t ts) {
+    if (in_cand_[v] != 0 && held_.children(v) <= 1) {
+      if (ts != ts_[v]) {
+        auto nh = by_ts_.extract({ts_[v], v});
+        nh.value().first = ts;
+        by_ts_.insert(std::move(nh));
+      }
+      ts_[v] = ts;
+      return;
+    }
     leave(v);
     ts_[v] = ts;
     enter(v);
