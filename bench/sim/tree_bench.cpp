@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <hybridcache/sim/tree.hpp>
+#include <hybridcache/sim/tree/families.hpp>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -185,6 +186,30 @@ void BM_tree_portfolio_no_marconi(benchmark::State& st) {
 }
 BENCHMARK(BM_tree_portfolio_no_marconi)->Unit(benchmark::kMillisecond);
 #endif
+
+// llama.cpp's prompt cache (`--cache-ram`) at scale: the prompt-library family (hundreds of
+// applications' system prompts, conversations under them) under a separate 4 GiB KV budget and
+// M states, where the `llamacpp_cache_ram` row's cache holds thousands of entries sharing their
+// leading blocks and KV evictions drop states those entries list. Its indexes (save, load,
+// on_dropped, the oldest checkpoint) replaced scans of every entry in 2026-11.
+void BM_tree_prompt_cache(benchmark::State& st) {
+  static const auto t = hc::tree_family("prompt-library", 64, {.sessions = 0, .seed = 7});
+  const auto budget = static_cast<std::size_t>(st.range(0));
+  hc::tree_cost_model cost;
+  cost.kv.mode = hc::kv_mode::separate;
+  cost.kv.bytes = 4.0 * 1024 * 1024 * 1024;
+  const auto usable = hc::usable_matches(t, cost);
+  hc::tree_options o;
+  o.cost = cost;
+  double b = 0;
+  for (const auto& r : t.requests()) b += static_cast<double>(r.path.size());
+  for (auto _ : st) {
+    auto p = hc::make_tree_policy("llamacpp_cache_ram", o);
+    benchmark::DoNotOptimize(hc::replay_tree(t, *p, budget, usable, cost));
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(static_cast<double>(st.iterations()) * b));
+}
+BENCHMARK(BM_tree_prompt_cache)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 const int registered = [] {
   for (auto name : hc::tree_policy_names) {
