@@ -905,9 +905,10 @@ class llamacpp_policy final : public tree_policy {
   [[nodiscard]] std::string name() const override {
     return cache_ram_ ? "llamacpp_cache_ram" : "llamacpp";
   }
-  /// For tests: the prompt cache's `save`, `load` and `on_dropped` also run the linear scans
-  /// over every entry that its indexes replace (the definitions, as the server's loops read) and
-  /// throw `hybridcache::error` where the two disagree. O(entries) per request when on.
+  /// For tests: the prompt cache's `save`, `load`, `on_dropped` and evictions also run the
+  /// linear scans over every entry that its indexes replace (the definitions, as the server's
+  /// loops read) and throw `hybridcache::error` where the two disagree. O(entries) per request
+  /// when on.
   void set_index_check(bool on) noexcept { check_ = on; }
 
   void reset(const tree_context& ctx) override {
