@@ -759,16 +759,20 @@ class marconi_policy final : public tree_policy {
     by_ts_.emplace(ts_[v], v);
     in_cand_[v] = 1;
   }
+  /// Moves `v` in a candidate order from key `from` to key `to` (the set's node re-used).
+  template <class K>
+  static void rekey(std::set<std::pair<K, std::uint32_t>>& order, K from, K to, std::uint32_t v) {
+    if (from == to) return;
+    auto nh = order.extract({from, v});
+    nh.value().first = to;
+    order.insert(std::move(nh));
+  }
   /// Held `x`'s nearest held ancestor changed: a new efficiency (a candidate that stays one is
   /// re-keyed in the efficiency order alone, its node moved, not reallocated).
   void anc_changed(std::uint32_t x) {
     const double e = efficiency(x);
     if (in_cand_[x] != 0 && held_.children(x) <= 1) {
-      if (e != eff_[x]) {
-        auto nh = by_eff_.extract({eff_[x], x});
-        nh.value().first = e;
-        by_eff_.insert(std::move(nh));
-      }
+      rekey(by_eff_, eff_[x], e, x);
       eff_[x] = e;
       return;
     }
@@ -785,11 +789,7 @@ class marconi_policy final : public tree_policy {
   /// A hit refreshes held `v` (a candidate is re-keyed in the timestamp order alone).
   void touch(std::uint32_t v, std::uint64_t ts) {
     if (in_cand_[v] != 0 && held_.children(v) <= 1) {
-      if (ts != ts_[v]) {
-        auto nh = by_ts_.extract({ts_[v], v});
-        nh.value().first = ts;
-        by_ts_.insert(std::move(nh));
-      }
+      rekey(by_ts_, ts_[v], ts, v);
       ts_[v] = ts;
       return;
     }
