@@ -1120,9 +1120,14 @@ class llamacpp_policy final : public tree_policy {
       for (auto it = by_tin_.lower_bound({eu.tin[v], 0});
            it != by_tin_.end() && it->first.first < eu.tout[v] && left > 0; ++it) {
         auto& e = *it->second;
-        if (!e.ckpts.empty()) by_front_.erase({e.ckpts.front().stamp, e.stamp});
-        if (purge(e)) note_maybe_empty(it->second);
-        add_front(it->second);
+        const std::uint64_t front = e.ckpts.empty() ? 0 : e.ckpts.front().stamp;
+        if (!purge(e)) continue;
+        note_maybe_empty(it->second);
+        // Re-key the entry's oldest checkpoint only when the purge took it.
+        if (front != 0 && (e.ckpts.empty() || e.ckpts.front().stamp != front)) {
+          by_front_.erase({front, e.stamp});
+          add_front(it->second);
+        }
       }
     }
     // Entries left with no state leave the cache.
