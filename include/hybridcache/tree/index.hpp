@@ -138,16 +138,20 @@ class tree_index {
     return id;
   }
 
-  /// The child of `parent` with key `h`, or no_slot.
+  /// The child of `parent` with key `h`, or no_slot. A node without children answers without
+  /// probing the table (its record is at hand; a probe reads the records of the slots it passes).
   [[nodiscard]] slot_id find(const digest& h, slot_id parent) const noexcept {
+    if (nodes_[parent].first_child == no_slot) return no_slot;
     const slot_id id = index_.find(nodes_, h, parent);
     return id == detail::empty_slot ? no_slot : id;
   }
 
-  /// The child of `cur` with key `h`, created if absent (`created` says which).
+  /// The child of `cur` with key `h`, created if absent (`created` says which). Below a node
+  /// without children (every block after the first new one of a walk) the table is not probed.
   /// @throws capacity_error for a path deeper than 2^32 − 1 blocks or 2^32 − 1 slots.
   slot_id child(slot_id cur, const digest& h, bool& created) {
-    const slot_id found = index_.find(nodes_, h, cur);
+    const slot_id found =
+        nodes_[cur].first_child == no_slot ? detail::empty_slot : index_.find(nodes_, h, cur);
     created = found == detail::empty_slot;
     if (!created) return found;
     if (nodes_[cur].blocks == std::numeric_limits<std::uint32_t>::max())
