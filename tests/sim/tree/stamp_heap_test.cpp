@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // stamp_heap (sim/tree/stamp_heap.hpp), the KV leaf orders of block_tree, against the structure
 // it replaced: an ordered set of (stamp, node) pairs, driven by the same random inserts (newest,
-// oldest, any stamp, repeated stamps, re-keys), erases of members and non-members, and pops of
-// the least, as block_tree's evictions do.
+// oldest, any stamp, repeated stamps, re-keys), erases of members and non-members, pops of
+// the least, as block_tree's evictions do, and replacements of a member by a non-member (the
+// least by its parent, stamped before it, as an eviction that leaves the parent a leaf).
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <set>
 #include <utility>
@@ -31,7 +34,7 @@ TEST_CASE("stamp_heap: the same least element and members as an ordered set of (
     std::uint64_t clock = 1000;
     for (int op = 0; op < 600; ++op) {
       const auto v = static_cast<std::uint32_t>(rng() % n);
-      const int kind = static_cast<int>(rng() % 6);
+      const int kind = static_cast<int>(rng() % 8);
       if (kind <= 2) {  // insert: the newest stamp, an old one, or one shared with others
         std::uint64_t st = 0;
         if (kind == 0)
@@ -49,12 +52,25 @@ TEST_CASE("stamp_heap: the same least element and members as an ordered set of (
         heap.erase(v);
         if (in[v]) model.erase({key[v], v});
         in[v] = false;
-      } else if (!model.empty()) {  // pop the least, as an eviction
+      } else if (kind == 5 && !model.empty()) {  // pop the least, as an eviction
         const auto top = heap.top();
         REQUIRE(top == *model.begin());
         heap.erase(top.second);
         model.erase(model.begin());
         in[top.second] = false;
+      } else if (kind >= 6 && !model.empty() && !in[v]) {
+        // replace a member (the least, or any) by non-member v: an older stamp, or any
+        const auto old =
+            kind == 6 ? model.begin()->second
+                      : std::next(model.begin(), static_cast<std::ptrdiff_t>(rng() % model.size()))
+                            ->second;
+        const std::uint64_t st = kind == 6 ? key[old] - rng() % 3 : rng() % 2000;
+        heap.replace(old, v, st);
+        model.erase({key[old], old});
+        in[old] = false;
+        model.emplace(st, v);
+        key[v] = st;
+        in[v] = true;
       }
       REQUIRE(heap.size() == model.size());
       CHECK(heap.empty() == model.empty());
@@ -69,6 +85,23 @@ TEST_CASE("stamp_heap: the same least element and members as an ordered set of (
     }
   }
   CHECK(checks == 80 * 600);
+}
+
+TEST_CASE("stamp_heap: replace needs a member to take out and a non-member to put in") {
+  hc::stamp_heap heap;
+  heap.reset(4);
+  heap.insert(0, 5);
+  heap.insert(1, 6);
+  CHECK_THROWS_AS(heap.replace(2, 3, 1), hc::invalid_argument);  // 2 is not a member
+  CHECK_THROWS_AS(heap.replace(0, 1, 1), hc::invalid_argument);  // 1 is one already
+  CHECK(heap.size() == 2);
+  CHECK(heap.top() == std::pair<std::uint64_t, std::uint32_t>{5, 0});
+  heap.replace(0, 2, 4);  // the least, by a node stamped before it: stays on top
+  CHECK(heap.top() == std::pair<std::uint64_t, std::uint32_t>{4, 2});
+  CHECK(!heap.contains(0));
+  heap.replace(2, 0, 9);  // the least, by a newer one: moves down
+  CHECK(heap.top() == std::pair<std::uint64_t, std::uint32_t>{6, 1});
+  CHECK(heap.size() == 2);
 }
 
 TEST_CASE("stamp_heap: an empty heap has no top, and reset empties it") {

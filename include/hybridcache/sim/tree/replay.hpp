@@ -294,12 +294,25 @@ class block_tree {
     if (bare(v)) bare_.erase(v);
   }
   /// Evicts leaf `v` (a member of `leaves_`); its parent may become a leaf. @returns v.
+  /// The parent takes the evicted leaf's place in each order (`stamp_heap::replace`): it was
+  /// stamped with or before the leaf, so when the leaf was the least it is the least now and
+  /// nothing moves, where leaving then entering would sift both down and up the heap.
   std::uint32_t evict(const tree_trace& t, std::uint32_t v) {
-    leave(v);
     present_[v] = 0;
     --blocks_;
     const auto p = t.parent(v);
-    if (p != tree_trace::no_parent && --children_[p] == 0 && present_[p]) enter(p);
+    if (p == tree_trace::no_parent || --children_[p] != 0 || !present_[p]) {
+      leave(v);
+      return v;
+    }
+    leaves_.replace(v, p, stamp_[p]);
+    const bool was = bare(v), is = bare(p);
+    if (was && is)
+      bare_.replace(v, p, stamp_[p]);
+    else if (was)
+      bare_.erase(v);
+    else if (is)
+      bare_.insert(p, stamp_[p]);
     return v;
   }
 

@@ -42,12 +42,31 @@ class stamp_heap {
     if (heap_.empty()) hybridcache::detail::throw_invalid("stamp_heap", "empty", "has no top");
     return {heap_.front().stamp, heap_.front().node};
   }
-  /// Adds `v` with `stamp` (re-keys it when it is a member already).
+  /// Adds `v` with `stamp` (re-keys it in place when it is a member already).
   void insert(std::uint32_t v, std::uint64_t stamp) {
-    if (pos_[v] != none) erase(v);
+    if (const std::uint32_t i = pos_[v]; i != none) {
+      heap_[i].stamp = stamp;
+      sift(i);
+      return;
+    }
     heap_.push_back({stamp, v});
     pos_[v] = static_cast<std::uint32_t>(heap_.size() - 1);
     up(heap_.size() - 1);
+  }
+  /// Removes member `old` and adds non-member `v` with `stamp` in one step: `v` takes `old`'s
+  /// place and moves from there. Same members and least element as `erase(old)` then
+  /// `insert(v, stamp)`. When `old` is the least and `v`'s key is at most the other members' (a
+  /// KV leaf evicted and its parent, stamped before it, becoming a leaf) nothing moves: O(1)
+  /// where the two calls take O(log n) each.
+  /// @throws invalid_argument when `old` is not a member or `v` is one.
+  void replace(std::uint32_t old, std::uint32_t v, std::uint64_t stamp) {
+    const std::uint32_t i = pos_[old];
+    if (i == none) hybridcache::detail::throw_invalid("old", old, "is not a member");
+    if (pos_[v] != none) hybridcache::detail::throw_invalid("v", v, "is a member already");
+    pos_[old] = none;
+    heap_[i] = {stamp, v};
+    pos_[v] = i;
+    sift(i);
   }
   /// Removes `v` (no-op when it is not a member).
   void erase(std::uint32_t v) {
@@ -59,10 +78,7 @@ class stamp_heap {
     if (i == heap_.size()) return;
     heap_[i] = last;
     pos_[last.node] = i;
-    if (i > 0 && less(last, heap_[(i - 1) / 2]))
-      up(i);
-    else
-      down(i);
+    sift(i);
   }
   /// Calls f(stamp, node) for every member, in heap (not sorted) order.
   template <class F>
@@ -77,6 +93,13 @@ class stamp_heap {
   };
   static bool less(const entry& a, const entry& b) noexcept {
     return a.stamp < b.stamp || (a.stamp == b.stamp && a.node < b.node);
+  }
+  /// Restores the order after the entry at `i` changed.
+  void sift(std::size_t i) noexcept {
+    if (i > 0 && less(heap_[i], heap_[(i - 1) / 2]))
+      up(i);
+    else
+      down(i);
   }
   void up(std::size_t i) noexcept {
     const entry e = heap_[i];
