@@ -3,7 +3,7 @@
 // it replaced: an ordered set of (stamp, node) pairs, driven by the same random inserts (newest,
 // oldest, any stamp, repeated stamps, re-keys), erases of members and non-members, pops of
 // the least, as block_tree's evictions do, and replacements of a member by a non-member (the
-// least by its parent, stamped before it, as an eviction that leaves the parent a leaf).
+// least by its parent, usually stamped before it, as an eviction that leaves the parent a leaf).
 #include <doctest/doctest.h>
 
 #include <algorithm>

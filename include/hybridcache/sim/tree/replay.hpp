@@ -294,9 +294,11 @@ class block_tree {
     if (bare(v)) bare_.erase(v);
   }
   /// Evicts leaf `v` (a member of `leaves_`); its parent may become a leaf. @returns v.
-  /// The parent takes the evicted leaf's place in each order (`stamp_heap::replace`): it was
-  /// stamped with or before the leaf, so when the leaf was the least it is the least now and
-  /// nothing moves, where leaving then entering would sift both down and up the heap.
+  /// The parent takes the evicted leaf's place in each order (`stamp_heap::replace`). A path is
+  /// stamped root first, so the parent is usually older than the leaf (not when a later path
+  /// through a sibling, since evicted, re-stamped it); then, when the leaf was the least, the
+  /// parent is the least now and nothing moves, where leaving then entering would sift both
+  /// down and up the heap.
   std::uint32_t evict(const tree_trace& t, std::uint32_t v) {
     present_[v] = 0;
     --blocks_;

@@ -56,8 +56,8 @@ class stamp_heap {
   /// Removes member `old` and adds non-member `v` with `stamp` in one step: `v` takes `old`'s
   /// place and moves from there. Same members and least element as `erase(old)` then
   /// `insert(v, stamp)`. When `old` is the least and `v`'s key is at most the other members' (a
-  /// KV leaf evicted and its parent, stamped before it, becoming a leaf) nothing moves: O(1)
-  /// where the two calls take O(log n) each.
+  /// KV leaf evicted and its parent, usually stamped before it, becoming a leaf) nothing moves:
+  /// O(1) where the two calls take O(log n) each.
   /// @throws invalid_argument when `old` is not a member or `v` is one.
   void replace(std::uint32_t old, std::uint32_t v, std::uint64_t stamp) {
     const std::uint32_t i = pos_[old];
