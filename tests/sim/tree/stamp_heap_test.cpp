@@ -64,7 +64,9 @@ TEST_CASE("stamp_heap: the same least element and members as an ordered set of (
             kind == 6 ? model.begin()->second
                       : std::next(model.begin(), static_cast<std::ptrdiff_t>(rng() % model.size()))
                             ->second;
-        const std::uint64_t st = kind == 6 ? key[old] - rng() % 3 : rng() % 2000;
+        // older by 0-2 (never below 0), or any
+        const std::uint64_t st =
+            kind == 6 ? key[old] - std::min<std::uint64_t>(rng() % 3, key[old]) : rng() % 2000;
         heap.replace(old, v, st);
         model.erase({key[old], old});
         in[old] = false;
