@@ -216,22 +216,15 @@ TEST_CASE("portfolio: follows a much better candidate, within 5 % of it") {
 }
 
 namespace {
-/// Forwards every call to the row it wraps and checks, after each phase of a request, that the
-/// real pool still holds the state the request resumed from (every engine pins it until the
-/// request ends: vLLM's `ref_cnt`, SGLang's `lock_ref`; so does the library's own policy).
-struct pin_check final : hc::tree_policy {
-  explicit pin_check(std::unique_ptr<hc::tree_policy> p) : inner(std::move(p)) {}
+/// Forwards every call to the row it wraps, and calls `check` after each phase of a request.
+struct forwarding : hc::tree_policy {
+  explicit forwarding(std::unique_ptr<hc::tree_policy> p) : inner(std::move(p)) {}
   std::string name() const override { return inner->name(); }
   void reset(const hc::tree_context& c) override {
     ctx = c;
     inner->reset(c);
   }
-  std::size_t resume(const hc::tree_step& s) override {
-    const std::size_t k = inner->resume(s);
-    pinned = k > 0 ? s.path()[k - 1] : hc::tree_trace::no_parent;
-    forced = false;
-    return k;
-  }
+  std::size_t resume(const hc::tree_step& s) override { return inner->resume(s); }
   void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& pos) override {
     inner->plan_prefill(s, pos);
   }
@@ -247,26 +240,61 @@ struct pin_check final : hc::tree_policy {
     inner->finish(s);
     check();
   }
-  /// The engine's own drops (a joint pool with no room left for any state) are not the row's.
-  void on_dropped(std::uint32_t v) override {
-    forced |= v == pinned;
-    inner->on_dropped(v);
-  }
+  void on_dropped(std::uint32_t v) override { inner->on_dropped(v); }
   void on_evicted(std::uint32_t v) override { inner->on_evicted(v); }
   [[nodiscard]] std::pair<std::uint64_t, std::uint32_t> lru_state() const override {
     return inner->lru_state();
   }
   [[nodiscard]] hc::kv_order kv_eviction() const override { return inner->kv_eviction(); }
   [[nodiscard]] std::uint32_t shed_state() override { return inner->shed_state(); }
-  void check() {
+  virtual void check() {}
+  std::unique_ptr<hc::tree_policy> inner;
+  hc::tree_context ctx{};
+};
+
+/// Checks, after each phase of a request, that the real pool still holds the state the request
+/// resumed from (every engine pins it until the request ends: vLLM's `ref_cnt`, SGLang's
+/// `lock_ref`; so does the library's own policy).
+struct pin_check final : forwarding {
+  using forwarding::forwarding;
+  std::size_t resume(const hc::tree_step& s) override {
+    const std::size_t k = inner->resume(s);
+    pinned = k > 0 ? s.path()[k - 1] : hc::tree_trace::no_parent;
+    forced = false;
+    return k;
+  }
+  /// The engine's own drops (a joint pool with no room left for any state) are not the row's.
+  void on_dropped(std::uint32_t v) override {
+    forced |= v == pinned;
+    inner->on_dropped(v);
+  }
+  void check() override {
     ++checked;
     if (pinned != hc::tree_trace::no_parent && !forced && !ctx.pool->holds(pinned)) ++lost;
   }
-  std::unique_ptr<hc::tree_policy> inner;
-  hc::tree_context ctx{};
   std::uint32_t pinned = hc::tree_trace::no_parent;
   bool forced = false;
   std::size_t checked = 0, lost = 0;
+};
+
+/// Checks, after each phase of a request, the portfolio's `beyond_leader` (kept from the
+/// leader's logged changes) against the definition read off both pools, node by node.
+struct beyond_check final : forwarding {
+  explicit beyond_check(std::unique_ptr<hc::portfolio_policy> p)
+      : forwarding(std::move(p)), row(static_cast<hc::portfolio_policy*>(inner.get())) {}
+  void check() override {
+    auto got = row->beyond_leader();
+    const auto& lead = row->shadow(row->leader()).pool();
+    std::vector<std::uint32_t> want;
+    for (std::uint32_t v = 0; v < ctx.trace->node_count(); ++v)
+      if (ctx.pool->holds(v) && !lead.holds(v)) want.push_back(v);
+    nonempty += got.empty() ? 0 : 1;
+    std::sort(got.begin(), got.end());
+    if (got != want) ++wrong;
+    ++checked;
+  }
+  hc::portfolio_policy* row;
+  std::size_t checked = 0, wrong = 0, nonempty = 0;
 };
 }  // namespace
 
@@ -293,6 +321,42 @@ TEST_CASE("portfolio: the real pool never drops the running request's resume sta
     }
   }
   CHECK(checked > 1000);
+}
+
+TEST_CASE("portfolio: the states beyond the leader's are kept exactly as the pools change") {
+  // The hand-over gives up room from the real states the leader does not hold. The portfolio
+  // keeps that set from the leader's logged adds and removes (and rebuilds it at a switch);
+  // after every phase it must equal the set read off the real pool and the leader's, in every
+  // KV mode (under a joint budget the engine also drops states on its own). The candidates
+  // include a weak initial leader, so that the row switches.
+  std::size_t checked = 0, nonempty = 0, switches = 0;
+  hc::policy_options weak;
+  weak.fresh_prior = weak.repeat_discount = weak.age_value = false;
+  weak.snapshot_junction = weak.snapshot_tail = false;
+  for (const std::string fam : {"rag", "agent-loop"}) {
+    const auto t = hc::tree_family(fam, 64, {.sessions = 30, .seed = 3});
+    for (auto mode : {hc::kv_mode::unlimited, hc::kv_mode::separate, hc::kv_mode::joint}) {
+      hc::tree_options o;
+      o.cost = cost_for(mode, t);
+      const auto usable = hc::usable_matches(t, o.cost);
+      for (std::size_t M : {4, 16}) {
+        CAPTURE(fam);
+        CAPTURE(hc::to_string(mode));
+        CAPTURE(M);
+        beyond_check p(make_portfolio(o, weak));
+        hc::replay_tree(t, p, M, usable, o.cost);
+        CHECK(p.wrong == 0);
+        checked += p.checked;
+        nonempty += p.nonempty;
+        switches += p.row->stats().switches;
+      }
+    }
+  }
+  CHECK(checked > 1000);
+  CHECK(nonempty > 100);  // the set is not trivially empty
+  CHECK(switches > 0);    // and the rebuild at a switch is exercised
+  MESSAGE("phases checked ", checked, ", with states beyond the leader's ", nonempty, ", switches ",
+          switches);
 }
 
 TEST_CASE("portfolio: bad construction is refused") {

@@ -62,6 +62,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -128,6 +129,10 @@ class portfolio_policy final : public tree_policy {
     losses_.assign(candidates_.size(), 0.0);
     resumed_.assign(candidates_.size(), 0);
     lru_.reset(ctx.trace->node_count());
+    extras_.clear();
+    is_extra_.assign(ctx.trace->node_count(), 0);
+    lead_log_.clear();
+    shadows_.front()->log_states(&lead_log_);
     leader_ = 0;
     pinned_ = tree_trace::no_parent;
     actual_loss_ = handover_loss_ = 0.0;
@@ -147,6 +152,7 @@ class portfolio_policy final : public tree_policy {
       losses_[c] = static_cast<double>(top - resumed_[c]) * B;
     const std::size_t before = leader_;
     leader_ = guard_.observe(losses_, static_cast<double>(top) * B);
+    if (leader_ != before) follow_log(before);
     runner_ = leader_;
     const auto scores = guard_.scores();
     for (std::size_t c = 0; c < scores.size(); ++c)
@@ -212,7 +218,7 @@ class portfolio_policy final : public tree_policy {
 
   /// The real state to give up for KV when every evictable leaf holds one: a state the leader
   /// does not hold (`extra`), else none (the least recently used leaf goes).
-  [[nodiscard]] std::uint32_t shed_state() override {
+  std::uint32_t shed_state() override {
     const auto v = given_up(tree_replayer::state_drop::cause::shed);
     return v != tree_trace::no_parent ? v : extra();
   }
@@ -250,10 +256,60 @@ class portfolio_policy final : public tree_policy {
   [[nodiscard]] const tree_replayer& shadow(std::size_t c) const { return *shadows_.at(c); }
   /// The number of candidates.
   [[nodiscard]] std::size_t candidates() const noexcept { return candidates_.size(); }
+  /// The real pool's states that the leader does not hold, least recently used first: the
+  /// states the hand-over gives up for room, in this order (after the runner-up's preference
+  /// and the pin; see `portfolio_policy`'s file comment). Kept as the leader's held set changes,
+  /// so a hand-over walks these alone rather than the whole pool.
+  [[nodiscard]] std::vector<std::uint32_t> beyond_leader() {
+    sync_extras();
+    std::vector<std::uint32_t> out;
+    out.reserve(extras_.size());
+    for (const auto& [st, v] : extras_) out.push_back(v);
+    return out;
+  }
 
  private:
-  void touch(std::uint32_t v) { lru_.touch(v); }
-  void untrack(std::uint32_t v) { lru_.erase(v); }
+  void touch(std::uint32_t v) {
+    const bool was = is_extra_[v] != 0;
+    if (was) set_extra(v, false);
+    lru_.touch(v);
+    if (was) set_extra(v, true);
+  }
+  void untrack(std::uint32_t v) {
+    if (is_extra_[v]) set_extra(v, false);
+    lru_.erase(v);
+  }
+  /// `extras_` holds (v's recency stamp, v) exactly when `on`.
+  void set_extra(std::uint32_t v, bool on) {
+    is_extra_[v] = on ? 1 : 0;
+    if (on)
+      extras_.emplace(lru_.stamp(v), v);
+    else
+      extras_.erase({lru_.stamp(v), v});
+  }
+  /// Brings `extras_` up to date with the leader's held set: a node whose state the leader
+  /// added or removed since the last call is re-read (the real pool's own changes update it
+  /// where they happen: `touch`, `untrack`, `follow`).
+  void sync_extras() {
+    const auto& lead = shadows_[leader_]->pool();
+    for (const auto v : lead_log_) {
+      const bool want = lru_.contains(v) && !lead.holds(v);
+      if (want != (is_extra_[v] != 0)) set_extra(v, want);
+    }
+    lead_log_.clear();
+  }
+  /// A switch from `before`: the log follows the new leader and `extras_` is rebuilt from the
+  /// real pool (O(M), once per switch).
+  void follow_log(std::size_t before) {
+    shadows_[before]->log_states(nullptr);
+    shadows_[leader_]->log_states(&lead_log_);
+    lead_log_.clear();
+    extras_.clear();
+    std::fill(is_extra_.begin(), is_extra_.end(), std::uint8_t{0});
+    const auto& lead = shadows_[leader_]->pool();
+    for (const auto& [st, v] : lru_)
+      if (!lead.holds(v)) set_extra(v, true);
+  }
   void drop_actual(std::uint32_t v) {
     ctx_.pool->remove(v);
     untrack(v);
@@ -261,20 +317,21 @@ class portfolio_policy final : public tree_policy {
   /// The real state to drop for room: the least recently used one held by neither the leader
   /// nor the runner-up (the candidate a switch would most likely go to), else the least recently
   /// used one the leader does not hold (no_parent when none); never the running request's
-  /// resume state (`pinned_`).
-  [[nodiscard]] std::uint32_t extra() const {
-    const auto& lead = shadows_[leader_]->pool();
+  /// resume state (`pinned_`). Walks `extras_` (the real states the leader does not hold, in
+  /// the real pool's recency order) rather than the whole pool.
+  [[nodiscard]] std::uint32_t extra() {
+    sync_extras();
     const std::uint32_t pin = pinned_;
     if (runner_ == leader_) {
-      for (const auto& [st, v] : lru_)
-        if (!lead.holds(v) && v != pin) return v;
+      for (const auto& [st, v] : extras_)
+        if (v != pin) return v;
       return tree_trace::no_parent;
     }
     // One pass: the first held by neither, else the first the leader does not hold.
     const auto& next = shadows_[runner_]->pool();
     std::uint32_t fallback = tree_trace::no_parent;
-    for (const auto& [st, v] : lru_) {
-      if (lead.holds(v) || v == pin) continue;
+    for (const auto& [st, v] : extras_) {
+      if (v == pin) continue;
       if (!next.holds(v)) return v;
       if (fallback == tree_trace::no_parent) fallback = v;
     }
@@ -339,6 +396,10 @@ class portfolio_policy final : public tree_policy {
   std::vector<double> losses_;
   std::vector<std::size_t> resumed_, planned_;
   recency_order lru_;  ///< the real pool's states, least recently used first
+  /// The real pool's states the leader does not hold, as (recency stamp, node): `lru_`'s order.
+  std::set<std::pair<std::uint64_t, std::uint32_t>> extras_;
+  std::vector<std::uint8_t> is_extra_;   ///< per node: in `extras_`
+  std::vector<std::uint32_t> lead_log_;  ///< the leader's held-set changes not yet read
   std::size_t leader_ = 0, runner_ = 0;
   /// The running request's resume state (no_parent between requests and for a cold start).
   std::uint32_t pinned_ = tree_trace::no_parent;

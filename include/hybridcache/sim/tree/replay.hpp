@@ -160,11 +160,16 @@ class state_pool {
   void set_capacity(std::size_t capacity) noexcept { capacity_ = capacity; }
   /// The KV tree told of every state added or removed (its stateless leaves, `block_tree::watch`).
   void observe(block_tree* tree) noexcept { tree_ = tree; }
+  /// From now on every state added or removed appends its node to `*log` (nullptr: no log).
+  /// A reader that keeps a set derived from this pool's held set (the portfolio's states the
+  /// leader does not hold) re-reads only the logged nodes instead of the whole pool.
+  void log_to(std::vector<std::uint32_t>* log) noexcept { log_ = log; }
 
  private:
-  inline void notify(std::uint32_t v, bool held) noexcept;
+  inline void notify(std::uint32_t v, bool held);
 
   block_tree* tree_ = nullptr;
+  std::vector<std::uint32_t>* log_ = nullptr;
   std::vector<std::uint8_t> held_;
   std::vector<std::uint64_t> stamp_;
   std::uint64_t epoch_ = 0;
@@ -331,8 +336,9 @@ class block_tree {
   std::size_t blocks_ = 0;
 };
 
-inline void state_pool::notify(std::uint32_t v, bool held) noexcept {
+inline void state_pool::notify(std::uint32_t v, bool held) {
   if (tree_ != nullptr) tree_->held_changed(v, held);
+  if (log_ != nullptr) log_->push_back(v);
 }
 inline bool block_tree::bare(std::uint32_t v) const noexcept {
   return pool_ != nullptr && !pool_->holds(v);
@@ -843,6 +849,9 @@ class tree_replayer {
   }
 
   [[nodiscard]] const state_pool& pool() const noexcept { return pool_; }
+  /// Every later change of this replay's held set appends its node to `*log` (nullptr: stop;
+  /// `state_pool::log_to`).
+  void log_states(std::vector<std::uint32_t>* log) noexcept { pool_.log_to(log); }
   [[nodiscard]] const block_tree& tree() const noexcept { return tree_; }
   /// k of the last replayed request.
   [[nodiscard]] std::size_t last_resume() const noexcept { return last_resume_; }
