@@ -53,7 +53,9 @@
 ///
 /// Cost: every candidate's own replay work per request (its policy calls and its KV
 /// bookkeeping, once for the shadows that share it), plus O(announced + decode blocks) for the real
-/// pool and O(M) per displacing admission. Memory: one shadow per candidate (here the simulator's
+/// pool; per displacing admission, a walk of the real states the leader does not hold (an ordered
+/// set kept from the leader's logged held-set changes, O(log M) each, rebuilt at a switch).
+/// Memory: one shadow per candidate (here the simulator's
 /// dense per-node arrays; an engine keeps a held set of ≤ capacity node ids and a KV block count
 /// per shadow).
 
