@@ -593,7 +593,7 @@ class marconi_policy final : public tree_policy {
     const std::size_t b = s.match;
     if (b > s.resumed && b <= s.prompt_blocks) {
       const auto v = s.path()[b - 1];
-      if (!ctx_.pool->holds(v) && ctx_.tree->children(v) > 0) {
+      if (!ctx_.pool->holds(v) && ctx_.tree->has_children(v)) {
         branch_ = b;
         positions.push_back(b);
       }

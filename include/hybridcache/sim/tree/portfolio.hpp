@@ -118,13 +118,18 @@ class portfolio_policy final : public tree_policy {
     shadows_.clear();
     // Unlimited KV, or a separate budget evicted in LRU order: the cached blocks do not depend
     // on the states held, so those shadows share one KV bookkeeping (`shared_kv`).
+    // Under a joint budget the states held decide which KV stays, but the shadows that evict
+    // KV in LRU order differ only by a threshold in one shared order (`lru_lanes`).
     kv_.reset();
+    lanes_.reset();
     if (ctx.kv != kv_mode::joint) kv_ = std::make_unique<shared_kv>(*ctx.trace, *ctx.cost);
+    if (ctx.kv == kv_mode::joint && ctx.begin == 0)
+      lanes_ = std::make_unique<lru_lanes>(*ctx.trace);
     for (auto& c : candidates_) {
       const bool share = kv_ && (ctx.kv == kv_mode::unlimited || c->kv_eviction() == kv_order::lru);
-      shadows_.push_back(std::make_unique<tree_replayer>(*ctx.trace, *c, ctx.budget, *ctx.usable,
-                                                         *ctx.cost, ctx.begin,
-                                                         share ? kv_.get() : nullptr));
+      shadows_.push_back(
+          std::make_unique<tree_replayer>(*ctx.trace, *c, ctx.budget, *ctx.usable, *ctx.cost,
+                                          ctx.begin, share ? kv_.get() : nullptr, lanes_.get()));
     }
     for (auto& sh : shadows_) sh->set_timing(false);  // the row's own replayer times them
     guard_ = leader_safeguard(candidates_.size());
@@ -392,6 +397,7 @@ class portfolio_policy final : public tree_policy {
   std::string name_;
   std::vector<std::unique_ptr<tree_policy>> candidates_;
   std::unique_ptr<shared_kv> kv_;  ///< the KV bookkeeping the shadows share (not under joint)
+  std::unique_ptr<lru_lanes> lanes_;  ///< under joint: the LRU order the LRU shadows share
   std::vector<std::unique_ptr<tree_replayer>> shadows_;
   leader_safeguard guard_;
   tree_context ctx_{};

@@ -90,6 +90,7 @@
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
 #include "hybridcache/sim/model.hpp"
+#include "hybridcache/sim/tree/lanes.hpp"
 #include "hybridcache/sim/tree/stamp_heap.hpp"
 #include "hybridcache/sim/tree/trace.hpp"
 
@@ -191,19 +192,44 @@ class block_tree {
     track_ = track;
     clock_ = 0;
     blocks_ = 0;
+    lanes_ = nullptr;
   }
-  [[nodiscard]] bool present(std::uint32_t v) const noexcept { return present_[v] != 0; }
+  /// Makes this tree a lane of `lanes` (an LRU order under a joint budget kept once for several
+  /// replayers, see `lru_lanes`): from now on every call answers from there. Only the LRU order
+  /// (`evict_lru_leaf`) is kept; child counts are not (`has_children` is).
+  /// @throws invalid_argument when the tree does not track (no KV budget).
+  void join(lru_lanes& lanes) {
+    if (!track_) hybridcache::detail::throw_invalid("tree", "untracked", "cannot join lanes");
+    lane_ = lanes.add_lane();
+    lanes_ = &lanes;
+  }
+  /// Whether the tree is a lane of an `lru_lanes`.
+  [[nodiscard]] bool shared() const noexcept { return lanes_ != nullptr; }
+  [[nodiscard]] bool present(std::uint32_t v) const noexcept {
+    return lanes_ ? lanes_->present(lane_, v) : present_[v] != 0;
+  }
   /// Children of `v` present in the tree.
-  [[nodiscard]] std::uint32_t children(std::uint32_t v) const noexcept { return children_[v]; }
+  /// @throws invalid_argument for a lane (`has_children` answers there).
+  [[nodiscard]] std::uint32_t children(std::uint32_t v) const {
+    if (lanes_)
+      hybridcache::detail::throw_invalid("tree", "lane", "keeps no child counts (has_children)");
+    return children_[v];
+  }
+  /// Whether present node `v` has a present child.
+  [[nodiscard]] bool has_children(std::uint32_t v) const noexcept {
+    return lanes_ ? lanes_->has_children(lane_, v) : children_[v] != 0;
+  }
   /// Present blocks.
-  [[nodiscard]] std::size_t blocks() const noexcept { return blocks_; }
+  [[nodiscard]] std::size_t blocks() const noexcept {
+    return lanes_ ? lanes_->blocks(lane_) : blocks_;
+  }
   /// Leading nodes of `path` (root to leaf) present. Present nodes are closed under parents, so
   /// along a root-to-leaf path they are a prefix: its length by binary search, O(log |path|).
   [[nodiscard]] std::size_t match(std::span<const std::uint32_t> path) const noexcept {
     std::size_t lo = 0, hi = path.size();
     while (lo < hi) {
       const std::size_t mid = lo + (hi - lo) / 2;
-      if (present_[path[mid]])
+      if (present(path[mid]))
         lo = mid + 1;
       else
         hi = mid;
@@ -215,6 +241,7 @@ class block_tree {
   /// it are the running path, see `evict_lru_leaf`). Without tracking the present prefix needs no
   /// update, so the walk starts after it.
   std::uint64_t insert(const tree_trace& t, std::span<const std::uint32_t> path) {
+    if (lanes_) return lanes_->insert(lane_, path);
     const std::uint64_t first = clock_ + 1;
     if (!track_) path = path.subspan(match(path));
     for (std::size_t i = 0; i < path.size(); ++i) {
@@ -243,6 +270,7 @@ class block_tree {
   /// Evicts the least recently used leaf stamped before `guard` (not on the running path).
   /// Needs tracking. @returns it, or `tree_trace::no_parent` when there is none.
   std::uint32_t evict_lru_leaf(const tree_trace& t, std::uint64_t guard) {
+    if (lanes_) return lanes_->evict_lru_leaf(lane_, guard);
     if (leaves_.empty() || leaves_.top().first >= guard) return tree_trace::no_parent;
     return evict(t, leaves_.top().second);
   }
@@ -273,15 +301,17 @@ class block_tree {
   /// Stamp of the least recently used leaf stamped before `guard` (the one `evict_lru_leaf`
   /// would take), or the largest stamp value when there is none. Needs tracking.
   [[nodiscard]] std::uint64_t lru_leaf_stamp(std::uint64_t guard) const noexcept {
+    if (lanes_) return lanes_->lru_leaf_stamp(lane_, guard);
     if (leaves_.empty() || leaves_.top().first >= guard)
       return std::numeric_limits<std::uint64_t>::max();
     return leaves_.top().first;
   }
   /// The next stamp of the LRU clock, for a use of something other than a block (a held state
   /// in the engine's one LRU, see `tree_context::lru_tick`). Stamps are shared with `insert`.
-  std::uint64_t tick() noexcept { return ++clock_; }
+  std::uint64_t tick() { return lanes_ ? lanes_->tick(lane_) : ++clock_; }
   /// LRU stamp of `v` (tracking only; 0 otherwise).
   [[nodiscard]] std::uint64_t stamp(std::uint32_t v) const noexcept {
+    if (lanes_) return lanes_->stamp(v);
     return track_ ? stamp_[v] : 0;
   }
 
@@ -334,6 +364,8 @@ class block_tree {
   bool track_ = false;
   std::uint64_t clock_ = 0;
   std::size_t blocks_ = 0;
+  lru_lanes* lanes_ = nullptr;  ///< set by `join`: the tree is lane `lane_` of it
+  std::size_t lane_ = 0;
 };
 
 inline void state_pool::notify(std::uint32_t v, bool held) {
@@ -344,6 +376,8 @@ inline bool block_tree::bare(std::uint32_t v) const noexcept {
   return pool_ != nullptr && !pool_->holds(v);
 }
 inline void block_tree::watch(state_pool& pool) {
+  if (lanes_)
+    hybridcache::detail::throw_invalid("tree", "lane", "keeps the LRU order only (not stateless)");
   if (pool_ != nullptr || !track_) return;
   pool_ = &pool;
   pool.observe(this);
@@ -666,12 +700,15 @@ class tree_replayer {
   /// `usable` = usable_matches(t, cost) (passed in so sweeps compute it once; the offline
   /// references' knowledge). `budget`: M states (see kv_budget for the joint pool). `kv`: KV
   /// bookkeeping shared with other replayers of `t` under the same KV budget (`shared_kv`; the
-  /// policy must evict KV in LRU order), or none (the replayer keeps its own).
+  /// policy must evict KV in LRU order), or none (the replayer keeps its own). `lanes`: under a
+  /// joint budget, the LRU order shared with other replayers of `t` stepped in lockstep from the
+  /// first request (`lru_lanes`); used when the policy evicts KV in LRU order, else ignored.
   /// @throws invalid_argument when `usable` does not match the trace, the KV budget is negative
-  ///         or not finite, or `kv` was built for another trace or KV budget.
+  ///         or not finite, `kv` was built for another trace or KV budget, or `lanes` is given
+  ///         for another trace, another KV mode than joint, or with `begin` > 0.
   tree_replayer(const tree_trace& t, tree_policy& policy, std::size_t budget,
                 const std::vector<std::size_t>& usable, const tree_cost_model& cost = {},
-                std::size_t begin = 0, shared_kv* kv = nullptr)
+                std::size_t begin = 0, shared_kv* kv = nullptr, lru_lanes* lanes = nullptr)
       : t_(t),
         policy_(policy),
         usable_(usable),
@@ -710,7 +747,11 @@ class tree_replayer {
     }
     ctx_.flops = [cost](double n, double p) { return cost.flops(n, p); };
     if (cost.kv.mode == kv_mode::joint) pool_.set_capacity(joint_capacity());
+    if (lanes && (&lanes->trace() != &t || cost.kv.mode != kv_mode::joint || next_ != 0))
+      hybridcache::detail::throw_invalid("lanes", "shared",
+                                         "need the same trace, a joint KV budget and begin 0");
     policy.reset(ctx_);
+    if (lanes && policy.kv_eviction() == kv_order::lru) own_tree_.join(*lanes);
     for (std::size_t i = 0; i < next_; ++i) allocate(t.requests()[i].path);
     m_.policy = policy.name();
     m_.budget = budget;
