@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <hybridcache/sim/tree.hpp>
 #include <hybridcache/sim/tree/families.hpp>
+#include <hybridcache/sim/tree/lanes.hpp>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -210,6 +211,47 @@ void BM_tree_prompt_cache(benchmark::State& st) {
   st.SetItemsProcessed(static_cast<std::int64_t>(static_cast<double>(st.iterations()) * b));
 }
 BENCHMARK(BM_tree_prompt_cache)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// The KV bookkeeping of the row's shadows under a joint budget, at scale: eight replayers'
+// block trees (the LRU shadows: vLLM's three rows, TRT-LLM, SGLang without buffer, Marconi, the
+// two llama.cpp rows) on the rag family (3,000 sessions, 16-token blocks: about a million
+// nodes), each trimmed after every allocation to its own budget of about 5,461 blocks (the
+// count 4 GiB holds in the tables of record) less a share that moves as its states would.
+// Arg 0: a block tree per replayer (leaf heap, child counts); arg 1: lanes of one shared order
+// (`lru_lanes`, sim/tree/lanes.hpp). Both evict the same blocks (`evicted_per_tree`). Items =
+// blocks allocated, all trees.
+void BM_joint_kv_trees(benchmark::State& st) {
+  static const auto t = hc::tree_family("rag", 16, {.sessions = 3000, .seed = 7});
+  const bool lanes = st.range(0) != 0;
+  constexpr std::size_t trees = 8, base = 5461;
+  double b = 0;
+  for (const auto& r : t.requests()) b += static_cast<double>(r.path.size());
+  for (auto _ : st) {
+    std::unique_ptr<hc::lru_lanes> shared;
+    if (lanes) shared = std::make_unique<hc::lru_lanes>(t);
+    std::vector<hc::block_tree> tr(trees);
+    for (auto& x : tr) {
+      x.reset(t.node_count(), true);
+      if (lanes) x.join(*shared);
+    }
+    std::size_t evicted = 0, step = 0;
+    for (const auto& r : t.requests()) {
+      ++step;
+      for (std::size_t i = 0; i < trees; ++i) {
+        const auto guard = tr[i].insert(t, r.path);
+        const std::size_t cap = base - (i * 37 + step * 13) % 400;
+        while (tr[i].blocks() > cap && tr[i].evict_lru_leaf(t, guard) != hc::tree_trace::no_parent)
+          ++evicted;
+      }
+    }
+    benchmark::DoNotOptimize(evicted);
+    st.counters["evicted_per_tree"] = static_cast<double>(evicted) / trees;
+  }
+  st.counters["nodes"] = static_cast<double>(t.node_count());
+  st.SetItemsProcessed(static_cast<std::int64_t>(static_cast<double>(st.iterations()) * b *
+                                                 static_cast<double>(trees)));
+}
+BENCHMARK(BM_joint_kv_trees)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 const int registered = [] {
   for (auto name : hc::tree_policy_names) {
