@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -139,6 +140,109 @@ TEST_CASE("key-based calls reach the same nodes as token-based ones") {
   CHECK(m3.node == p2[1]);
   CHECK(m3.matched_tokens == 8);
   pol.unpin(m3.resume_node);
+}
+
+TEST_CASE("match_keys with hints: any hints give the unhinted match, against inserted prefixes") {
+  // Two policies fed the same inserts, admissions and erasures (so the same ids); every query
+  // matches one without hints and the other with hints drawn from: the right node, a stale id
+  // (an erased node), another live node, no_node, or none at all (a short span). Each result
+  // must equal the unhinted one field by field, and its depth the longest inserted prefix of the
+  // query's keys still present (the reference: a set of key prefixes, erasures applied). (An
+  // erased node's record is cleared, so its parent check already fails; the bounds check of
+  // `live_slot` is what rejects an id whose slot was never issued.)
+  std::mt19937_64 rng(5);
+  hc::state_policy a({.block_size = 4, .capacity_bytes = 64}),
+      b({.block_size = 4, .capacity_bytes = 64});
+  const auto ns = ns_of(1);
+  std::set<std::vector<hc::digest>> present;  // the reference: every present key prefix
+  std::map<std::vector<hc::digest>, node_id> id_of;
+  std::vector<node_id> erased;
+  std::map<std::vector<hc::digest>, node_id> erased_of;  // the last erased node of a prefix
+  auto keys_of = [&](std::size_t branch, std::size_t len) {
+    std::vector<hc::digest> k;
+    for (std::size_t i = 0; i < len; ++i) k.push_back({branch < i ? 0 : branch * 100 + i, i});
+    return k;
+  };
+  std::size_t hinted = 0, queries = 0;
+  for (int round = 0; round < 400; ++round) {
+    const std::size_t branch = rng() % 6, len = 1 + rng() % 10;
+    const auto k = keys_of(branch, len);
+    const int op = static_cast<int>(rng() % 4);
+    if (op == 0) {  // insert
+      const auto pa = a.insert_keys(ns, k), pb = b.insert_keys(ns, k);
+      REQUIRE(pa == pb);
+      for (std::size_t i = 0; i < len; ++i) {
+        std::vector<hc::digest> pre(k.begin(), k.begin() + static_cast<std::ptrdiff_t>(i + 1));
+        present.insert(pre);
+        id_of[pre] = pa[i];
+      }
+      if (rng() % 2) {  // a state somewhere on the path
+        const auto at = pa[rng() % len];
+        (void)a.admit(at, 16);
+        (void)b.admit(at, 16);
+      }
+    } else if (op == 1 && !present.empty()) {  // erase a leaf (a present prefix with no longer one)
+      auto it = present.begin();
+      std::advance(it, static_cast<std::ptrdiff_t>(rng() % present.size()));
+      std::vector<hc::digest> leaf = *it;
+      for (bool longer = true; longer;) {
+        longer = false;
+        for (const auto& p : present)
+          if (p.size() == leaf.size() + 1 && std::equal(leaf.begin(), leaf.end(), p.begin())) {
+            leaf = p;
+            longer = true;
+            break;
+          }
+      }
+      const node_id v = id_of.at(leaf);
+      a.erase(v);
+      b.erase(v);
+      present.erase(leaf);
+      erased.push_back(v);
+      erased_of[leaf] = v;
+    } else {  // match, without and with hints
+      const auto ma = a.match_keys(ns, k);
+      std::vector<node_id> hints;
+      const std::size_t nh = rng() % (len + 1);
+      for (std::size_t i = 0; i < nh; ++i) {
+        const int kind = static_cast<int>(rng() % 6);
+        std::vector<hc::digest> pre(k.begin(), k.begin() + static_cast<std::ptrdiff_t>(i + 1));
+        if (kind <= 1 && present.count(pre)) {
+          hints.push_back(id_of.at(pre));
+        } else if (kind == 2 && erased_of.count(pre)) {
+          hints.push_back(erased_of.at(pre));  // this block's own node, erased (maybe re-made)
+        } else if (kind == 2 && !erased.empty()) {
+          hints.push_back(erased[rng() % erased.size()]);
+        } else if (kind == 3 && !id_of.empty()) {
+          auto it = id_of.begin();
+          std::advance(it, static_cast<std::ptrdiff_t>(rng() % id_of.size()));
+          hints.push_back(it->second);
+        } else if (kind == 4) {
+          hints.push_back((node_id{7} << 32) | (1u << 30));  // no node of this policy at all
+        } else {
+          hints.push_back(hc::no_node);
+        }
+      }
+      const auto mb = b.match_keys(ns, k, hints);
+      CHECK(mb.path == ma.path);
+      CHECK(mb.node == ma.node);
+      CHECK(mb.matched_tokens == ma.matched_tokens);
+      CHECK(mb.resume_node == ma.resume_node);
+      CHECK(mb.resume_tokens == ma.resume_tokens);
+      CHECK(mb.replay_tokens == ma.replay_tokens);
+      std::size_t want = 0;
+      while (want < len && present.count(std::vector<hc::digest>(
+                               k.begin(), k.begin() + static_cast<std::ptrdiff_t>(want + 1))))
+        ++want;
+      CHECK(ma.matched_tokens == want * 4);
+      a.unpin(ma.resume_node);
+      b.unpin(mb.resume_node);
+      hinted += nh;
+      ++queries;
+    }
+  }
+  CHECK(queries > 50);
+  CHECK(hinted > 100);
 }
 
 TEST_CASE("resume from the deepest state, pins keep a state from eviction") {

@@ -269,6 +269,36 @@ class basic_state_policy {
     return finish_match(std::move(m), cur, anchor, branch, keys.size());
   }
 
+  /// `match_keys` for an engine whose own block table already names this policy's node for
+  /// some of the blocks (`hints[i]`: the node `extend_keys` returned for block i, kept beside
+  /// the engine's block; `no_node` or a stale id where it has none). A hint is taken after an
+  /// O(1) check, one read of its record: it must be live, a child of the node matched so far,
+  /// and carry key keys[i], which names exactly the node the index probe would find (keys are
+  /// unique among a node's children). Any other hint falls back to the probe, so the result is
+  /// `match_keys(ns, keys)`'s in every case; a correct hint saves the probe's read of the index
+  /// table. `hints` may be shorter than `keys` (the rest is probed).
+  match_result match_keys(const namespace_key& ns, std::span<const digest> keys,
+                          std::span<const node_id> hints) {
+    const slot_id root = index_.root_of(hash_, ns);
+    match_result m;
+    slot_id cur = root, anchor = root, branch = no_slot;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      slot_id id = no_slot;
+      if (i < hints.size() && hints[i] != no_node) {
+        const slot_id h = index_.live_slot(hints[i]);
+        if (h != no_slot && index_[h].parent == cur && index_[h].key == keys[i]) id = h;
+      }
+      if (id == no_slot) id = index_.find(keys[i], cur);
+      if (id == no_slot) break;
+      cur = id;
+      m.path.push_back(index_.handle_of(id));
+      if (index_[id].state != no_state) anchor = id;
+      if (index_[id].flags & tree_node::branch_flag) branch = id;
+    }
+    planner_.add_work(m.path.size() + 1);
+    return finish_match(std::move(m), cur, anchor, branch, keys.size());
+  }
+
   /// Positions (tokens, ascending) at which the engine should snapshot the state during the
   /// prefill that follows `m`: the candidates are the `chunk_ends` that lie on the block grid and
   /// in (m.resume_tokens, prompt_tokens]; of those it returns the re-planned nodes of the

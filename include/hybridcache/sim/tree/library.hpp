@@ -140,7 +140,13 @@ class library_policy final : public tree_policy {
     // and the blocks beyond are the request's divergence (policy_options::branch_prior).
     const std::size_t B = ctx_.trace->block();
     keys(s.path(), s.prompt_tokens == 0 ? 0 : std::min(s.prompt_blocks, (s.prompt_tokens - 1) / B));
-    m_ = pol_->match_keys(ns_of(s), keys_);
+    // The policy's node of each block the engine's own tree matched, as an engine keeps it
+    // beside its block: each is checked in O(1) and saves an index probe (match_keys with
+    // hints; the same match).
+    hints_.clear();
+    for (std::size_t i = 0; i < std::min(s.usable, keys_.size()); ++i)
+      hints_.push_back(node_to_lib_[s.path()[i]]);
+    m_ = pol_->match_keys(ns_of(s), keys_, hints_);
     if (m_.path.size() != s.usable)
       hybridcache::detail::throw_invalid(
           "match", m_.path.size(), "differs from the engine's usable match (index out of sync)");
@@ -330,6 +336,7 @@ class library_policy final : public tree_policy {
   std::vector<node_id> lib_;  ///< the policy's node of each known block of the request
   std::vector<std::uint32_t> lib_to_node_;  ///< by the policy's slot: the trace node
   std::vector<node_id> node_to_lib_;        ///< by trace node: the policy's id (or no_node)
+  std::vector<node_id> hints_;              ///< resume: node_to_lib_ along the match
   std::size_t state_bytes_ = 1;
 };
 
