@@ -3,9 +3,11 @@
 // scripts/test.d/fuzz.sh): the engine-facing calls of `state_policy` in any order, with
 // handles that may be stale (erased, evicted KV), foreign (another namespace) or invented.
 //
-// Differential: two policies with the same options receive the same operations. A inserts a
+// Differential: two policies with the same options receive the same operations. A matches with
+// hints (`match_keys(ns, keys, hints)`, any ids), inserts a
 // prompt after its match with the prefix overload `extend_keys(ns, m.path, keys)` and decode
-// blocks with `extend_key`; B, the reference, walks every prompt from the namespace's root
+// blocks with `extend_key`; B, the reference, matches without hints, walks every prompt from the
+// namespace's root
 // (`extend_keys(ns, no_node, keys)`) and adds decode blocks with the one-key vector form. Every
 // call must either return the same result on both or throw `hybridcache::invalid_argument` (or
 // `capacity_error`) on both; after each operation both must agree on the states held, the bytes
@@ -126,7 +128,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const auto seq = sequence(x, y);
         const auto k = ring.keys(seq);
         hc::match_result ma, mb;
-        ra = attempt([&] { ma = a.match_keys(ns, k); });
+        // A is given hints (any ids, invented and stale ones too): the same match must come out.
+        std::vector<hc::node_id> hints;
+        for (std::size_t i = 0; i < k.size() && i < 8; ++i)
+          hints.push_back(any_node(static_cast<std::uint8_t>(x + 31 * i + y)));
+        ra = attempt([&] { ma = a.match_keys(ns, k, hints); });
         rb = attempt([&] { mb = b.match_keys(ns, k); });
         if (ra == outcome::ok && rb == outcome::ok) {
           if (ma.path != mb.path || ma.resume_node != mb.resume_node) die("match differs");
