@@ -254,19 +254,7 @@ class basic_state_policy {
   /// `match` for an engine that already has the chained keys h_1..h_m of `block_keys`
   /// (computed with this policy's hash and `ns`).
   match_result match_keys(const namespace_key& ns, std::span<const digest> keys) {
-    const slot_id root = index_.root_of(hash_, ns);
-    match_result m;
-    slot_id cur = root, anchor = root, branch = no_slot;
-    for (const auto& k : keys) {
-      const slot_id id = index_.find(k, cur);
-      if (id == no_slot) break;
-      cur = id;
-      m.path.push_back(index_.handle_of(id));
-      if (index_[id].state != no_state) anchor = id;
-      if (index_[id].flags & tree_node::branch_flag) branch = id;
-    }
-    planner_.add_work(m.path.size() + 1);
-    return finish_match(std::move(m), cur, anchor, branch, keys.size());
+    return match_keys(ns, keys, {});
   }
 
   /// `match_keys` for an engine whose own block table already names this policy's node for

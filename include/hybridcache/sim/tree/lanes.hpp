@@ -15,6 +15,7 @@
 
 #include "hybridcache/config.hpp"
 #include "hybridcache/error.hpp"
+#include "hybridcache/sim/tree/recency_order.hpp"
 #include "hybridcache/sim/tree/trace.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
@@ -34,8 +35,9 @@ HYBRIDCACHE_NAMESPACE_BEGIN
 /// Replayers of one trace allocate the same paths in the same order, so they share K and differ
 /// only in θ: the states they hold, which set their joint budgets, move θ and nothing else.
 ///
-/// Kept here: the nodes in K order (a linked list; an allocation moves its path to the end,
-/// leaf first), each node's position in it, own stamp and the position of its latest child
+/// Kept here: the nodes in K order (a `recency_order`, whose stamps are the positions; an
+/// allocation moves its path to the end, leaf first), each node's own stamp and the position of
+/// its latest child
 /// (so "has a present child" is one comparison). Per lane: θ, the first node above it (the next
 /// eviction), its block count. An allocation is performed once, by the first lane to reach it;
 /// the others count what it made present for them (a prefix of the path was present before:
@@ -50,20 +52,17 @@ HYBRIDCACHE_NAMESPACE_BEGIN
 /// blocks' stamps comes out as in a tree of its own, wherever the other lanes are.
 ///
 /// Cost per lane: O(log |path|) per allocation and O(1) per eviction, where a replayer's own
-/// `block_tree` walks the path and sifts a leaf heap; memory 32 bytes per node of the trace in
+/// `block_tree` walks the path and sifts a leaf heap; memory 33 bytes per node of the trace in
 /// all, against about 21 bytes per node per replayer. `block_tree::join` makes a tree a lane;
 /// tests/sim/tree/lanes_test.cpp checks lanes against trees of their own.
 class lru_lanes {
  public:
-  static constexpr std::uint32_t none = 0xffffffffu;
+  static constexpr std::uint32_t none = recency_order::none;
 
   explicit lru_lanes(const tree_trace& t)
-      : t_(t),
-        pos_(t.node_count(), 0),
-        kid_(t.node_count(), 0),
-        stamp_(t.node_count(), 0),
-        prev_(t.node_count(), none),
-        next_(t.node_count(), none) {}
+      : t_(t), kid_(t.node_count(), 0), stamp_(t.node_count(), 0) {
+    order_.reset(t.node_count());
+  }
   lru_lanes(const lru_lanes&) = delete;
   lru_lanes& operator=(const lru_lanes&) = delete;
 
@@ -78,7 +77,7 @@ class lru_lanes {
     return lanes_.size() - 1;
   }
   [[nodiscard]] bool present(std::size_t lane, std::uint32_t v) const noexcept {
-    return pos_[v] > lanes_[lane].theta;
+    return order_.stamp(v) > lanes_[lane].theta;
   }
   [[nodiscard]] bool has_children(std::size_t lane, std::uint32_t v) const noexcept {
     return kid_[v] > lanes_[lane].theta;
@@ -133,8 +132,8 @@ class lru_lanes {
     auto& L = lanes_[lane];
     const std::uint32_t v = L.next;
     if (v == none || stamp_[v] >= guard) return tree_trace::no_parent;
-    L.theta = pos_[v];
-    L.next = next_[v];
+    L.theta = order_.stamp(v);
+    L.next = order_.next(v);
     --L.blocks;
     return v;
   }
@@ -160,54 +159,28 @@ class lru_lanes {
     first_ = static_cast<std::uint64_t>(performed_) << 32;
     old_.resize(path.size());
     for (std::size_t i = 0; i < path.size(); ++i) {
-      old_[i] = pos_[path[i]];
+      old_[i] = order_.stamp(path[i]);
       stamp_[path[i]] = first_ + i;
     }
     // K order: this allocation's nodes last, the deepest first.
     for (std::size_t i = path.size(); i-- > 0;) {
       const std::uint32_t v = path[i];
-      if (pos_[v] != 0) {
+      if (order_.contains(v))
         for (auto& L : lanes_)
-          if (L.next == v) L.next = next_[v];
-        unlink(v);
-      }
-      link_tail(v);
-      pos_[v] = ++seq_;
+          if (L.next == v) L.next = order_.next(v);
+      order_.insert(v);  // to the end, with the next position
       const auto p = t_.parent(v);
-      if (p != tree_trace::no_parent) kid_[p] = pos_[v];
+      if (p != tree_trace::no_parent) kid_[p] = order_.stamp(v);
     }
     if (!path.empty())
       for (auto& L : lanes_)
         if (L.next == none) L.next = path.back();
   }
-  void link_tail(std::uint32_t v) noexcept {
-    prev_[v] = tail_;
-    next_[v] = none;
-    if (tail_ != none)
-      next_[tail_] = v;
-    else
-      head_ = v;
-    tail_ = v;
-  }
-  void unlink(std::uint32_t v) noexcept {
-    const std::uint32_t p = prev_[v], n = next_[v];
-    if (p != none)
-      next_[p] = n;
-    else
-      head_ = n;
-    if (n != none)
-      prev_[n] = p;
-    else
-      tail_ = p;
-  }
-
   const tree_trace& t_;
-  std::vector<std::uint64_t> pos_;    ///< per node: its position in K order (0: never allocated)
+  recency_order order_;               ///< K order; a node's stamp is its position (0: never)
   std::vector<std::uint64_t> kid_;    ///< per node: the position of its latest child
   std::vector<std::uint64_t> stamp_;  ///< per node: own stamp
-  std::vector<std::uint32_t> prev_, next_;
-  std::uint32_t head_ = none, tail_ = none;
-  std::uint64_t seq_ = 0, first_ = 0;
+  std::uint64_t first_ = 0;
   std::size_t performed_ = 0;
   std::size_t done_ = 0;                 ///< lanes that made allocation `performed_`
   const std::uint32_t* path_ = nullptr;  ///< the current allocation's path

@@ -87,6 +87,8 @@ class recency_order {
     if (in_[v]) unlink(v);
   }
   [[nodiscard]] bool contains(std::uint32_t v) const noexcept { return in_[v] != 0; }
+  /// The node after member `v` (the next more recent), or `none` at the most recent.
+  [[nodiscard]] std::uint32_t next(std::uint32_t v) const noexcept { return next_[v]; }
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
   /// Least recently used (or first inserted).
   /// @throws invalid_argument when the order is empty.
