@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <set>
 #include <utility>
@@ -56,6 +57,12 @@ TEST_CASE("recency_order: the same order as an ordered set of (stamp, node)") {
       for (const auto& [s, x] : order) got.emplace_back(s, x);
       CHECK(got == want);
       if (!model.empty()) CHECK(order.oldest() == model.begin()->second);
+      // `next` walks the same order, member to member, and ends at the most recent.
+      for (auto it = model.begin(); it != model.end(); ++it) {
+        const auto after = std::next(it);
+        CHECK(order.next(it->second) ==
+              (after == model.end() ? hc::recency_order::none : after->second));
+      }
     }
   }
 }
