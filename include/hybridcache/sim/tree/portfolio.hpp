@@ -311,8 +311,8 @@ class portfolio_policy final : public tree_policy {
     shadows_[before]->log_states(nullptr);
     shadows_[leader_]->log_states(&lead_log_);
     lead_log_.clear();
+    for (const auto& [st, v] : extras_) is_extra_[v] = 0;  // O(M), not a pass over every node
     extras_.clear();
-    std::fill(is_extra_.begin(), is_extra_.end(), std::uint8_t{0});
     const auto& lead = shadows_[leader_]->pool();
     for (const auto& [st, v] : lru_)
       if (!lead.holds(v)) set_extra(v, true);
