@@ -131,6 +131,20 @@ class library_policy final : public tree_policy {
     // The states the pool can hold: M, or every state of a joint pool (KV spills into it).
     if (pool_memory_) o.gamma = pool_window(o.gamma, ctx.pool->capacity());
     pol_ = std::make_unique<state_policy>(o);
+    // The index mirrors the engine's tree: every trace node under unlimited KV, else about the
+    // blocks the KV budget holds. Reserved once, its table is never rehashed while it grows.
+    std::size_t nodes = ctx.trace->node_count();
+    if (ctx.kv != kv_mode::unlimited && ctx.cost) {
+      const double block = static_cast<double>(ctx.trace->block()) *
+                           ctx.cost->model.kv_bytes_per_token(),
+                   pool =
+                       ctx.cost->kv.bytes + (ctx.kv == kv_mode::joint
+                                                 ? static_cast<double>(ctx.budget) * ctx.state_bytes
+                                                 : 0.0);
+      if (block > 0.0 && pool / block < static_cast<double>(nodes))
+        nodes = static_cast<std::size_t>(pool / block) + 1;
+    }
+    pol_->reserve(nodes);
   }
 
   std::size_t resume(const tree_step& s) override {
