@@ -428,7 +428,7 @@ TEST_CASE(
   int evictions = 0, unplanned_after = 0;
   for (int trial = 0; trial < 16; ++trial) {
     CAPTURE(trial);
-    world w(rng, 500 + rng() % 300);  // pools of more than 128 states (no scan)
+    world w(rng, 500 + rng() % 300);  // pools of more than 64 states (no scan)
     for (const slot v : w.inner)
       if (rng() % 8 != 0) w.ix[v].weight = 0.0;
     hc::tree_state_pool pool;
@@ -483,7 +483,7 @@ TEST_CASE(
   // deepest state of a path frees the KV of its gap too. Random trees, states added in any
   // order and some removed again (the count of states below each one is kept through both), then
   // victims one at a time, each checked against E[r] recomputed from scratch with and without
-  // it. Pools above 128 states take the snapshot search, smaller ones the scan.
+  // it. Pools above 64 states take the snapshot search, smaller ones the scan.
   std::mt19937_64 rng(11);
   const std::size_t B = 4;
   for (int trial = 0; trial < 60; ++trial) {

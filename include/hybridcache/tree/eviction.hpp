@@ -289,7 +289,7 @@ class tree_state_pool {
   /// same statistics throughout. O(K + V log K + Σ victim regions), K = states held, V the
   /// victims (a heap orders all but the first). The first: for `age_scaled_value` (the policy's),
   /// by `least_by_snapshot`, which ranks only the states changed since its snapshot and those
-  /// it cannot rule out (a scan in pools of at most 128 states); for any other `value`, by one
+  /// it cannot rule out (a scan in pools of at most 64 states); for any other `value`, by one
   /// scan of the records. Both take the entry a scan comparing every state's entry would.
   template <class Value, class OnEnd>
   std::vector<node_id> evict(tree_index& ix, std::size_t need, slot_id exclude, std::uint32_t now,
@@ -453,7 +453,7 @@ class tree_state_pool {
   /// least entry found, and each bin's sorted list while the bound above is ≤ the least value
   /// found, reading a state's record only when its exact value can match the least. A state it
   /// stops before cannot be the least entry nor tie with it, so the result is the scan's.
-  /// Rebuilt (O(K log K)) when more than max(64, K/8) states changed, after a scaling or
+  /// Rebuilt (O(K log K)) when more than max(16, K/8) states changed, after a scaling or
   /// `recompute_regions`, when the clock moved by 2^30, or when the LRU clock wrapped. Pools of
   /// at most `scan_below` states, and a table h with a negative or non-finite entry, are ranked
   /// by a scan instead.
@@ -466,7 +466,7 @@ class tree_state_pool {
       snap_.valid = false;  // no marks to keep meanwhile
       return least_by_scan(exclude, value, best);
     }
-    if (!snap_.valid || changed_.size() > std::max<std::size_t>(64, count_ / 8) ||
+    if (!snap_.valid || changed_.size() > std::max<std::size_t>(rebuild_after, count_ / 8) ||
         value.now - snap_.now >= (1u << 30) || clock_ < snap_.clock ||
         value.block_size != snap_.block_size || value.kv_block_bytes != snap_.kv_block_bytes)
       rebuild_snapshot(value);
@@ -520,9 +520,14 @@ class tree_state_pool {
   }
 
   /// Pools of at most this many states are ranked by a scan: the snapshot is rebuilt after
-  /// max(64, K/8) changes, so below 2 · 64 a search would rank about half the states as changed
-  /// and walk most of the rest.
-  static constexpr std::size_t scan_below = 128;
+  /// max(rebuild_after, K/8) changes, so in a pool this small a search would rank a quarter of
+  /// the states as changed and walk much of the rest. (Speed only: both searches take the same
+  /// entry. Until 2026-11-29 the scan went up to 128 states and the floor was 64 changes; a joint
+  /// pool holds about a hundred states at M = 1024, and there the snapshot with the lower floor
+  /// made the row's request path 10 % faster, docs/tree_simulation.md.)
+  static constexpr std::size_t scan_below = 64;
+  /// The fewest changed states that trigger a rebuild of the snapshot (see `scan_below`).
+  static constexpr std::size_t rebuild_after = 16;
 
   void rebuild_snapshot(const age_scaled_value& value) {
     for (const std::uint32_t id : changed_) states_[id].changed = 0;
