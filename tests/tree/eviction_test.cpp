@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -572,4 +573,140 @@ TEST_CASE("tree_state_pool: the joint KV charge, by hand") {
     const double expect = K == 0.0 ? 3.0 * 10.0 / 1.0 : 1.0 * 20.0 / (1.0 + 1.0);
     CHECK(value(pool.state_at(ix, left)) == doctest::Approx(expect));
   }
+}
+
+TEST_CASE("tree_state_pool: add_path keeps the records add keeps, bit for bit, by brute force") {
+  // Two identical worlds, each with a pool of the same held states (some pinned, some planned,
+  // some removed again, a snapshot in use). A fresh path of L blocks hangs below a random node
+  // (zero weights, as a prefill leaves them, with now and then a weight, a side branch and a
+  // held state below it); K nodes of the path from the root down are chosen. World A adds them
+  // one by one (`add`), world B at once (`add_path`): every record, region bits included, must
+  // agree, and so must the next victims (found by the snapshot search, checked against a scan).
+  std::mt19937_64 seed_rng(97);
+  int compared = 0, with_below = 0, restarts = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    CAPTURE(trial);
+    const std::uint64_t seed = seed_rng();
+    const bool kv = trial % 3 == 0;
+    std::array<std::optional<world>, 2> ws;
+    std::array<hc::tree_state_pool, 2> pools;
+    std::vector<slot> chosen;
+    std::uint32_t now = 0;
+    for (int side = 0; side < 2; ++side) {
+      std::mt19937_64 rng(seed);  // the same draws on both sides
+      now = 0;
+      ws[side].emplace(rng, 40 + rng() % 260);
+      world& w = *ws[side];
+      hc::tree_state_pool& pool = pools[side];
+      // The fresh path and its side branches.
+      slot v = w.nodes[rng() % w.nodes.size()];
+      std::vector<slot> path;
+      const std::size_t len = 1 + rng() % 60;
+      for (std::size_t i = 0; i < len; ++i) {
+        bool created = false;
+        v = w.ix.child(v, hc::digest{1000 + i, 7}, created);
+        w.ix[v].weight = rng() % 6 == 0 ? static_cast<double>(1 + rng() % 100) / 7.0 : 0.0;
+        path.push_back(v);
+        w.inner.push_back(v);
+        if (rng() % 5 == 0) {
+          const slot side_node = w.ix.child(v, hc::digest{5000 + i, 7}, created);
+          w.ix[side_node].weight = static_cast<double>(rng() % 3);
+          w.inner.push_back(side_node);
+        }
+      }
+      for (const slot x : w.inner)
+        if (rng() % 4 == 0) w.ix[x].flags |= hc::tree_node::planned_flag;
+      // Held states: about half the old nodes and, now and then, a node on or off the path.
+      for (const slot x : w.inner)
+        if (rng() % (x < path.front() ? 2 : 9) == 0) pool.add(w.ix, x, 1 + rng() % 4, now++);
+      for (const slot x : w.inner)
+        if (w.ix[x].state != hc::tree_state_pool::no_state && rng() % 7 == 0) pool.remove(w.ix, x);
+      for (const slot x : w.inner)
+        if (w.ix[x].state != hc::tree_state_pool::no_state && rng() % 11 == 0) pool.pin(w.ix, x);
+      // A snapshot in use: a few evictions by the policy's value mark the changes after it.
+      std::array<double, hc::age_scaled_value::bins> table{};
+      for (double& h : table) h = static_cast<double>(1 + rng() % 1000) / 1000.0;
+      const hc::age_scaled_value value{.block_size = 4,
+                                       .hit_by_bin = table.data(),
+                                       .now = now,
+                                       .kv_block_bytes = kv ? 3.0 : 0.0};
+      for (int e = 0; e < 3 && pool.count() > 0; ++e)
+        (void)pool.evict(w.ix, 1, hc::tree_index::no_slot, now, value, [](std::uint32_t) {});
+      // The nodes to add: from the root down the whole path (root excluded), those without a
+      // state, each kept with probability 1/2 (at least one).
+      std::vector<slot> up_path;
+      for (slot a = path.back(); w.ix[a].parent != hc::tree_index::no_slot; a = w.ix[a].parent)
+        up_path.push_back(a);
+      std::reverse(up_path.begin(), up_path.end());
+      chosen.clear();
+      for (const slot x : up_path)
+        if (w.ix[x].state == hc::tree_state_pool::no_state && rng() % 2 == 0) chosen.push_back(x);
+      if (chosen.empty())
+        for (const slot x : up_path)
+          if (w.ix[x].state == hc::tree_state_pool::no_state) {
+            chosen.push_back(x);
+            break;
+          }
+      if (side == 0) {
+        for (const slot x : chosen) pool.add(w.ix, x, 2, now);
+      } else if (!chosen.empty()) {
+        pool.add_path(w.ix, chosen, 2, now);
+      }
+      // Did a held state sit between two chosen nodes (a walk restarts below it)?
+      if (side == 1)
+        for (std::size_t i = 1; i < chosen.size(); ++i)
+          if (w.ix[hc::tree_state_pool::state_above(w.ix, chosen[i])].state !=
+                  hc::tree_state_pool::no_state &&
+              hc::tree_state_pool::state_above(w.ix, chosen[i]) != chosen[i - 1])
+            ++restarts;
+    }
+    if (chosen.empty()) continue;
+    world& a = *ws[0];
+    world& b = *ws[1];
+    REQUIRE(a.ix.slots().size() == b.ix.slots().size());
+    CHECK(pools[0].count() == pools[1].count());
+    CHECK(pools[0].used_bytes() == pools[1].used_bytes());
+    for (const slot x : a.inner) {
+      REQUIRE(a.ix[x].state == b.ix[x].state);
+      if (a.ix[x].state == hc::tree_state_pool::no_state) continue;
+      const hc::tree_state& sa = std::as_const(pools[0]).state_at(a.ix, x);
+      const hc::tree_state& sb = std::as_const(pools[1]).state_at(b.ix, x);
+      CHECK(sa.node == sb.node);
+      CHECK(sa.up == sb.up);
+      CHECK(sa.gap == sb.gap);
+      CHECK(sa.below == sb.below);
+      CHECK(sa.bytes == sb.bytes);
+      CHECK(sa.last_use == sb.last_use);
+      CHECK(sa.touched == sb.touched);
+      CHECK(sa.pinned == sb.pinned);
+      CHECK(sa.planned == sb.planned);
+      CHECK(sa.changed == sb.changed);
+      CHECK(std::bit_cast<std::uint64_t>(sa.region) == std::bit_cast<std::uint64_t>(sb.region));
+      if (sa.below > 0 && std::find(chosen.begin(), chosen.end(), x) != chosen.end()) ++with_below;
+    }
+    // The next victims agree, and each is the scan's.
+    std::array<double, hc::age_scaled_value::bins> table{};
+    for (std::size_t j = 0; j < table.size(); ++j) table[j] = 1.0 / static_cast<double>(j + 1);
+    for (int e = 0; e < 8; ++e) {
+      now += 3;
+      const hc::age_scaled_value value{.block_size = 4,
+                                       .hit_by_bin = table.data(),
+                                       .now = now,
+                                       .kv_block_bytes = kv ? 3.0 : 0.0};
+      const slot least =
+          least_entry_by_scan(pools[1], b.ix, b.inner, hc::tree_index::no_slot, value);
+      const auto va =
+          pools[0].evict(a.ix, 1, hc::tree_index::no_slot, now, value, [](std::uint32_t) {});
+      const auto vb =
+          pools[1].evict(b.ix, 1, hc::tree_index::no_slot, now, value, [](std::uint32_t) {});
+      REQUIRE(va.size() == vb.size());
+      if (vb.empty()) break;
+      CHECK(va[0] == vb[0]);
+      CHECK(b.ix.live_slot(vb[0]) == least);
+    }
+    ++compared;
+  }
+  CHECK(compared > 250);
+  CHECK(with_below > 100);
+  CHECK(restarts > 20);
 }

@@ -1500,3 +1500,87 @@ TEST_CASE("branch point: typed errors, nothing changed") {
   CHECK(quiet.divergence_within(32) == 0.0);
   CHECK_FALSE(quiet.branch_point(m2, 6, ok).has_value());
 }
+
+TEST_CASE("admit_path: the states admit would hold, the same victims after, typed errors") {
+  // Two policies fed the same requests (random paths under a few shared prefixes, matches that
+  // leave weights, some states). Then each new path's nodes from some depth down are admitted:
+  // one by one in policy A (`admit`), at once in policy B (`admit_path`). While they fit, B must
+  // take them all and hold exactly A's states; from then on both must evict the same victims
+  // (exact ranking: equal records are what makes them equal). When they do not all fit, B
+  // changes nothing and returns false, and A's one-by-one admission is mirrored by B's.
+  std::mt19937_64 rng(23);
+  std::size_t batches = 0, refused = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    CAPTURE(trial);
+    const std::size_t cap = 8 + rng() % 60;
+    const hc::policy_options o{
+        .block_size = 2, .state_bytes = 1, .capacity_bytes = cap, .replan_every = 0};
+    hc::state_policy a(o), b(o);
+    std::vector<node_id> all;
+    for (int req = 0; req < 60; ++req) {
+      const auto ns = ns_of(static_cast<int>(rng() % 2));
+      std::vector<hc::digest> k;
+      const std::size_t prefix = rng() % 3, len = 2 + rng() % 30;
+      for (std::size_t i = 0; i < len; ++i)
+        k.push_back({i < 4 ? prefix * 10 + i : rng() % 4 == 0 ? 7 : rng(), i});
+      const auto ma = a.match_keys(ns, k), mb = b.match_keys(ns, k);
+      REQUIRE(ma.path == mb.path);
+      a.unpin(ma.resume_node);
+      b.unpin(mb.resume_node);
+      const auto pa = a.insert_keys(ns, k), pb = b.insert_keys(ns, k);
+      REQUIRE(pa == pb);
+      all.insert(all.end(), pa.begin(), pa.end());
+      // The snapshots of one prefill: from a random depth down, every other block or so.
+      std::vector<node_id> snaps;
+      for (std::size_t i = rng() % len; i < len; i += 1 + rng() % 3) snaps.push_back(pa[i]);
+      if (snaps.empty()) continue;
+      std::size_t fresh = 0;
+      for (const node_id v : snaps) fresh += a.has_state(v) ? 0 : 1;
+      const bool fits = a.used_bytes() + fresh <= cap;
+      const std::size_t before = b.used_bytes();
+      const bool took = b.admit_path(snaps, 1);
+      CHECK(took == fits);
+      if (took) {
+        ++batches;
+        for (const node_id v : snaps) CHECK(a.admit(v, 1).admitted);
+      } else {
+        ++refused;
+        CHECK(b.used_bytes() == before);
+        for (const node_id v : snaps) {
+          const auto ra = a.admit(v, 1), rb = b.admit(v, 1);
+          CHECK(ra.admitted == rb.admitted);
+          CHECK(ra.victims == rb.victims);
+        }
+      }
+      for (const node_id v : all)
+        if (a.contains(v)) REQUIRE(a.has_state(v) == b.has_state(v));
+      CHECK(a.used_bytes() == b.used_bytes());
+    }
+    // The same victims, one at a time, until both are empty.
+    while (a.used_bytes() > 0) {
+      const auto va = a.evict(1), vb = b.evict(1);
+      REQUIRE(va == vb);
+      if (va.empty()) break;
+    }
+  }
+  CHECK(batches > 300);
+  CHECK(refused > 100);
+
+  // Typed errors, nothing changed.
+  hc::state_policy pol({.block_size = 1, .state_bytes = 1, .capacity_bytes = 16});
+  const auto p = pol.insert(ns_of(0), seq({1, 2, 3, 4}));
+  const auto q = pol.insert(ns_of(0), seq({1, 9}));
+  CHECK_THROWS_AS((void)pol.admit_path(std::vector<node_id>{p[0], p[2]}, 0), hc::invalid_argument);
+  CHECK_THROWS_AS((void)pol.admit_path(std::vector<node_id>{p[2], p[1]}, 1), hc::invalid_argument);
+  CHECK_THROWS_AS((void)pol.admit_path(std::vector<node_id>{p[1], p[1]}, 1), hc::invalid_argument);
+  CHECK_THROWS_AS((void)pol.admit_path(std::vector<node_id>{p[1], q[1]}, 1), hc::invalid_argument);
+  CHECK_THROWS_AS((void)pol.admit_path(std::vector<node_id>{p[0], p[3] + (1ULL << 40)}, 1),
+                  hc::invalid_argument);
+  CHECK(pol.used_bytes() == 0);
+  CHECK(pol.admit_path(std::vector<node_id>{p[0], p[2], p[3]}, 1));
+  CHECK(pol.has_state(p[0]));
+  CHECK_FALSE(pol.has_state(p[1]));
+  CHECK(pol.has_state(p[3]));
+  CHECK(pol.used_bytes() == 3);
+  CHECK(pol.admit_path(std::vector<node_id>{}, 1));
+}

@@ -23,11 +23,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "hybridcache/config.hpp"
@@ -172,6 +175,90 @@ class tree_state_pool {
     used_bytes_ += bytes;
     if (ix[node].pinned) pinned_bytes_ += bytes;
     ++count_;
+  }
+
+  /// `add` for each of `nodes` in turn (each a proper descendant of the one before, none holding
+  /// a state; unchecked here, `state_policy::admit_path` checks): the same records, the regions
+  /// bit for bit, the same up links, counts and marks once done. `add` sums a new state's region
+  /// by walking it, and on a path of fresh nodes each node's region holds the whole path below
+  /// it, so K calls walk O(K · path). Here one walk covers the first node's region (a new walk
+  /// starts at a node below a held state, which the one above cannot reach) and adds each
+  /// weight to the running sum of every listed node whose region holds it, in the order the K
+  /// walks would (the sub-walk below a node is contiguous and in the same order). A weight of
+  /// +0 changes no sum (weights are sums and differences of non-negative terms, never −0) and
+  /// is skipped, so the cost is O(region of the first node + Σ over nonzero weights met of the
+  /// listed nodes above them).
+  void add_path(tree_index& ix, std::span<const slot_id> nodes, std::uint32_t bytes,
+                std::uint32_t now) {
+    const std::size_t k = nodes.size();
+    path_sums_.assign(k, 0.0);
+    path_owner_.clear();
+    std::size_t next = 0;  // the next listed node the walks have not met
+    while (next < k) {
+      auto& st = stack_;
+      st.clear();
+      path_open_.clear();  // (listed index, stack size once it was popped): the sums open now
+      st.push_back(nodes[next]);
+      while (!st.empty()) {
+        // A node's region is walked once the stack is back to its size after the node's pop.
+        while (!path_open_.empty() && st.size() <= path_open_.back().second) path_open_.pop_back();
+        const slot_id x = st.back();
+        st.pop_back();
+        const double w = ix[x].weight;
+        const bool counts = w != 0.0 || std::signbit(w);
+        if (next < k && x == nodes[next]) {
+          if (counts)
+            for (const auto& o : path_open_) path_sums_[o.first] += w;
+          path_sums_[next] = w;  // as `region_of` starts: the node's own weight
+          path_open_.emplace_back(next, st.size());
+          ++next;
+        } else if (ix[x].state != no_state) {
+          path_owner_.emplace_back(ix[x].state, path_open_.back().first);  // the deepest open
+          continue;
+        } else if (counts) {
+          for (const auto& o : path_open_) path_sums_[o.first] += w;
+        }
+        for (slot_id y = ix[x].first_child; y != no_slot; y = ix[y].next_sibling) st.push_back(y);
+      }
+    }
+    for (std::size_t j = 0; j < k; ++j) {
+      const slot_id node = nodes[j];
+      std::uint32_t id;
+      if (!free_states_.empty()) {
+        id = free_states_.back();
+        free_states_.pop_back();
+      } else {
+        id = static_cast<std::uint32_t>(states_.size());
+        states_.emplace_back();
+      }
+      const slot_id up = state_above(ix, node);
+      ix[node].state = id;
+      mark(id);
+      tree_state& s = states_[id];
+      s.node = node;
+      s.up = no_slot;
+      set_up(ix, s, up);
+      s.bytes = bytes;
+      s.last_use = ++clock_;
+      s.touched = now;
+      s.pinned = ix[node].pinned;
+      s.planned = (ix[node].flags & tree_node::planned_flag) != 0;
+      s.region = path_sums_[j];
+      if (ix[up].state != no_state) {
+        mark(ix[up].state);
+        double& r = states_[ix[up].state].region;
+        r = std::max(0.0, r - s.region);
+      }
+      used_bytes_ += bytes;
+      if (ix[node].pinned) pinned_bytes_ += bytes;
+      ++count_;
+    }
+    // A state met below lands under the deepest listed node above it, as after the K walks
+    // (each re-linked it to the node it walked from).
+    for (const auto& [b, j] : path_owner_) {
+      mark(b);
+      set_up(ix, states_[b], nodes[j]);
+    }
   }
 
   /// Unmarks the state at `node`: its region joins the state above, the states below it now
@@ -614,6 +701,9 @@ class tree_state_pool {
   std::vector<std::uint32_t> ended_;
   std::vector<slot_id> stack_;
   std::vector<victim_entry> heap_;
+  std::vector<double> path_sums_;                                  // add_path: each node's region
+  std::vector<std::pair<std::size_t, std::size_t>> path_open_;     // add_path: open sums
+  std::vector<std::pair<std::uint32_t, std::size_t>> path_owner_;  // add_path: states met below
   // least_by_snapshot: the snapshot and the records changed since it
   struct snap_entry {
     double key;             // k₀ > 0, finite

@@ -448,6 +448,42 @@ class basic_state_policy {
     return pool_.admit(index_, node, bytes, opts_.capacity_bytes, now(), value_fn(), end_fn());
   }
 
+  /// The engine stored states of `bytes` each at the nodes of `path`, each a proper descendant
+  /// of the one before (the snapshots of one prefill, shallowest first). If those that hold no
+  /// state yet all fit the free room (used + n · bytes ≤ capacity), admits them exactly as
+  /// `admit` called for each in turn would (none evicts then; the same records, the regions bit
+  /// for bit) and returns true. The regions are summed in one walk below the first node
+  /// (`tree_state_pool::add_path`), where the calls would walk below each: on a fresh path of P
+  /// blocks, O(P) instead of O(P²). Otherwise nothing changes and it returns false; admit them
+  /// one by one then, which evicts.
+  /// @throws stale_handle_error / invalid_argument as `admit`, for any node of `path`;
+  ///         invalid_argument for a node that is not a proper descendant of the one before.
+  bool admit_path(std::span<const node_id> path, std::size_t bytes) {
+    if (bytes == 0 || bytes > max_state_bytes)
+      hybridcache::detail::throw_invalid("bytes", bytes, "must be in [1, 2^32)");
+    path_slots_.clear();
+    slot_id prev = no_slot;
+    for (const node_id id : path) {
+      const slot_id v = index_.resolve(id, "path");
+      if (index_[v].parent == no_slot)
+        hybridcache::detail::throw_invalid("path", id,
+                                           "a namespace root holds the free empty state");
+      if (prev != no_slot) {
+        slot_id a = v;
+        while (a != no_slot && index_[a].blocks > index_[prev].blocks) a = index_[a].parent;
+        if (a != prev || v == prev)
+          hybridcache::detail::throw_invalid("path", id,
+                                             "is not a proper descendant of the node before it");
+      }
+      prev = v;
+      if (index_[v].state == no_state) path_slots_.push_back(v);
+    }
+    if (path_slots_.empty()) return true;
+    if (pool_.used_bytes() + path_slots_.size() * bytes > opts_.capacity_bytes) return false;
+    pool_.add_path(index_, path_slots_, static_cast<std::uint32_t>(bytes), now());
+    return true;
+  }
+
   /// The engine's prefill of the current request ends at `node` (the prompt's last full block,
   /// a node of the last `insert`): with `prefill_prior` on and no match ended there yet (no
   /// weight, no prior), it gets the prefill-end prior π_P (policy_options::prefill_prior), so a
@@ -846,6 +882,7 @@ class basic_state_policy {
   tree_planner planner_;   // the exact re-plan and its schedule
   std::size_t replans_ = 0;
   double replan_ns_ = 0.0;  // their wall time
+  std::vector<slot_id> path_slots_;  // admit_path: the nodes that hold no state yet
 };
 
 /// The policy with keyed XXH3-128 block keys (a fresh secret per instance).

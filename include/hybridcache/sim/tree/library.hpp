@@ -200,7 +200,7 @@ class library_policy final : public tree_policy {
                                  ? planned_.size() - 1
                                  : planned_.size();
     if (branch_ != 0) pol_->note_branch_point(lib_[branch_ - 1]);
-    for (std::size_t i = 0; i < plan; ++i) offer(planned_[i], path);
+    offer_planned(plan, path);
     if (plan < planned_.size()) {
       // The prefill's own end (the request's prompt), offered like any snapshot, valued by the
       // prefill-end prior (policy_options::prefill_prior) until a match ends there.
@@ -316,6 +316,27 @@ class library_policy final : public tree_policy {
     for (auto victim : pol_->set_capacity_bytes(bytes)) ctx_.pool->remove(node_of(victim));
   }
   /// Offers the state at position j (in the open window) to `admit`.
+  /// `offer` for planned_[0..n), shallowest first. When every one that holds no state fits the
+  /// free room of both the policy and the engine's pool (so none evicts and none makes room from
+  /// KV), they go in at once (`state_policy::admit_path`: the same records, one walk of their
+  /// regions instead of one per state).
+  void offer_planned(std::size_t n, std::span<const std::uint32_t> path) {
+    batch_.clear();
+    for (std::size_t i = 0; i < n; ++i) batch_.push_back(lib_[planned_[i] - 1]);
+    std::size_t fresh = 0;
+    for (const node_id v : batch_) fresh += pol_->has_state(v) ? 0 : 1;
+    auto& pool = *ctx_.pool;
+    if (fresh > 1 && pool.size() + fresh <= pool.capacity()) {
+      fresh_.clear();
+      for (std::size_t i = 0; i < n; ++i)
+        if (!pol_->has_state(batch_[i])) fresh_.push_back(path[planned_[i] - 1]);
+      if (pol_->admit_path(batch_, state_bytes_)) {
+        for (const std::uint32_t v : fresh_) pool.add(v);
+        return;
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) offer(planned_[i], path);
+  }
   void offer(std::size_t j, std::span<const std::uint32_t> path) {
     const auto lib = lib_[j - 1];
     if (pol_->has_state(lib)) return;
@@ -351,6 +372,8 @@ class library_policy final : public tree_policy {
   std::vector<std::uint32_t> lib_to_node_;  ///< by the policy's slot: the trace node
   std::vector<node_id> node_to_lib_;        ///< by trace node: the policy's id (or no_node)
   std::vector<node_id> hints_;              ///< resume: node_to_lib_ along the match
+  std::vector<node_id> batch_;              ///< offer_planned: the planned nodes
+  std::vector<std::uint32_t> fresh_;        ///< offer_planned: their trace nodes without a state
   std::size_t state_bytes_ = 1;
 };
 
