@@ -141,40 +141,11 @@ class tree_state_pool {
   /// region and the states below it are found by one walk of the region (O(region)); the
   /// region above shrinks by the same amount.
   void add(tree_index& ix, slot_id node, std::uint32_t bytes, std::uint32_t now) {
-    std::uint32_t id;
-    if (!free_states_.empty()) {
-      id = free_states_.back();
-      free_states_.pop_back();
-    } else {
-      id = static_cast<std::uint32_t>(states_.size());
-      states_.emplace_back();
-    }
-    const slot_id up = state_above(ix, node);
-    ix[node].state = id;
-    mark(id);
-    tree_state& s = states_[id];
-    s.node = node;
-    s.up = no_slot;  // a fresh or reset record (below = 0): set_up counts it under `up` only
-    set_up(ix, s, up);
-    s.bytes = bytes;
-    s.last_use = ++clock_;
-    s.touched = now;
-    s.pinned = ix[node].pinned;
-    s.planned = (ix[node].flags & tree_node::planned_flag) != 0;
-    s.region = region_of(ix, node, [&](std::uint32_t b) {
-      mark(b);
-      set_up(ix, states_[b], node);
-    });
-    // The region above loses exactly what c now anchors. Rounding of this difference is
-    // ~ulp(W(up)); re-plans recompute every region from the node weights.
-    if (ix[up].state != no_state) {
-      mark(ix[up].state);
-      double& r = states_[ix[up].state].region;
-      r = std::max(0.0, r - s.region);
-    }
-    used_bytes_ += bytes;
-    if (ix[node].pinned) pinned_bytes_ += bytes;
-    ++count_;
+    const std::uint32_t id = new_record(ix, node, bytes, now);
+    book_region(ix, id, region_of(ix, node, [&](std::uint32_t b) {
+                  mark(b);
+                  set_up(ix, states_[b], node);
+                }));
   }
 
   /// `add` for each of `nodes` in turn (each a proper descendant of the one before, none holding
@@ -221,38 +192,8 @@ class tree_state_pool {
         for (slot_id y = ix[x].first_child; y != no_slot; y = ix[y].next_sibling) st.push_back(y);
       }
     }
-    for (std::size_t j = 0; j < k; ++j) {
-      const slot_id node = nodes[j];
-      std::uint32_t id;
-      if (!free_states_.empty()) {
-        id = free_states_.back();
-        free_states_.pop_back();
-      } else {
-        id = static_cast<std::uint32_t>(states_.size());
-        states_.emplace_back();
-      }
-      const slot_id up = state_above(ix, node);
-      ix[node].state = id;
-      mark(id);
-      tree_state& s = states_[id];
-      s.node = node;
-      s.up = no_slot;
-      set_up(ix, s, up);
-      s.bytes = bytes;
-      s.last_use = ++clock_;
-      s.touched = now;
-      s.pinned = ix[node].pinned;
-      s.planned = (ix[node].flags & tree_node::planned_flag) != 0;
-      s.region = path_sums_[j];
-      if (ix[up].state != no_state) {
-        mark(ix[up].state);
-        double& r = states_[ix[up].state].region;
-        r = std::max(0.0, r - s.region);
-      }
-      used_bytes_ += bytes;
-      if (ix[node].pinned) pinned_bytes_ += bytes;
-      ++count_;
-    }
+    for (std::size_t j = 0; j < k; ++j)
+      book_region(ix, new_record(ix, nodes[j], bytes, now), path_sums_[j]);
     // A state met below lands under the deepest listed node above it, as after the K walks
     // (each re-linked it to the node it walked from).
     for (const auto& [b, j] : path_owner_) {
@@ -646,6 +587,48 @@ class tree_state_pool {
     snap_.clock = clock_;
     snap_.block_size = value.block_size;
     snap_.kv_block_bytes = value.kv_block_bytes;
+  }
+
+  /// `add`'s first half: a record for a new state at `node` (which holds none), linked under
+  /// the state above it, region not yet booked. Returns its id.
+  std::uint32_t new_record(tree_index& ix, slot_id node, std::uint32_t bytes, std::uint32_t now) {
+    std::uint32_t id;
+    if (!free_states_.empty()) {
+      id = free_states_.back();
+      free_states_.pop_back();
+    } else {
+      id = static_cast<std::uint32_t>(states_.size());
+      states_.emplace_back();
+    }
+    const slot_id up = state_above(ix, node);
+    ix[node].state = id;
+    mark(id);
+    tree_state& s = states_[id];
+    s.node = node;
+    s.up = no_slot;  // a fresh or reset record (below = 0): set_up counts it under `up` only
+    set_up(ix, s, up);
+    s.bytes = bytes;
+    s.last_use = ++clock_;
+    s.touched = now;
+    s.pinned = ix[node].pinned;
+    s.planned = (ix[node].flags & tree_node::planned_flag) != 0;
+    return id;
+  }
+  /// `add`'s second half: the new state `id` anchors `region`, which the region above loses,
+  /// and its bytes count.
+  void book_region(tree_index& ix, std::uint32_t id, double region) {
+    tree_state& s = states_[id];
+    s.region = region;
+    // The region above loses exactly what c now anchors. Rounding of this difference is
+    // ~ulp(W(up)); re-plans recompute every region from the node weights.
+    if (ix[s.up].state != no_state) {
+      mark(ix[s.up].state);
+      double& r = states_[ix[s.up].state].region;
+      r = std::max(0.0, r - s.region);
+    }
+    used_bytes_ += s.bytes;
+    if (ix[s.node].pinned) pinned_bytes_ += s.bytes;
+    ++count_;
   }
 
   /// Record `id` changed since the snapshot (listed once until the next rebuild; nothing to do
