@@ -224,6 +224,16 @@ inline void bind_tree(nb::module_& m) {
           "ns"_a, "tokens"_a, "Adds the full blocks; returns the node of each block (uint64).")
       .def("admit", &hc::state_policy::admit, "node"_a, "bytes"_a,
            "The engine stored a state at `node`; returns the victims to free first.")
+      .def(
+          "admit_path",
+          [](hc::state_policy& p, nb::handle path, std::size_t bytes) {
+            const auto ids = to_ids(path, "path");
+            return p.admit_path(std::vector<hc::node_id>(ids.begin(), ids.end()), bytes);
+          },
+          "path"_a, "bytes"_a,
+          "The snapshots of one prefill at once (each node below the one before): if those without "
+          "a state all fit the free room, admits them as `admit` for each would and returns True; "
+          "else changes nothing and returns False.")
       .def("evict", &hc::state_policy::evict, "bytes"_a,
            "Frees at least `bytes`: victims by least exact increase of E[r] per byte.")
       .def("drop", &hc::state_policy::drop, "node"_a)

@@ -102,6 +102,25 @@ def test_policy_resume_replay_and_pool():
 
 
 
+def test_policy_admit_path_is_admit_for_each():
+    opts = tree.policy_options(block_size=1, state_bytes=1, capacity_bytes=3, replan_every=0)
+    a, b = tree.state_policy(opts), tree.state_policy(opts)
+    ns = segment.namespace_key()
+    pa, pb = a.insert(ns, [1, 2, 3, 4, 5]), b.insert(ns, [1, 2, 3, 4, 5])
+    assert list(pa) == list(pb)
+    snaps = [int(pa[0]), int(pa[2]), int(pa[4])]
+    assert b.admit_path(snaps, 1)
+    for v in snaps:
+        assert a.admit(v, 1).admitted
+    assert [b.has_state(int(v)) for v in pb] == [a.has_state(int(v)) for v in pa]
+    assert not b.admit_path([int(pb[1]), int(pb[3])], 1)  # no room for two more: nothing changes
+    assert b.used_bytes == 3 and not b.has_state(int(pb[1]))
+    with pytest.raises(hc.InvalidArgument, match="path"):
+        b.admit_path([int(pb[3]), int(pb[1])], 1)  # not below the node before
+    with pytest.raises(hc.InvalidArgument, match="path\\[0\\]"):
+        b.admit_path([-1], 1)
+
+
 def test_policy_stale_ids_raise_after_slot_reuse():
     # Issue #21: tenant A's erased leaf must not address tenant B's node that reuses its slot.
     pol = tree.state_policy(tree.policy_options(block_size=1, capacity_bytes=4, replan_every=0))
