@@ -315,7 +315,6 @@ class library_policy final : public tree_policy {
     if (bytes == pol_->capacity_bytes()) return;
     for (auto victim : pol_->set_capacity_bytes(bytes)) ctx_.pool->remove(node_of(victim));
   }
-  /// Offers the state at position j (in the open window) to `admit`.
   /// `offer` for planned_[0..n), shallowest first. When every one that holds no state fits the
   /// free room of both the policy and the engine's pool (so none evicts and none makes room from
   /// KV), they go in at once (`state_policy::admit_path`: the same records, one walk of their
@@ -337,6 +336,7 @@ class library_policy final : public tree_policy {
     }
     for (std::size_t i = 0; i < n; ++i) offer(planned_[i], path);
   }
+  /// Offers the state at position j (in the open window) to `admit`.
   void offer(std::size_t j, std::span<const std::uint32_t> path) {
     const auto lib = lib_[j - 1];
     if (pol_->has_state(lib)) return;
