@@ -321,14 +321,14 @@ class library_policy final : public tree_policy {
   /// regions instead of one per state).
   void offer_planned(std::size_t n, std::span<const std::uint32_t> path) {
     batch_.clear();
-    for (std::size_t i = 0; i < n; ++i) batch_.push_back(lib_[planned_[i] - 1]);
-    std::size_t fresh = 0;
-    for (const node_id v : batch_) fresh += pol_->has_state(v) ? 0 : 1;
+    fresh_.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      const node_id v = lib_[planned_[i] - 1];
+      batch_.push_back(v);
+      if (!pol_->has_state(v)) fresh_.push_back(path[planned_[i] - 1]);
+    }
     auto& pool = *ctx_.pool;
-    if (fresh > 1 && pool.size() + fresh <= pool.capacity()) {
-      fresh_.clear();
-      for (std::size_t i = 0; i < n; ++i)
-        if (!pol_->has_state(batch_[i])) fresh_.push_back(path[planned_[i] - 1]);
+    if (fresh_.size() > 1 && pool.size() + fresh_.size() <= pool.capacity()) {
       if (pol_->admit_path(batch_, state_bytes_)) {
         for (const std::uint32_t v : fresh_) pool.add(v);
         return;
