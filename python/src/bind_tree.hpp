@@ -46,6 +46,28 @@ inline std::vector<std::size_t> to_ids(nb::handle obj, const char* name) {
   return out;
 }
 
+/// Node ids from Python for the calls that accept `no_node` (uint64 arrays, e.g. a
+/// `match_result.path`, or any sequence of ints NumPy converts to uint64; a negative int raises).
+inline std::vector<hybridcache::node_id> to_node_ids(nb::handle obj) {
+  in_array<std::uint64_t> a;
+  nb::object holder;  // a converted array, kept alive while `a` points into it
+  if (!nb::try_cast(obj, a, /*convert=*/true)) {
+    nb::object np = nb::module_::import_("numpy");
+    holder = np.attr("asarray")(obj, nb::arg("dtype") = np.attr("uint64"));
+    a = nb::cast<in_array<std::uint64_t>>(holder);
+  }
+  return {a.data(), a.data() + a.size()};
+}
+
+/// Chained block keys from Python: a sequence of `segment.digest` (what `segment.block_keys`
+/// returns).
+inline std::vector<hybridcache::digest> to_keys(nb::handle obj) {
+  std::vector<hybridcache::digest> out;
+  if (!nb::try_cast(obj, out, /*convert=*/false))
+    throw nb::type_error("keys: expected a sequence of segment.digest (segment.block_keys)");
+  return out;
+}
+
 inline void bind_tree(nb::module_& m) {
   namespace hc = hybridcache;
   using namespace nb::literals;
@@ -187,6 +209,9 @@ inline void bind_tree(nb::module_& m) {
       "under the engine's scheduler lock. Node ids are ints (slot + generation, 64 bits); the id\n"
       "of an erased node raises StaleHandleError in every call; no_node marks 'none'.")
       .def(nb::init<hc::policy_options>(), "options"_a)
+      .def(nb::init<hc::policy_options, hc::xxh3_hash>(), "options"_a, "hash"_a,
+           "With a given key hash (e.g. segment.xxh3_hash(secret), to share keys between "
+           "processes); without it, a fresh random secret.")
       .def(
           "match",
           [](hc::state_policy& p, const hc::namespace_key& ns, nb::handle tokens) {
@@ -222,6 +247,55 @@ inline void bind_tree(nb::module_& m) {
             return to_numpy(std::vector<std::uint64_t>(path.begin(), path.end()));
           },
           "ns"_a, "tokens"_a, "Adds the full blocks; returns the node of each block (uint64).")
+      .def_prop_ro(
+          "hash", [](const hc::state_policy& p) -> const hc::xxh3_hash& { return p.hash(); },
+          nb::rv_policy::reference_internal,
+          "The policy's key hash (its own random secret): segment.block_keys(pol.hash, ns, "
+          "tokens, block_size) gives the keys match_keys / insert_keys / extend_keys expect.")
+      .def(
+          "match_keys",
+          [](hc::state_policy& p, const hc::namespace_key& ns, nb::handle keys, nb::handle hints) {
+            const auto k = to_keys(keys);
+            if (hints.is_none()) return p.match_keys(ns, k);
+            const auto h = to_node_ids(hints);
+            return p.match_keys(ns, k, h);
+          },
+          "ns"_a, "keys"_a, "hints"_a = nb::none(),
+          "match for an engine that already has the chained block keys (segment.block_keys with\n"
+          "this policy's hash). hints[i]: the node extend_keys returned for block i, or no_node;\n"
+          "a hint is checked in O(1) and a wrong one is ignored, so the result never depends on "
+          "it.")
+      .def(
+          "insert_keys",
+          [](hc::state_policy& p, const hc::namespace_key& ns, nb::handle keys) {
+            const auto path = p.insert_keys(ns, to_keys(keys));
+            return to_numpy(std::vector<std::uint64_t>(path.begin(), path.end()));
+          },
+          "ns"_a, "keys"_a,
+          "insert from the chained block keys; returns each block's node (uint64).")
+      .def(
+          "extend_keys",
+          [](hc::state_policy& p, const hc::namespace_key& ns, nb::handle parent, nb::handle keys) {
+            const auto k = to_keys(keys);
+            std::vector<hc::node_id> path;
+            if (nb::isinstance<nb::int_>(parent)) {
+              path = p.extend_keys(ns, nb::cast<hc::node_id>(parent), k);
+            } else {
+              const auto prefix = to_node_ids(parent);
+              path = p.extend_keys(ns, std::span<const hc::node_id>(prefix), k);
+            }
+            return to_numpy(std::vector<std::uint64_t>(path.begin(), path.end()));
+          },
+          "ns"_a, "parent"_a, "keys"_a,
+          "A sequence still being computed (issue #22's causal protocol). parent an int: adds "
+          "`keys` below that node (no_node: the namespace's root). parent a sequence: the nodes "
+          "a match of the same keys found (match_result.path), checked in O(1), so only the "
+          "blocks beyond them are walked. Returns the nodes of `keys` (uint64); notes no end "
+          "(note_sequence_end does).")
+      .def("extend_key", &hc::state_policy::extend_key, "ns"_a, "parent"_a, "key"_a,
+           "extend_keys(ns, parent, [key])[0]: the one block a decode step adds.")
+      .def("note_sequence_end", &hc::state_policy::note_sequence_end, "end"_a,
+           "The sequence added by extend_keys ended at `end` (as insert_keys would note it).")
       .def("admit", &hc::state_policy::admit, "node"_a, "bytes"_a,
            "The engine stored a state at `node`; returns the victims to free first.")
       .def(

@@ -121,6 +121,100 @@ def test_policy_admit_path_is_admit_for_each():
         b.admit_path([-1], 1)
 
 
+def _same_match(x, y):
+    return (x.node, x.matched_tokens, x.resume_node, x.resume_tokens, x.replay_tokens,
+            list(x.path)) == (y.node, y.matched_tokens, y.resume_node, y.resume_tokens,
+                              y.replay_tokens, list(y.path))
+
+
+def test_policy_by_keys_is_policy_by_tokens():
+    # Two policies, the same requests: `a` gets tokens (match / insert hash them itself), `b`
+    # gets the chained keys of segment.block_keys (match_keys / insert_keys / extend_keys, the
+    # calls of an engine that hashes its blocks already). With one secret, every node id, match,
+    # plan and victim must be the same. (With two, ties in a re-plan may break differently:
+    # namespaces are kept by their root key.)
+    B = 4
+    opts = tree.policy_options(block_size=B, state_bytes=1, capacity_bytes=6, replan_every=7)
+    secret = bytes(random.Random(5).randrange(256) for _ in range(segment.xxh3_hash.secret_size))
+    a = tree.state_policy(opts, segment.xxh3_hash(secret))
+    b = tree.state_policy(opts, segment.xxh3_hash(secret))
+    assert isinstance(b.hash, segment.xxh3_hash)
+    root = segment.namespace_key()
+    k = segment.block_keys(b.hash, root, [1] * B, B)[0]
+    assert k == segment.block_keys(segment.xxh3_hash(secret), root, [1] * B, B)[0]
+    assert k != segment.block_keys(tree.state_policy(opts).hash, root, [1] * B, B)[0]
+    rng = random.Random(11)
+    spaces = [segment.namespace_key(), segment.namespace_key().with_tenant("t")]
+    prompts = [[rng.randrange(50) for _ in range(B * rng.randrange(1, 9))] for _ in range(6)]
+    block_nodes = {}  # b's engine table: tuple(prefix tokens) -> node from extend_keys
+    for step in range(300):
+        ns = spaces[rng.randrange(2)]
+        p = list(prompts[rng.randrange(len(prompts))])
+        p = p[: B * rng.randrange(0, len(p) // B + 1)] + [rng.randrange(50) for _ in
+                                                         range(rng.randrange(0, 3 * B))]
+        keys = segment.block_keys(b.hash, ns, p, B)
+        assert len(keys) == len(p) // B
+        # hints: right, wrong (another block's node), stale or none, by chance
+        hints = []
+        for i in range(len(keys)):
+            r = rng.random()
+            known = block_nodes.get((str(ns), tuple(p[: (i + 1) * B])))
+            if r < 0.5 and known is not None:
+                hints.append(known)
+            elif r < 0.7 and block_nodes:
+                hints.append(rng.choice(list(block_nodes.values())))
+            else:
+                hints.append(tree.no_node)
+        ma = a.match(ns, p)
+        mb = b.match_keys(ns, keys, hints) if step % 2 else b.match_keys(ns, keys)
+        assert _same_match(ma, mb)
+        ends = list(range(B, len(p) + 1, B))
+        assert list(a.prefill_plan(ma, len(p), ends)) == list(b.prefill_plan(mb, len(p), ends))
+        if step % 3 == 0:
+            pa, pb = a.insert(ns, p), b.insert_keys(ns, keys)
+        else:  # the causal engine: after the prefill, from the match's path, then the end
+            pa = a.insert(ns, p)
+            if step % 3 == 1:
+                pb = b.extend_keys(ns, mb.path, keys)
+            else:
+                pb = b.extend_keys(ns, tree.no_node, keys[:1])  # [] too: the root's work
+                if len(keys) > 1:
+                    pb = list(pb) + list(b.extend_keys(ns, int(pb[0]), keys[1:]))
+            if len(keys):
+                b.note_sequence_end(int(pb[-1]))
+        assert list(pa) == [int(v) for v in pb]
+        for i, v in enumerate(pb):
+            block_nodes[(str(ns), tuple(p[: (i + 1) * B]))] = int(v)
+        for j in a.prefill_plan(ma, len(p), ends):
+            ra, rb = a.admit(int(pa[j // B - 1]), 1), b.admit(int(pb[j // B - 1]), 1)
+            assert (ra.admitted, list(ra.victims)) == (rb.admitted, list(rb.victims))
+            for v in ra.victims:  # the engine also drops evicted leaves' KV now and then
+                if rng.random() < 0.2 and a.contains(v) and not a.pinned(v):
+                    try:
+                        a.erase(v)
+                    except hc.InvalidArgument:  # not a leaf: both refuse alike
+                        with pytest.raises(hc.InvalidArgument):
+                            b.erase(v)
+                        continue
+                    b.erase(v)
+                    block_nodes = {k: n for k, n in block_nodes.items() if b.contains(n)}
+        a.unpin(ma.resume_node)
+        b.unpin(mb.resume_node)
+        assert a.expected_recompute() == b.expected_recompute()
+        assert (a.state_count, a.node_count, a.observations) == (
+            b.state_count, b.node_count, b.observations)
+    d = b.extend_key(spaces[0], tree.no_node, segment.block_keys(b.hash, spaces[0], [1] * B, B)[0])
+    assert int(a.insert(spaces[0], [1] * B)[0]) == d
+    with pytest.raises(hc.InvalidArgument, match="prefix.size\\(\\)"):
+        b.extend_keys(spaces[0], [d, d], [segment.digest()])
+    with pytest.raises(hc.InvalidArgument, match="parent"):
+        b.extend_keys(spaces[0], 12345, [segment.digest()])
+    with pytest.raises(TypeError, match="keys: expected a sequence of segment.digest"):
+        b.match_keys(spaces[0], [1, 2])
+    with pytest.raises(OverflowError):
+        b.match_keys(spaces[0], [segment.digest()], [-1])
+
+
 def test_policy_stale_ids_raise_after_slot_reuse():
     # Issue #21: tenant A's erased leaf must not address tenant B's node that reuses its slot.
     pol = tree.state_policy(tree.policy_options(block_size=1, capacity_bytes=4, replan_every=0))
