@@ -130,9 +130,8 @@ def _same_match(x, y):
 def test_policy_by_keys_is_policy_by_tokens():
     # Two policies, the same requests: `a` gets tokens (match / insert hash them itself), `b`
     # gets the chained keys of segment.block_keys (match_keys / insert_keys / extend_keys, the
-    # calls of an engine that hashes its blocks already). With one secret, every node id, match,
-    # plan and victim must be the same. (With two, ties in a re-plan may break differently:
-    # namespaces are kept by their root key.)
+    # calls of an engine that hashes its blocks already). Every node id, match, plan and victim
+    # must be the same. (One secret for both, to test the constructor that takes it.)
     B = 4
     opts = tree.policy_options(block_size=B, state_bytes=1, capacity_bytes=6, replan_every=7)
     secret = bytes(random.Random(5).randrange(256) for _ in range(segment.xxh3_hash.secret_size))
