@@ -42,14 +42,8 @@ inline token_ids to_token_ids(nb::handle obj) {
     out.view = as_span(exact);
     return out;
   }
-  in_array<std::int64_t> wide;
-  nb::object holder;  // a converted array, kept alive while `wide` points into it
-  if (!nb::try_cast(obj, wide, /*convert=*/true)) {
-    // Sequences (lists, tuples): through NumPy, which reports what it could not convert.
-    nb::object np = nb::module_::import_("numpy");
-    holder = np.attr("asarray")(obj, nb::arg("dtype") = np.attr("int64"));
-    wide = nb::cast<in_array<std::int64_t>>(holder);
-  }
+  nb::object holder;
+  const auto wide = as_array<std::int64_t>(obj, "int64", holder);
   out.copy.resize(wide.size());
   for (std::size_t i = 0; i < wide.size(); ++i) {
     const std::int64_t t = wide.data()[i];

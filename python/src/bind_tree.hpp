@@ -29,13 +29,8 @@ namespace hybridcache_python {
 /// Node ids / positions from Python (int64 arrays, or any sequence NumPy converts), checked to
 /// be >= 0 before they become std::size_t (never wrapped).
 inline std::vector<std::size_t> to_ids(nb::handle obj, const char* name) {
-  in_array<std::int64_t> a;
-  nb::object holder;  // a converted array, kept alive while `a` points into it
-  if (!nb::try_cast(obj, a, /*convert=*/true)) {
-    nb::object np = nb::module_::import_("numpy");
-    holder = np.attr("asarray")(obj, nb::arg("dtype") = np.attr("int64"));
-    a = nb::cast<in_array<std::int64_t>>(holder);
-  }
+  nb::object holder;
+  const auto a = as_array<std::int64_t>(obj, "int64", holder);
   std::vector<std::size_t> out(a.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (a.data()[i] < 0)
@@ -49,13 +44,8 @@ inline std::vector<std::size_t> to_ids(nb::handle obj, const char* name) {
 /// Node ids from Python for the calls that accept `no_node` (uint64 arrays, e.g. a
 /// `match_result.path`, or any sequence of ints NumPy converts to uint64; a negative int raises).
 inline std::vector<hybridcache::node_id> to_node_ids(nb::handle obj) {
-  in_array<std::uint64_t> a;
-  nb::object holder;  // a converted array, kept alive while `a` points into it
-  if (!nb::try_cast(obj, a, /*convert=*/true)) {
-    nb::object np = nb::module_::import_("numpy");
-    holder = np.attr("asarray")(obj, nb::arg("dtype") = np.attr("uint64"));
-    a = nb::cast<in_array<std::uint64_t>>(holder);
-  }
+  nb::object holder;
+  const auto a = as_array<std::uint64_t>(obj, "uint64", holder);
   return {a.data(), a.data() + a.size()};
 }
 

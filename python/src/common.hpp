@@ -28,6 +28,19 @@ using in_array = nb::ndarray<const T, nb::ndim<Ndim>, nb::c_contig, nb::device::
 template <class T, std::size_t Ndim = 1>
 using out_array = nb::ndarray<T, nb::ndim<Ndim>, nb::c_contig, nb::device::cpu>;
 
+/// `obj` as a 1-D host array of T: taken as it is when it is one (converting another dtype or
+/// layout), else through `numpy.asarray(obj, dtype=dtype)` for sequences (lists, tuples); NumPy
+/// reports what it cannot convert. `holder` keeps a converted array alive while the result
+/// points into it.
+template <class T>
+in_array<T> as_array(nb::handle obj, const char* dtype, nb::object& holder) {
+  in_array<T> a;
+  if (nb::try_cast(obj, a, /*convert=*/true)) return a;
+  nb::object np = nb::module_::import_("numpy");
+  holder = np.attr("asarray")(obj, nb::arg("dtype") = np.attr(dtype));
+  return nb::cast<in_array<T>>(holder);
+}
+
 /// A NumPy array returned to Python.
 template <class T, std::size_t Ndim = 1>
 using numpy_array = nb::ndarray<nb::numpy, T, nb::ndim<Ndim>>;
