@@ -4,6 +4,7 @@
 // the namespace roots keep paths apart; erased ids must go stale even after their slot is reused.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -102,4 +103,74 @@ TEST_CASE("tree_index keeps exactly the inserted paths apart by parent and names
   }
   CHECK(reused > 0);  // slots were reused, under a new generation
   CHECK_THROWS_AS((void)ix.resolve(hc::node_id{1} << 31, "v"), hc::invalid_argument);
+}
+
+TEST_CASE("tree_index lists each node's children newest first through inserts and erases") {
+  // The children list (first_child, next_sibling: newest first) against a model, each node's
+  // children in the order they were created. Wide fan-out (8 symbols), leaves erased at random
+  // positions among their siblings (oldest, newest, between, the only one), slots reused. The
+  // walks of the policy (regions, the re-plan's view) visit children in this order, and their
+  // floating-point sums and ties depend on it.
+  std::mt19937_64 rng(7);
+  const hc::xxh3_hash hash;
+  hc::tree_index ix;
+  std::map<path, hc::node_id> model;
+  std::map<path, std::vector<path>> kids;  // parent → children, oldest first
+  std::size_t erased_oldest = 0, erased_newest = 0, erased_between = 0, erased_only = 0;
+  for (int step = 0; step < 6000; ++step) {
+    const std::uint64_t ns = rng() % 2;
+    if (rng() % 2 == 0) {
+      path p{ns};
+      auto cur = ix.root_of(hash, ns_of(ns));
+      model.emplace(p, ix.handle_of(cur));
+      const std::size_t len = 1 + rng() % 3;
+      for (std::size_t i = 0; i < len; ++i) {
+        const path up = p;
+        p.push_back(rng() % 8);
+        bool created = false;
+        cur = ix.child(cur, hc::digest{p.back(), 9}, created);
+        if (created) {
+          model[p] = ix.handle_of(cur);
+          kids[up].push_back(p);
+        }
+      }
+    } else {
+      std::vector<path> leaves;
+      for (const auto& [p, id] : model)
+        if (p.size() > 1 && kids[p].empty()) leaves.push_back(p);
+      if (leaves.empty()) continue;
+      const path victim = leaves[rng() % leaves.size()];
+      auto& sib = kids[path(victim.begin(), victim.end() - 1)];
+      const auto at = std::find(sib.begin(), sib.end(), victim);
+      REQUIRE(at != sib.end());
+      if (sib.size() == 1)
+        ++erased_only;
+      else if (at == sib.begin())
+        ++erased_oldest;
+      else if (at + 1 == sib.end())
+        ++erased_newest;
+      else
+        ++erased_between;
+      sib.erase(at);
+      ix.erase(ix.resolve(model.at(victim), "v"));
+      model.erase(victim);
+      kids.erase(victim);
+    }
+    if (step % 61 == 0) {
+      for (const auto& [p, id] : model) {
+        std::vector<hc::tree_index::slot_id> got;
+        for (auto c = ix[ix.resolve(id, "v")].first_child; c != hc::tree_index::no_slot;
+             c = ix[c].next_sibling)
+          got.push_back(c);
+        const auto& want = kids[p];
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < got.size(); ++i)
+          CHECK(ix.handle_of(got[i]) == model.at(want[want.size() - 1 - i]));
+      }
+    }
+  }
+  CHECK(erased_oldest > 50);
+  CHECK(erased_newest > 50);
+  CHECK(erased_between > 50);
+  CHECK(erased_only > 50);
 }
