@@ -298,6 +298,13 @@ inline void bind_tree(nb::module_& m) {
           "The snapshots of one prefill at once (each node below the one before): if those without "
           "a state all fit the free room, admits them as `admit` for each would and returns True; "
           "else changes nothing and returns False.")
+      .def("set_capacity_bytes", &hc::state_policy::set_capacity_bytes, "bytes"_a,
+           "The pool's budget is now `bytes` (states sharing one memory pool with KV); returns "
+           "the victims to free, in evict's order, when the states held exceed it.")
+      .def("reserve", &hc::state_policy::reserve, "nodes"_a,
+           "Reserves room for `nodes` nodes, so the index never grows on the request path.")
+      .def_prop_ro("bookkeeping_bytes", &hc::state_policy::bookkeeping_bytes,
+                   "Bytes of the node records, index slots, state records and side tables.")
       .def("evict", &hc::state_policy::evict, "bytes"_a,
            "Frees at least `bytes`: victims by least exact increase of E[r] per byte.")
       .def("drop", &hc::state_policy::drop, "node"_a)

@@ -214,6 +214,36 @@ def test_policy_by_keys_is_policy_by_tokens():
         b.match_keys(spaces[0], [segment.digest()], [-1])
 
 
+def test_policy_capacity_reserve_and_bookkeeping():
+    # set_capacity_bytes sheds exactly what evict would; reserve changes no decision.
+    opts = tree.policy_options(block_size=1, state_bytes=1, capacity_bytes=6, replan_every=0)
+    a, b = tree.state_policy(opts), tree.state_policy(opts)
+    b.reserve(1000)
+    ns = segment.namespace_key()
+    rng = random.Random(2)
+    for _ in range(40):
+        p = [rng.randrange(4) for _ in range(rng.randrange(1, 7))]
+        ma, mb = a.match(ns, p), b.match(ns, p)
+        assert _same_match(ma, mb)
+        pa, pb = a.insert(ns, p), b.insert(ns, p)
+        for j in a.prefill_plan(ma, len(p), list(range(1, len(p) + 1))):
+            ra, rb = a.admit(int(pa[j - 1]), 1), b.admit(int(pb[j - 1]), 1)
+            assert list(ra.victims) == list(rb.victims)
+        a.unpin(ma.resume_node)
+        b.unpin(mb.resume_node)
+    assert a.state_count == 6
+    shed = list(a.set_capacity_bytes(2))
+    assert shed == list(b.evict(4))  # the same four victims, in the same order
+    assert a.capacity_bytes == 2 and a.used_bytes == 2 == b.used_bytes
+    assert a.set_capacity_bytes(10) == [] and a.capacity_bytes == 10
+    with pytest.raises(hc.InvalidArgument, match="bytes"):
+        a.set_capacity_bytes(0)
+    # 48-byte records and 4-byte index slots at load <= 1/2: at most 64 bytes a node, plus the
+    # state records and side tables.
+    assert 48 * a.node_count <= a.bookkeeping_bytes
+    assert b.bookkeeping_bytes >= a.bookkeeping_bytes  # reserved room is counted
+
+
 def test_policy_stale_ids_raise_after_slot_reuse():
     # Issue #21: tenant A's erased leaf must not address tenant B's node that reuses its slot.
     pol = tree.state_policy(tree.policy_options(block_size=1, capacity_bytes=4, replan_every=0))
