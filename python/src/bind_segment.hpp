@@ -43,7 +43,7 @@ inline token_ids to_token_ids(nb::handle obj) {
     return out;
   }
   nb::object holder;
-  const auto wide = as_array<std::int64_t>(obj, "int64", holder);
+  const auto wide = as_array<std::int64_t>(obj, "int64", holder, "tokens");
   out.copy.resize(wide.size());
   for (std::size_t i = 0; i < wide.size(); ++i) {
     const std::int64_t t = wide.data()[i];

@@ -30,7 +30,7 @@ namespace hybridcache_python {
 /// be >= 0 before they become std::size_t (never wrapped).
 inline std::vector<std::size_t> to_ids(nb::handle obj, const char* name) {
   nb::object holder;
-  const auto a = as_array<std::int64_t>(obj, "int64", holder);
+  const auto a = as_array<std::int64_t>(obj, "int64", holder, name);
   std::vector<std::size_t> out(a.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (a.data()[i] < 0)
@@ -43,9 +43,9 @@ inline std::vector<std::size_t> to_ids(nb::handle obj, const char* name) {
 
 /// Node ids from Python for the calls that accept `no_node` (uint64 arrays, e.g. a
 /// `match_result.path`, or any sequence of ints NumPy converts to uint64; a negative int raises).
-inline std::vector<hybridcache::node_id> to_node_ids(nb::handle obj) {
+inline std::vector<hybridcache::node_id> to_node_ids(nb::handle obj, const char* name) {
   nb::object holder;
-  const auto a = as_array<std::uint64_t>(obj, "uint64", holder);
+  const auto a = as_array<std::uint64_t>(obj, "uint64", holder, name);
   return {a.data(), a.data() + a.size()};
 }
 
@@ -247,7 +247,7 @@ inline void bind_tree(nb::module_& m) {
           [](hc::state_policy& p, const hc::namespace_key& ns, nb::handle keys, nb::handle hints) {
             const auto k = to_keys(keys);
             if (hints.is_none()) return p.match_keys(ns, k);
-            const auto h = to_node_ids(hints);
+            const auto h = to_node_ids(hints, "hints");
             return p.match_keys(ns, k, h);
           },
           "ns"_a, "keys"_a, "hints"_a = nb::none(),
@@ -268,10 +268,14 @@ inline void bind_tree(nb::module_& m) {
           [](hc::state_policy& p, const hc::namespace_key& ns, nb::handle parent, nb::handle keys) {
             const auto k = to_keys(keys);
             std::vector<hc::node_id> path;
-            if (nb::isinstance<nb::int_>(parent)) {
-              path = p.extend_keys(ns, nb::cast<hc::node_id>(parent), k);
+            if (!nb::hasattr(parent, "__len__")) {  // one node: an int or a NumPy integer
+              hc::node_id v = 0;
+              if (!nb::try_cast(parent, v, /*convert=*/true))
+                hc::detail::throw_invalid("parent", nb::str(parent).c_str(),
+                                          "must be a node id (an int >= 0) or a sequence of them");
+              path = p.extend_keys(ns, v, k);
             } else {
-              const auto prefix = to_node_ids(parent);
+              const auto prefix = to_node_ids(parent, "parent");
               path = p.extend_keys(ns, std::span<const hc::node_id>(prefix), k);
             }
             return to_numpy(std::vector<std::uint64_t>(path.begin(), path.end()));

@@ -212,6 +212,20 @@ def test_policy_by_keys_is_policy_by_tokens():
         b.match_keys(spaces[0], [1, 2])
     with pytest.raises(OverflowError):
         b.match_keys(spaces[0], [segment.digest()], [-1])
+    # a parent may be a NumPy integer (an element of a returned path); a one-element sequence is
+    # a prefix, not a parent; anything else is a typed error
+    two = segment.block_keys(b.hash, spaces[0], [1] * (2 * B), B)
+    below = b.extend_keys(spaces[0], np.uint64(d), two[1:])
+    assert list(below) == list(b.extend_keys(spaces[0], [d], two))[1:]
+    assert list(b.extend_keys(spaces[0], [d], two)) == [d] + list(below)
+    with pytest.raises(hc.InvalidArgument, match="parent"):
+        b.extend_keys(spaces[0], -1, two)
+    with pytest.raises(hc.InvalidArgument, match="'hints.ndim' = 2"):
+        b.match_keys(spaces[0], two, np.zeros((2, 1), dtype=np.uint64))
+    with pytest.raises(hc.InvalidArgument, match="'path.ndim' = 2"):
+        b.admit_path(np.zeros((2, 2), dtype=np.int64), 1)
+    with pytest.raises(hc.InvalidArgument, match="'tokens.ndim' = 2"):
+        b.match(spaces[0], [[1, 2], [3, 4]])
 
 
 def test_policy_capacity_reserve_and_bookkeeping():
