@@ -619,8 +619,8 @@ class tree_state_pool {
   void book_region(tree_index& ix, std::uint32_t id, double region) {
     tree_state& s = states_[id];
     s.region = region;
-    // The region above loses exactly what c now anchors. Rounding of this difference is
-    // ~ulp(W(up)); re-plans recompute every region from the node weights.
+    // The region above loses exactly what the new state now anchors. Rounding of this
+    // difference is ~ulp(W(up)); re-plans recompute every region from the node weights.
     if (ix[s.up].state != no_state) {
       mark(ix[s.up].state);
       double& r = states_[ix[s.up].state].region;
