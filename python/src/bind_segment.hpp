@@ -177,6 +177,27 @@ inline void bind_segment(nb::module_& m) {
       "hash"_a, "ns"_a, "tokens"_a, "block_size"_a,
       "Chained keys h_1..h_m of the m = len(tokens) // block_size full blocks; h_i identifies\n"
       "(ns, tokens[:i * block_size]). A trailing partial block has no key.");
+  s.def(
+      "block_keys_array",
+      [](const hc::xxh3_hash& h, const hc::namespace_key& ns, nb::handle tokens,
+         std::size_t block_size) {
+        const token_ids t = to_token_ids(tokens);
+        std::vector<std::uint64_t> rows;
+        {
+          nb::gil_scoped_release unlocked;
+          const auto keys = hc::block_keys(h, ns, t.view, block_size);
+          rows.reserve(2 * keys.size());
+          for (const auto& k : keys) {
+            rows.push_back(k.lo);
+            rows.push_back(k.hi);
+          }
+        }
+        const std::size_t n = rows.size() / 2;
+        return to_numpy_2d(std::move(rows), n, 2);
+      },
+      "hash"_a, "ns"_a, "tokens"_a, "block_size"_a,
+      "block_keys as one (m, 2) uint64 array: row i is (h_(i+1).lo, h_(i+1).hi). The tree\n"
+      "policy's key calls take it as they take the list, without a digest object per block.");
 }
 
 }  // namespace hybridcache_python

@@ -50,12 +50,30 @@ inline std::vector<hybridcache::node_id> to_node_ids(nb::handle obj, const char*
 }
 
 /// Chained block keys from Python: a sequence of `segment.digest` (what `segment.block_keys`
-/// returns).
+/// returns), or an array of shape (n, 2) whose row i is key i's (lo, hi) as uint64 (what
+/// `segment.block_keys_array` returns; an engine's own 128-bit block hashes without a Python
+/// object per block). Another array shape is `InvalidArgument` naming `keys.ndim` or
+/// `keys.shape[1]`; anything else is `TypeError`.
 inline std::vector<hybridcache::digest> to_keys(nb::handle obj) {
   std::vector<hybridcache::digest> out;
-  if (!nb::try_cast(obj, out, /*convert=*/false))
-    throw nb::type_error("keys: expected a sequence of segment.digest (segment.block_keys)");
-  return out;
+  // An array first: the sequence cast would make a Python object of each row before failing.
+  if (nb::hasattr(obj, "ndim") && nb::hasattr(obj, "shape")) {
+    nb::object holder;
+    const auto a = as_array<std::uint64_t, 2>(obj, "uint64", holder, "keys");
+    if (a.shape(1) != 2)
+      hybridcache::detail::throw_invalid("keys.shape[1]", a.shape(1), "must be 2 (lo, hi)");
+    out.resize(a.shape(0));
+    const std::uint64_t* row = a.data();
+    for (auto& k : out) {
+      k = {row[0], row[1]};
+      row += 2;
+    }
+    return out;
+  }
+  if (nb::try_cast(obj, out, /*convert=*/false)) return out;
+  throw nb::type_error(
+      "keys: expected a sequence of segment.digest (segment.block_keys) or an (n, 2) uint64 "
+      "array of (lo, hi) rows (segment.block_keys_array)");
 }
 
 inline void bind_tree(nb::module_& m) {

@@ -31,20 +31,23 @@ using in_array = nb::ndarray<const T, nb::ndim<Ndim>, nb::c_contig, nb::device::
 template <class T, std::size_t Ndim = 1>
 using out_array = nb::ndarray<T, nb::ndim<Ndim>, nb::c_contig, nb::device::cpu>;
 
-/// `obj` (the argument `name`) as a 1-D host array of T: taken as it is when it is one
+/// `obj` (the argument `name`) as an `Ndim`-D host array of T: taken as it is when it is one
 /// (converting another dtype or layout), else through `numpy.asarray(obj, dtype=dtype)` for
 /// sequences (lists, tuples); NumPy reports what it cannot convert, and any other number of
 /// dimensions is `InvalidArgument` naming `name`. `holder` keeps a converted array alive while the
 /// result points into it.
-template <class T>
-in_array<T> as_array(nb::handle obj, const char* dtype, nb::object& holder, const char* name) {
-  in_array<T> a;
+template <class T, std::size_t Ndim = 1>
+in_array<T, Ndim> as_array(nb::handle obj, const char* dtype, nb::object& holder,
+                           const char* name) {
+  in_array<T, Ndim> a;
   if (nb::try_cast(obj, a, /*convert=*/true)) return a;
   nb::object np = nb::module_::import_("numpy");
   holder = np.attr("asarray")(obj, nb::arg("dtype") = np.attr(dtype));
   const auto ndim = nb::cast<std::size_t>(holder.attr("ndim"));
-  if (ndim != 1) hybridcache::detail::throw_invalid(std::string(name) + ".ndim", ndim, "must be 1");
-  return nb::cast<in_array<T>>(holder);
+  if (ndim != Ndim)
+    hybridcache::detail::throw_invalid(std::string(name) + ".ndim", ndim,
+                                       "must be " + std::to_string(Ndim));
+  return nb::cast<in_array<T, Ndim>>(holder);
 }
 
 /// A NumPy array returned to Python.

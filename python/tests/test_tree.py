@@ -210,6 +210,8 @@ def test_policy_by_keys_is_policy_by_tokens():
         b.extend_keys(spaces[0], 12345, [segment.digest()])
     with pytest.raises(TypeError, match="keys: expected a sequence of segment.digest"):
         b.match_keys(spaces[0], [1, 2])
+    with pytest.raises(TypeError, match="or an \\(n, 2\\) uint64 array"):
+        b.insert_keys(spaces[0], "keys")
     with pytest.raises(OverflowError):
         b.match_keys(spaces[0], [segment.digest()], [-1])
     # a parent may be a NumPy integer (an element of a returned path); a one-element sequence is
@@ -226,6 +228,69 @@ def test_policy_by_keys_is_policy_by_tokens():
         b.admit_path(np.zeros((2, 2), dtype=np.int64), 1)
     with pytest.raises(hc.InvalidArgument, match="'tokens.ndim' = 2"):
         b.match(spaces[0], [[1, 2], [3, 4]])
+
+
+def test_policy_keys_as_an_array_are_the_digests():
+    # An (n, 2) uint64 array of (lo, hi) rows is the list of digests it spells: segment's
+    # block_keys_array against block_keys, and every key call given either form (two policies
+    # with one secret, the same requests) returns the same nodes and matches.
+    B = 4
+    opts = tree.policy_options(block_size=B, state_bytes=1, capacity_bytes=5, replan_every=5)
+    secret = bytes(range(segment.xxh3_hash.secret_size))
+    a = tree.state_policy(opts, segment.xxh3_hash(secret))
+    b = tree.state_policy(opts, segment.xxh3_hash(secret))
+    rng = random.Random(23)
+    spaces = [segment.namespace_key(), segment.namespace_key().with_adapter("lora")]
+    bases = [[rng.randrange(30) for _ in range(B * 6)] for _ in range(4)]
+    for step in range(200):
+        ns = spaces[rng.randrange(2)]
+        p = bases[rng.randrange(4)][: B * rng.randrange(0, 7)]
+        p = p + [rng.randrange(30) for _ in range(rng.randrange(0, 2 * B + 1))]
+        keys = segment.block_keys(a.hash, ns, p, B)
+        arr = segment.block_keys_array(b.hash, ns, p, B)
+        assert arr.dtype == np.uint64 and arr.shape == (len(keys), 2)
+        assert [(int(lo), int(hi)) for lo, hi in arr] == [(k.lo, k.hi) for k in keys]
+        # the rows are the digests' 16 bytes read as two little-endian uint64 (lo, then hi)
+        raw = np.frombuffer(b"".join(k.to_bytes() for k in keys), dtype="<u8").reshape(-1, 2)
+        assert np.array_equal(raw, arr)
+        if step % 4 == 3:  # another layout and dtype of the same bits: converted, same keys
+            arr = np.asfortranarray(arr.astype(np.int64))
+        ma = a.match_keys(ns, keys, None if step % 2 else [tree.no_node] * len(keys))
+        mb = b.match_keys(ns, arr, None if step % 2 else [tree.no_node] * len(keys))
+        assert _same_match(ma, mb)
+        if step % 3 == 0:
+            pa, pb = a.insert_keys(ns, keys), b.insert_keys(ns, arr)
+        else:
+            pa, pb = a.extend_keys(ns, ma.path, keys), b.extend_keys(ns, mb.path, arr)
+            if len(keys):
+                a.note_sequence_end(int(pa[-1]))
+                b.note_sequence_end(int(pb[-1]))
+        assert list(pa) == list(pb)
+        ends = list(range(B, len(p) + 1, B))
+        for j in a.prefill_plan(ma, len(p), ends):
+            ra, rb = a.admit(int(pa[j // B - 1]), 1), b.admit(int(pb[j // B - 1]), 1)
+            assert (ra.admitted, list(ra.victims)) == (rb.admitted, list(rb.victims))
+        a.unpin(ma.resume_node)
+        b.unpin(mb.resume_node)
+    assert (a.node_count, a.state_count) == (b.node_count, b.state_count)
+    # Keys put in as an array are found as digests (the rows are read as (lo, hi)), and a
+    # mutation the test must catch: one bit of one key changes the node it names.
+    arr = segment.block_keys_array(b.hash, spaces[0], bases[0], B)
+    put = b.insert_keys(spaces[0], arr)
+    whole = b.match_keys(spaces[0], segment.block_keys(b.hash, spaces[0], bases[0], B))
+    b.unpin(whole.resume_node)
+    assert whole.matched_tokens == len(bases[0]) and whole.node == int(put[-1])
+    arr[2, 1] ^= np.uint64(1)
+    cut = b.match_keys(spaces[0], arr)
+    b.unpin(cut.resume_node)
+    assert whole.matched_tokens > 2 * B and cut.matched_tokens == 2 * B
+    # Empty inputs, and the shape errors.
+    assert segment.block_keys_array(b.hash, spaces[0], [1] * (B - 1), B).shape == (0, 2)
+    assert b.match_keys(spaces[0], np.zeros((0, 2), dtype=np.uint64)).matched_tokens == 0
+    with pytest.raises(hc.InvalidArgument, match="'keys.shape\\[1\\]' = 3"):
+        b.match_keys(spaces[0], np.zeros((2, 3), dtype=np.uint64))
+    with pytest.raises(hc.InvalidArgument, match="'keys.ndim' = 1"):
+        b.insert_keys(spaces[0], np.zeros(4, dtype=np.uint64))
 
 
 def test_policy_capacity_reserve_and_bookkeeping():
