@@ -14,7 +14,7 @@
 // previous default (before the junction prior, repeat discount, pool-scaled window and admission
 // by value); the other hybridcache_* rows drop one option each (sim/tree/simulate.hpp).
 // Since issue #24 BM_tree_policy/hybridcache is the library's row with every faithful engine row
-// in shadow (sim/tree/portfolio.hpp); /hybridcache_exact is the exact policy alone. Since 0.2.1
+// in shadow (sim/tree/portfolio.hpp); /hybridcache_exact is the exact policy alone. After 0.2.0
 // the row also runs the exact policy with the pool-scaled memory (/hybridcache_pool_memory
 // alone); /hybridcache_one_memory is the row without it.
 #include <benchmark/benchmark.h>

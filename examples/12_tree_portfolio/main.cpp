@@ -4,7 +4,7 @@
 // the lazy leader.
 // A small synthetic multi-turn trace under a joint KV pool: the engines' rows lead for a while
 // (`marconi`, `trtllm`), the row switches to them and back, and ends near the best candidate
-// (since 0.2.1 the exact policy itself, which takes its states' share back from spilled KV).
+// (after 0.2.0 the exact policy itself, which takes its states' share back from spilled KV).
 #include <algorithm>
 #include <cstdio>
 #include <hybridcache/sim/tree.hpp>

@@ -449,7 +449,7 @@ def test_branch_point_option():
     assert pol.branch_share() > before
     with pytest.raises(hc.InvalidArgument):
         pol.branch_point(m, 5, [6])
-    assert tree.policy_options().branch_prior is True  # the default, added after 0.2.1
+    assert tree.policy_options().branch_prior is True  # the default, added after 0.2.0
 
 
 def test_kv_block_bytes_option():

@@ -186,7 +186,7 @@ TEST_CASE("portfolio: one candidate is reproduced exactly under every KV budget 
 
 TEST_CASE("portfolio: follows a much better candidate, within 5 % of it") {
   // Under a joint KV budget the initial leader (candidate 0: the library's exact policy with its
-  // learned mechanisms off, the `hybridcache_base` row, and since 0.2.1 also without its junction
+  // learned mechanisms off, the `hybridcache_base` row, and after 0.2.0 also without its junction
   // and tail snapshots: with its state share taken back from KV the base row is no longer weak
   // enough here; the default exact policy is itself the best candidate on this trace; and since
   // the stateless-first KV order, it keeps the engines' LRU order for its KV too) prefills

@@ -53,7 +53,7 @@ struct tree_node {
   static constexpr slot_id no_slot = std::numeric_limits<slot_id>::max();
   static constexpr std::uint32_t no_state = std::numeric_limits<std::uint32_t>::max();
   // Flag bits, by owner: live (index); planned (planner); fresh, once, repeat, prefill
-  // (statistics), branch (statistics, added after 0.2.1). Bit 64 is free (the junction prior used
+  // (statistics), branch (statistics, added after 0.2.0). Bit 64 is free (the junction prior used
   // it and bit 8 before 0.2).
   static constexpr std::uint32_t live_flag = 1, planned_flag = 2, fresh_flag = 4,
                                  branch_flag = 8,  // with fresh_flag: the prior is π_I

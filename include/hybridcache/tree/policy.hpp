@@ -183,7 +183,7 @@ struct policy_options {
   /// nothing to fill. false: planned, junction and tail positions only (docs/tree.md, "Free
   /// memory").
   bool fill_free = true;
-  /// Branch points (added after 0.2.1): learn where requests leave the cached tree and snapshot a
+  /// Branch points (added after 0.2.0): learn where requests leave the cached tree and snapshot a
   /// new prompt where later requests are likely to leave it. Per match, the divergence D = (blocks
   /// offered) − (blocks matched) ≥ 1 is one EW event (γ per event) of the law F_j = P(D ≤ 2^j −
   /// 1 | D ≥ 1) on log2 buckets; `branch_point(m, P, chunk_ends)` returns the chunk end q beyond
@@ -198,7 +198,7 @@ struct policy_options {
   /// of the requests seen so far are the law of where the next ones leave. false: no branch
   /// point is returned or noted (the ablation row `hybridcache_nobranch`).
   bool branch_prior = true;
-  /// Joint KV charge (added after 0.2.1; last, so that positional initialisers of the fields
+  /// Joint KV charge (added after 0.2.0; last, so that positional initialisers of the fields
   /// above keep their meaning): 0, or when states and cached KV share one memory pool: the KV bytes
   /// of one block. A held state with no held state below it is then ranked by ΔE[r] per byte of
   /// itself *and* the KV of its depth gap, which its eviction frees as well (`age_scaled_value`).

@@ -22,7 +22,7 @@
 ///   (`prefill_prior`);
 /// - the branch prior π_I = p̂_I · min(1, 1/((1 − γ) D̂_I)), the same law on its own books, with
 ///   the divergence law F_j = P(D ≤ 2^j − 1 | D ≥ 1) of where requests leave a cached path (EW
-///   per event, log2 buckets) that chooses the branch point (`branch_prior`, added after 0.2.1);
+///   per event, log2 buckets) that chooses the branch point (`branch_prior`, added after 0.2.0);
 /// - the repeat discount: a node's first real match counts q = (h₂ + 1)/(n₁ + 2) observations,
 ///   its second restores the first to a full one (×1/q) (`repeat_discount`);
 /// - P(hit | age) = (H_{≥b} + s·P̄)/(H_{≥b} + E_{≥b} + s), b = bit_width(age), from EW counts of

@@ -17,11 +17,11 @@
 ///   repository) invalidates everything after it;
 /// - `doc_qa_skewed` (`doc-qa-skewed`): long-document Q&A, heavy-tailed document lengths, bursty
 ///   skewed question arrivals; documents come back after long gaps;
-/// - `prompt_library` (`prompt-library`, added in 0.2.1): hundreds of applications' system
+/// - `prompt_library` (`prompt-library`, added after 0.2.0): hundreds of applications' system
 ///   prompts behind one endpoint, each a vendor's shared header ++ the app's own body (++ one of
 ///   a few versions of a last section), Zipf-popular with drifting ranks, mostly single-turn; the
 ///   prefix branches at two or three levels and the pool cannot hold every app;
-/// - `doc_qa_repeat` (`doc-qa-repeat`, added after 0.2.1): `doc_qa_skewed` over a small
+/// - `doc_qa_repeat` (`doc-qa-repeat`, added after 0.2.0): `doc_qa_skewed` over a small
 ///   collection whose few questions per document are asked again and again, so most prompts were
 ///   seen before in full and a cell's recompute can be near zero.
 ///
@@ -832,7 +832,7 @@ inline family_draft doc_qa_skewed(const doc_qa_skewed_options& o = {}) {
 // ---------------------------------------------------------------------------------------------
 // doc_qa_repeat
 
-/// `doc-qa-repeat` (added after 0.2.1): a document Q&A service whose questions are a small fixed
+/// `doc-qa-repeat` (added after 0.2.0): a document Q&A service whose questions are a small fixed
 /// set per document, asked again and again (an evaluation harness, an FAQ bot over manuals), so
 /// most prompts were seen before in full. `doc_qa_skewed` with, as defaults:
 /// - `question_pool` = 5 questions per document (the size of L-Eval's per-document sets);

@@ -29,8 +29,8 @@
 /// and again once the request's KV is allocated; the policy is built with the whole pool's
 /// capacity before any KV is cached). Under a joint budget a state offered into a full pool
 /// while fewer than M are held first takes its room back from the least recently used KV leaves
-/// (`tree_context::grow`; since 0.2.1: before, cached KV kept the M states' share once it had
-/// spilled into it). States the engine drops with their KV are given back by `drop`, and every
+/// (`tree_context::grow`; added after 0.2.0: in 0.2.0, cached KV kept the M states' share once it
+/// had spilled into it). States the engine drops with their KV are given back by `drop`, and every
 /// evicted KV leaf by `erase`.
 /// Under a joint KV budget the policy asks the engine to evict the cached KV leaves that hold no
 /// state first (`kv_order::stateless_first`, replay.hpp): an engine using the library knows which
@@ -86,7 +86,7 @@ class library_policy final : public tree_policy {
   /// the default evicts the leaves that hold no state first, see the file comment).
   /// `kv_charge`: under a joint KV budget, rank states by ΔE[r] per byte of the state and of the
   /// KV its gap keeps alone (`policy_options::kv_block_bytes` = B · KV bytes per token); off, by
-  /// the state's bytes alone (the row before the joint charge, added after 0.2.1;
+  /// the state's bytes alone (the row before the joint charge, added after 0.2.0;
   /// `hybridcache_nokvcharge`).
   explicit library_policy(policy_options base = {}, std::string name = "hybridcache",
                           bool pool_memory = false, kv_order kv = kv_order::stateless_first,

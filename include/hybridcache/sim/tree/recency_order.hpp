@@ -9,7 +9,7 @@
 /// (its own counter, or an outside clock such as the engine's one LRU, `tree_context::lru_tick`),
 /// so the most recent node always goes to the tail, and the list, head to tail, is exactly the
 /// order of increasing (stamp, node). That is the order an ordered set of (stamp, node) pairs
-/// gives (the structure this replaced in 0.2.1), at O(1) per insert, touch and erase instead of
+/// gives (the structure this replaced after 0.2.0), at O(1) per insert, touch and erase instead of
 /// O(log K) and with no allocation per operation; iteration follows two arrays instead of a
 /// red-black tree's pointers. Memory: 17 bytes per node of the trace (a 64-bit stamp, two
 /// 32-bit links and a membership byte), held or not.

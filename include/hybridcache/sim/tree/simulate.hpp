@@ -60,14 +60,15 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// `hybridcache_exact` = the exact ΔE[r] policy alone (`library_policy`, no shadows: the
 /// `hybridcache` row before issue #24), `hybridcache_pool_memory` = the same with its EW memory
 /// lengthened by the state budget (`library_policy::pool_window`: the row's second library
-/// candidate since 0.2.1), `hybridcache_one_memory` = the row with the exact policy at the base
-/// memory as its only library candidate (the row of 0.2.0), `hybridcache_shadows` = the engines'
-/// rows in shadow without the exact policy among the candidates; the rest vary the exact policy's
-/// options, one row per remaining mechanism (docs/tree_simulation.md, "Fewer knobs (issue #24)"):
-/// the default without one each, `hybridcache_noprior` (`fresh_prior`), `hybridcache_norepeat`
+/// candidate, added after 0.2.0), `hybridcache_one_memory` = the row with the exact policy at the
+/// base memory as its only library candidate (the row of 0.2.0), `hybridcache_shadows` = the
+/// engines' rows in shadow without the exact policy among the candidates; the rest vary the exact
+/// policy's options, one row per remaining mechanism (docs/tree_simulation.md, "Fewer knobs (issue
+/// #24)"): the default without one each, `hybridcache_noprior` (`fresh_prior`),
+/// `hybridcache_norepeat`
 /// (`repeat_discount`), `hybridcache_noage` (`age_value`), `hybridcache_noprefill`
 /// (`prefill_prior`, and with it the offer of the prompt's end), `hybridcache_nofill`
-/// (`fill_free`) and `hybridcache_nobranch` (`branch_prior`, added after 0.2.1); and two earlier
+/// (`fill_free`) and `hybridcache_nobranch` (`branch_prior`, added after 0.2.0); and two earlier
 /// defaults, `hybridcache_prev` (the fresh-end prior and work-bounded re-plans only:
 /// `repeat_discount`, `age_value`, `prefill_prior`, `fill_free` and `branch_prior` off) and
 /// `hybridcache_base` (before those too: also `fresh_prior` off, `replan_work = 0`).
