@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// `hybridcache replay`: a tree trace (sim/tree/trace.hpp, the synthetic multi-turn builder)
-// through a real model in llama.cpp, with the prefix cache run by the library's tree policy
-// (engines/llama_cpp.hpp), by any policy of the tree simulator on its causal protocol
-// (engines/llama_cpp_replay.hpp: the same real engine for every row), or without any cache. Built
-// only with the optional component hybridcache::llama_cpp (tools/CMakeLists.txt defines
-// HYBRIDCACHE_CLI_HAS_LLAMA_CPP).
+// `hybridcache replay`: a tree trace (sim/tree/trace.hpp's synthetic multi-turn builder, or a
+// tuning family of sim/tree/families.hpp) through a real model in llama.cpp, with the prefix cache
+// run by the library's tree policy (engines/llama_cpp.hpp), by any policy of the tree simulator on
+// its causal protocol (engines/llama_cpp_replay.hpp: the same real engine for every row), or
+// without any cache. Built only with the optional component hybridcache::llama_cpp
+// (tools/CMakeLists.txt defines HYBRIDCACHE_CLI_HAS_LLAMA_CPP).
 #ifdef HYBRIDCACHE_CLI_HAS_LLAMA_CPP
 
 #include <fmt/core.h>
@@ -17,6 +17,7 @@
 #include <fstream>
 #include <hybridcache/engines/llama_cpp.hpp>
 #include <hybridcache/engines/llama_cpp_replay.hpp>
+#include <hybridcache/sim/tree/families.hpp>
 #include <hybridcache/sim/tree/simulate.hpp>
 #include <hybridcache/sim/tree/trace.hpp>
 #include <memory>
@@ -35,8 +36,8 @@ namespace {
 namespace hc = hybridcache;
 
 constexpr const char* usage = R"(usage: hybridcache replay --model FILE.gguf [options]
-Replays the synthetic multi-turn tree trace through llama.cpp: every request's prompt is
-prefilled, resuming from the snapshot the policy chose.
+Replays a tree trace (the synthetic multi-turn one, or a tuning family) through llama.cpp:
+every request's prompt is prefilled, resuming from the snapshot the policy chose.
   --policy P[,P...]       rows, each on the same model (default library):
                           library   the library's tree policy through its adapter
                                     (engines/llama_cpp.hpp), a byte budget (--capacity-mib),
@@ -53,11 +54,19 @@ prefilled, resuming from the snapshot the policy chose.
   --budget-states M       the simulator rows' budget in states (default 16)
   --chunk N               prefill chunk grid, a multiple of --block (default 64)
   --block N               tokens per node (default 16)
-  --trace-preset replay|simulate   replay (default): the scale below; simulate: the trace of
-                          `simulate --scenario tree --tree multi-turn --tree-sessions N
-                          --tree-block B --seed S` (1024-token system prompts, ...)
-  --sessions N --system-prompts N --system-tokens N --max-turns N
-  --user-min N --user-max N --output-min N --output-max N --seed N   the trace
+  --trace NAME            multi-turn (default), or a tuning family of `simulate`: agent-loop,
+                          rag, code-edit, doc-qa-skewed, prompt-library, doc-qa-repeat (the
+                          trace of `simulate --scenario tree --tree NAME --tree-sessions N
+                          --tree-block B --seed S`; its prompts are the family's, thousands of
+                          tokens long)
+  --trace-preset replay|simulate   multi-turn only. replay (default): the scale below;
+                          simulate: the trace of `simulate --scenario tree --tree multi-turn
+                          --tree-sessions N --tree-block B --seed S` (1024-token system prompts)
+  --sessions N            sessions of the trace (multi-turn: default 12 with the replay preset;
+                          a family: its sessions, bursts or conversations, default 4)
+  --system-prompts N --system-tokens N --max-turns N
+  --user-min N --user-max N --output-min N --output-max N   the multi-turn trace's shape
+  --seed N                the trace's seed (default 1)
   --threads N             llama.cpp CPU threads (default 1)
   --verify N              every N-th request's logits are compared, bit for bit, with a prefill
                           without cache cut at the same chunk ends (0: none; default 0);
@@ -152,6 +161,18 @@ int run(std::span<const std::string_view> argv) {
     if (p != "library" && p != "none" && !known_tree_policy(p))
       throw hybridcache_cli::usage_error{"unknown policy '" + p +
                                          "' (library, none, or a tree policy of simulate)"};
+  const std::string trace_name = a.get_or("trace", "multi-turn");
+  const bool family = trace_name != "multi-turn";
+  if (family && std::find(std::begin(hc::tree_family_names), std::end(hc::tree_family_names),
+                          trace_name) == std::end(hc::tree_family_names))
+    throw hybridcache_cli::usage_error{"unknown --trace '" + trace_name +
+                                       "' (multi-turn or a tuning family of simulate)"};
+  if (family)
+    for (const char* only : {"trace-preset", "system-prompts", "system-tokens", "max-turns",
+                             "user-min", "user-max", "output-min", "output-max"})
+      if (a.get(only))
+        throw hybridcache_cli::usage_error{std::string("--") + only +
+                                           " shapes the multi-turn trace only"};
   const std::string preset = a.get_or("trace-preset", "replay");
   if (preset != "replay" && preset != "simulate")
     throw hybridcache_cli::usage_error{"--trace-preset must be replay or simulate"};
@@ -192,7 +213,10 @@ int run(std::span<const std::string_view> argv) {
   const progress prog{!a.get("quiet") && isatty(2)};
   a.reject_unknown();
 
-  const hc::tree_trace trace = hc::synthetic_multi_turn(o);
+  const hc::tree_trace trace =
+      family ? hc::tree_family(trace_name, o.block,
+                               {.sessions = a.get_size("sessions").value_or(4), .seed = o.seed})
+             : hc::synthetic_multi_turn(o);
   const auto& reqs = trace.requests();
   std::size_t longest = 0;
   for (const auto& q : reqs)
@@ -322,9 +346,9 @@ int run(std::span<const std::string_view> argv) {
   std::size_t prompt_sum = 0;
   for (const auto& q : reqs) prompt_sum += q.prompt_tokens;
   fmt::print(
-      "replay {} requests ({} prompt tokens), block {}, chunk {}; budgets {} states (tree "
+      "replay {} ({} requests, {} prompt tokens), block {}, chunk {}; budgets {} states (tree "
       "policies) / {} MiB (library); prompt tokens evaluated by llama_decode per policy:\n",
-      reqs.size(), prompt_sum, o.block, chunk, budget, capacity >> 20);
+      trace_name, reqs.size(), prompt_sum, o.block, chunk, budget, capacity >> 20);
   fmt::print("  {:<24} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>6} {:>10} {:>9} {:>7}\n", "policy",
              "evaluated", "predicted", "decoded", "prefill", "p50 ms", "p99 ms", "states", "bytes",
              "decision", "dec/llama");
@@ -363,11 +387,17 @@ int run(std::span<const std::string_view> argv) {
       fmt::print("  note: {} evaluated {} tokens, the simulator predicted {:.0f}\n", w.policy,
                  w.evaluated, w.predicted);
   if (json_path) {
-    const nlohmann::json j = {{"model", *model_path},       {"trace_preset", preset},
-                              {"requests", reqs.size()},    {"prompt_tokens", prompt_sum},
-                              {"block", o.block},           {"chunk", chunk},
-                              {"capacity_bytes", capacity}, {"budget_states", budget},
-                              {"threads", threads},         {"rows", jrows}};
+    const nlohmann::json j = {{"model", *model_path},
+                              {"trace", trace_name},
+                              {"trace_preset", family ? "" : preset},
+                              {"requests", reqs.size()},
+                              {"prompt_tokens", prompt_sum},
+                              {"block", o.block},
+                              {"chunk", chunk},
+                              {"capacity_bytes", capacity},
+                              {"budget_states", budget},
+                              {"threads", threads},
+                              {"rows", jrows}};
     std::ofstream out(*json_path);
     if (!out) throw hc::error("hybridcache replay: cannot write " + *json_path);
     out << j.dump(2) << "\n";

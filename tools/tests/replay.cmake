@@ -18,12 +18,12 @@ if(TARGET hybridcache::llama_cpp AND TARGET test_engines AND HYBRIDCACHE_GGUF_PY
 endif()
 
 # --dump-prompts, and the simulator's fidelity through both CLIs: replay's evaluated tokens equal
-# `simulate --scenario tree`'s prefill_tokens for the same trace, block and budget
-# (replay_cli_test.py; ~10 s on one core).
+# `simulate --scenario tree`'s prefill_tokens for the same trace, block and budget, on the
+# multi-turn trace and on a tuning family (replay_cli_test.py; ~10 s and ~20 s on one core).
 find_package(Python3 COMPONENTS Interpreter QUIET)
 if(TARGET hybridcache::llama_cpp AND TARGET test_engines AND HYBRIDCACHE_GGUF_PYTHON
    AND Python3_Interpreter_FOUND)
-  foreach(_hc_mode dump fidelity)
+  foreach(_hc_mode dump fidelity family)
     add_test(NAME cli/replay_${_hc_mode}
              COMMAND "${Python3_EXECUTABLE}" "${CMAKE_CURRENT_LIST_DIR}/replay_cli_test.py"
                      ${_hc_mode} $<TARGET_FILE:hybridcache_cli> "${CMAKE_BINARY_DIR}/models"

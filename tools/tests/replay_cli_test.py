@@ -3,7 +3,7 @@
 """`hybridcache replay` end to end (ctest cli/replay_dump, cli/replay_fidelity; exit 77 =
 skipped without the generated model).
 
-usage: replay_cli_test.py dump|fidelity HYBRIDCACHE MODEL_DIR WORK_DIR
+usage: replay_cli_test.py dump|fidelity|family HYBRIDCACHE MODEL_DIR WORK_DIR
 
 dump      `replay --dump-prompts`: one JSON line per request of the trace, in order, with the
           request's token ids; checked against replay's own per-request CSV and JSON (same
@@ -14,6 +14,9 @@ dump      `replay --dump-prompts`: one JSON line per request of the trace, in or
 fidelity  the tokens llama_decode evaluated under the library's row and two engine rows equal
           what `simulate --scenario tree` predicts for the same trace, block and budget (read
           from simulate's tree.csv, prefill_tokens): the simulator's prediction, from its own CLI.
+family    the same on a tuning family (`replay --trace doc-qa-skewed`, one burst of questions on
+          long documents): four rows that the simulator tells apart, each request's logits
+          checked bit for bit every third request; and `--trace`'s usage errors.
 """
 import csv
 import json
@@ -121,6 +124,39 @@ def fidelity(exe, model, work):
             assert os.path.getsize(os.path.join(plots, img)) > 0, img
 
 
+def family(exe, model, work):
+    policies = "hybridcache,vllm_align,sglang_extra_buffer,marconi"
+    run([exe, "simulate", "--scenario", "tree", "--tree", "doc-qa-skewed", "--tree-sessions", "1",
+         "--tree-block", "16", "--seed", "3", "--tree-budgets", "8", "--tree-policies", policies,
+         "--out", work, "--no-plot", "--quiet"])
+    predicted = {}
+    with open(os.path.join(work, "tree.csv"), newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r["kv_mode"] == "unlimited" and r["budget_states"] == "8":
+                predicted[r["policy"]] = float(r["prefill_tokens"])
+    summary = os.path.join(work, "family.json")
+    run([exe, "replay", "--model", model, "--trace", "doc-qa-skewed", "--sessions", "1",
+         "--block", "16", "--seed", "3", "--chunk", "64", "--budget-states", "8",
+         "--policy", policies, "--verify", "3", "--quiet", "--json", summary])
+    with open(summary, encoding="utf-8") as f:
+        s = json.load(f)
+    assert s["trace"] == "doc-qa-skewed" and s["requests"] > 3, s
+    rows = {r["policy"]: r for r in s["rows"]}
+    for p in policies.split(","):
+        got = rows[p]["evaluated_tokens"]
+        assert got == predicted[p], f"{p}: replay evaluated {got}, simulate predicts {predicted[p]}"
+        assert got < rows[p]["prompt_tokens"] == s["prompt_tokens"], p
+        assert rows[p]["verified_requests"] == (s["requests"] + 2) // 3, rows[p]
+        print(f"family: {p}: {got} tokens evaluated = simulate's prediction")
+    # The rows differ on this trace, so equal totals are not a coincidence of one shared answer.
+    assert len({rows[p]["evaluated_tokens"] for p in policies.split(",")}) >= 3, rows
+    for bad, why in ((["--trace", "nope"], "unknown --trace 'nope'"),
+                     (["--trace", "rag", "--max-turns", "3"], "--max-turns shapes the multi-turn")):
+        p = subprocess.run([exe, "replay", "--model", model] + bad, capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode != 0 and why in p.stderr, (bad, p.returncode, p.stderr)
+
+
 def main():
     mode, exe, models, work = sys.argv[1:5]
     model = os.path.join(models, "qwen35-tiny.gguf")
@@ -128,7 +164,7 @@ def main():
         print(f"skipped: {model} is absent (tools/gguf/make_models.py writes it)")
         return SKIP
     os.makedirs(work, exist_ok=True)
-    {"dump": dump, "fidelity": fidelity}[mode](exe, model, work)
+    {"dump": dump, "fidelity": fidelity, "family": family}[mode](exe, model, work)
     return 0
 
 
