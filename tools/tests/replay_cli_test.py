@@ -84,16 +84,22 @@ def lcp(a, b):
     return n
 
 
-def fidelity(exe, model, work):
-    policies = "hybridcache,vllm_align,sglang_extra_buffer"
-    common = ["--tree-sessions", "2", "--tree-block", "64", "--seed", "3"]
-    run([exe, "simulate", "--scenario", "tree", "--tree", "multi-turn", "--tree-budgets", "8",
-         "--tree-policies", policies, "--out", work, "--no-plot", "--quiet"] + common)
+def simulated(exe, work, trace, sessions, block, policies):
+    """simulate's prefill_tokens per policy (seed 3, 8 states, unlimited KV): its prediction."""
+    run([exe, "simulate", "--scenario", "tree", "--tree", trace, "--tree-sessions", str(sessions),
+         "--tree-block", str(block), "--seed", "3", "--tree-budgets", "8", "--tree-policies",
+         policies, "--out", work, "--no-plot", "--quiet"])
     predicted = {}
     with open(os.path.join(work, "tree.csv"), newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
             if r["kv_mode"] == "unlimited" and r["budget_states"] == "8":
                 predicted[r["policy"]] = float(r["prefill_tokens"])
+    return predicted
+
+
+def fidelity(exe, model, work):
+    policies = "hybridcache,vllm_align,sglang_extra_buffer"
+    predicted = simulated(exe, work, "multi-turn", 2, 64, policies)
     summary = os.path.join(work, "fidelity.json")
     plots = os.path.join(work, "plots")
     run([exe, "replay", "--model", model, "--trace-preset", "simulate", "--sessions", "2",
@@ -126,14 +132,7 @@ def fidelity(exe, model, work):
 
 def family(exe, model, work):
     policies = "hybridcache,vllm_align,sglang_extra_buffer,marconi"
-    run([exe, "simulate", "--scenario", "tree", "--tree", "doc-qa-skewed", "--tree-sessions", "1",
-         "--tree-block", "16", "--seed", "3", "--tree-budgets", "8", "--tree-policies", policies,
-         "--out", work, "--no-plot", "--quiet"])
-    predicted = {}
-    with open(os.path.join(work, "tree.csv"), newline="", encoding="utf-8") as f:
-        for r in csv.DictReader(f):
-            if r["kv_mode"] == "unlimited" and r["budget_states"] == "8":
-                predicted[r["policy"]] = float(r["prefill_tokens"])
+    predicted = simulated(exe, work, "doc-qa-skewed", 1, 16, policies)
     summary = os.path.join(work, "family.json")
     run([exe, "replay", "--model", model, "--trace", "doc-qa-skewed", "--sessions", "1",
          "--block", "16", "--seed", "3", "--chunk", "64", "--budget-states", "8",
