@@ -63,15 +63,15 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// candidate, added after 0.2.0), `hybridcache_one_memory` = the row with the exact policy at the
 /// base memory as its only library candidate (the row of 0.2.0), `hybridcache_shadows` = the
 /// engines' rows in shadow without the exact policy among the candidates; the rest vary the exact
-/// policy's options, one row per remaining mechanism (docs/tree_simulation.md, "Fewer knobs (issue
-/// #24)"): the default without one each, `hybridcache_noprior` (`fresh_prior`),
-/// `hybridcache_norepeat`
-/// (`repeat_discount`), `hybridcache_noage` (`age_value`), `hybridcache_noprefill`
-/// (`prefill_prior`, and with it the offer of the prompt's end), `hybridcache_nofill`
-/// (`fill_free`) and `hybridcache_nobranch` (`branch_prior`, added after 0.2.0); and two earlier
-/// defaults, `hybridcache_prev` (the fresh-end prior and work-bounded re-plans only:
-/// `repeat_discount`, `age_value`, `prefill_prior`, `fill_free` and `branch_prior` off) and
-/// `hybridcache_base` (before those too: also `fresh_prior` off, `replan_work = 0`).
+/// policy's options, one row per remaining mechanism (docs/tree_simulation.md, "Fewer knobs
+/// (issue #24)"): the default without one each, `hybridcache_noprior` (`fresh_prior`),
+/// `hybridcache_norepeat` (`repeat_discount`), `hybridcache_noage` (`age_value`),
+/// `hybridcache_noprefill` (`prefill_prior`, and with it the offer of the prompt's end),
+/// `hybridcache_nofill` (`fill_free`) and `hybridcache_nobranch` (`branch_prior`, added after
+/// 0.2.0); and two earlier defaults, `hybridcache_prev` (the fresh-end prior and work-bounded
+/// re-plans only: `repeat_discount`, `age_value`, `prefill_prior`, `fill_free` and
+/// `branch_prior` off) and `hybridcache_base` (before those too: also `fresh_prior` off,
+/// `replan_work = 0`).
 /// `hybridcache_lru_kv` = the row with its library candidates on the engines' KV order
 /// (`kv_order::lru`: the row before the stateless-first KV order). `hybridcache_nokvcharge` = the
 /// row with its library candidates ranking states by their own bytes under a joint KV budget (the
