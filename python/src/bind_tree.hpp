@@ -372,7 +372,8 @@ inline void bind_tree(nb::module_& m) {
       t, "leader_safeguard",
       "Follow-the-lazy-leader over candidate policies run in shadow: observe() each request's\n"
       "per-candidate recompute (tokens) and usable tokens, follow the returned leader. A switch\n"
-      "needs a lead above max(mean usable tokens per request, hand-over loss per switch).")
+      "needs a lead above max(mean usable tokens per request with usable > 0, hand-over loss\n"
+      "per switch).")
       .def(nb::init<std::size_t, std::size_t>(), "candidates"_a = 1, "initial"_a = 0)
       .def(
           "observe",
@@ -402,6 +403,8 @@ inline void bind_tree(nb::module_& m) {
       .def_prop_ro("leader_loss", &hc::leader_safeguard::leader_loss)
       .def_prop_ro("switches", &hc::leader_safeguard::switches)
       .def_prop_ro("requests", &hc::leader_safeguard::requests)
+      .def_prop_ro("decisions", &hc::leader_safeguard::decisions,
+                   "Requests scored with usable > 0 (the ones the margin averages over).")
       .def_prop_ro("handover", &hc::leader_safeguard::handover)
       .def_prop_ro("regret_bound", &hc::leader_safeguard::regret_bound,
                    "Theorem 1's S (delta* + l_max) + delta* on leader_loss - best_score.");

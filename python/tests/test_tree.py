@@ -508,11 +508,12 @@ def _lazy_leader_reference(history, usables, handovers):
     """The safeguard's rule restated from docs/design/tree_safeguard.md, recomputing every sum
     from the history: the leader switches to argmin_c L_c (ties: the current leader, then the
     lowest index) when the current leader trails it by more than
-    delta = max(mean usable, handover / switches)."""
+    delta = max(mean usable over the requests with usable > 0, handover / switches)."""
     leader, switches, leaders = 0, 0, []
     for t in range(len(history)):
         L = [sum(h[c] for h in history[: t + 1]) for c in range(len(history[0]))]
-        mean = sum(usables[: t + 1]) / (t + 1)
+        warm = [u for u in usables[: t + 1] if u > 0]
+        mean = sum(warm) / len(warm) if warm else 0.0
         delta = max(mean, sum(handovers[:t]) / switches) if switches else mean
         best = leader
         for c in range(len(L)):
@@ -532,7 +533,7 @@ def test_leader_safeguard_matches_the_rule_restated():
         g = tree.leader_safeguard(C)
         history, usables, handovers, got = [], [], [], []
         for _ in range(T):
-            u = float(rng.randint(0, 100))
+            u = 0.0 if rng.random() < 0.3 else float(rng.randint(0, 100))
             losses = [float(math.floor(u * min(1.0, b + 0.3 * rng.random()))) for b in bias]
             history.append(losses)
             usables.append(u)
@@ -544,6 +545,7 @@ def test_leader_safeguard_matches_the_rule_restated():
         assert got == want
         assert g.switches == switches
         assert g.requests == T
+        assert g.decisions == sum(1 for u in usables if u > 0)
         assert sum(g.led) == T
         totals = [sum(h[c] for h in history) for c in range(C)]
         assert g.scores == pytest.approx(totals)

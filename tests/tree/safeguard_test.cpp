@@ -16,10 +16,11 @@ namespace hc = hybridcache;
 
 namespace {
 
-/// The rule from its definition: at request t, L_c(t) = Σ_{s ≤ t} ℓ_c(s), the mean usable ū(t),
-/// the hand-over H noted before request t and the switches S so far, all recomputed from the
-/// history; δ = max(ū, H/S) (H/S only once S ≥ 1); the best is the smallest L (ties: the current
-/// leader, then the lowest index); switch when the current leader trails it by more than δ.
+/// The rule from its definition: at request t, L_c(t) = Σ_{s ≤ t} ℓ_c(s), the mean usable ū(t)
+/// over the requests so far with usable > 0 (0 while there is none), the hand-over H noted before
+/// request t and the switches S so far, all recomputed from the history; δ = max(ū, H/S) (H/S
+/// only once S ≥ 1); the best is the smallest L (ties: the current leader, then the lowest
+/// index); switch when the current leader trails it by more than δ.
 struct reference {
   std::vector<std::vector<double>> history;
   std::vector<double> usable, handovers;
@@ -33,8 +34,14 @@ struct reference {
     for (const auto& h : history)
       for (std::size_t c = 0; c < C; ++c) L[c] += h[c];
     double mean = 0.0;
-    for (double x : usable) mean += x;
-    mean /= static_cast<double>(usable.size());
+    std::size_t warm = 0;
+    for (double x : usable) {
+      if (x > 0.0) {
+        mean += x;
+        ++warm;
+      }
+    }
+    if (warm > 0) mean /= static_cast<double>(warm);
     double H = 0.0;
     for (double x : handovers) H += x;
     const double delta = switches == 0 ? mean : std::max(mean, H / static_cast<double>(switches));
@@ -91,7 +98,8 @@ TEST_CASE("leader_safeguard: equals the rule recomputed from the history, and Th
     for (std::size_t t = 0; t < T; ++t) {
       if (rng() % 50 == 0)
         for (auto& b : bias) b = u(rng);
-      const double usable = std::floor(100.0 * u(rng));
+      // A third of the requests are cold (nothing cached could serve them: every loss is 0).
+      const double usable = rng() % 3 == 0 ? 0.0 : std::floor(100.0 * u(rng));
       std::vector<double> l(C);
       for (std::size_t c = 0; c < C; ++c) {
         l[c] = std::floor(usable * std::min(1.0, bias[c] + 0.3 * u(rng)));
@@ -117,6 +125,24 @@ TEST_CASE("leader_safeguard: equals the rule recomputed from the history, and Th
     CHECK(ref.followed <= bound + 1e-9);
     CHECK(g.regret_bound() == doctest::Approx(bound - best));
   }
+}
+
+TEST_CASE("leader_safeguard: cold requests do not shrink one request's worth") {
+  hc::leader_safeguard g(2);
+  // Four cold requests (usable 0, no loss anywhere): no decision yet, so δ = 0.
+  for (int i = 0; i < 4; ++i) CHECK(g.observe(std::vector<double>{0, 0}, 0) == 0);
+  CHECK(g.margin() == 0.0);
+  CHECK(g.decisions() == 0);
+  CHECK(g.requests() == 4);
+  // One warm request of 40 usable tokens: δ = 40 (the mean over all five requests would be 8).
+  CHECK(g.observe(std::vector<double>{30, 0}, 40) == 0);  // lead 30 <= 40: stay
+  CHECK(g.margin() == doctest::Approx(40.0));
+  CHECK(g.observe(std::vector<double>{0, 0}, 0) == 0);  // cold: δ stays 40
+  CHECK(g.margin() == doctest::Approx(40.0));
+  CHECK(g.decisions() == 1);
+  CHECK(g.observe(std::vector<double>{12, 0}, 20) == 1);  // δ = (40 + 20) / 2 = 30; lead 42
+  CHECK(g.switches() == 1);
+  CHECK(g.margin() == doctest::Approx(30.0));
 }
 
 TEST_CASE("leader_safeguard: the margin rises to the measured price of a switch") {

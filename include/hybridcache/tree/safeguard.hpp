@@ -13,15 +13,21 @@
 ///
 ///     b(t) = argmin_c L_c(t)                     (ties: the current leader, then the lowest c)
 ///     λ(t) = b(t)  if L_{λ(t−1)}(t) − L_{b(t)}(t) > δ(t),  else λ(t−1);     λ(0) = `initial`
-///     δ(t) = max( (1/t) Σ_{s ≤ t} u_s·B,  H(t)/S(t) )
+///     δ(t) = max( (1/|D(t)|) Σ_{s ∈ D(t)} u_s·B,  H(t)/S(t) ),   D(t) = { s ≤ t : u_s > 0 }
 ///
 /// with H(t) the hand-over loss measured so far (`note_handover`: the real pool's recompute
 /// beyond its leader's) and S(t) ≥ 1 the switches so far (the second term is 0 before the first
-/// switch). The margin is not tuned: it is the larger of one request's worth of tokens — a lead of
-/// less than one request is the outcome of a single decision — and the measured price of a switch
-/// (the states the new leader holds that the pool lacks, each re-created by recomputation). A
-/// switch is made only when the lead pays for it. With S switches, ℓ_max the largest single loss and δ* = max_t δ(t), the
-/// leaders' own losses satisfy (docs/design/tree_safeguard.md, Theorem 1)
+/// switch; the first is 0 before the first request with u > 0). The margin is not tuned: it is
+/// the larger of one request's worth of tokens — a lead of less than one request is the outcome
+/// of a single decision — and the measured price of a switch (the states the new leader holds
+/// that the pool lacks, each re-created by recomputation). A switch is made only when the lead
+/// pays for it. "One request" is a mean over the requests that were decisions, D(t): a request
+/// with u = 0 (nothing cached could serve it) scores 0 for every candidate, so it moves no lead,
+/// and counting it would make the margin shrink with the share of cold requests, which says
+/// nothing about what one decision can cost.
+///
+/// With S switches, ℓ_max the largest single loss and δ* = max_t δ(t), the leaders' own losses
+/// satisfy (docs/design/tree_safeguard.md, Theorem 1)
 ///
 ///     Σ_t ℓ_{λ(t)}(t) ≤ min_c L_c(T) + S·(δ* + ℓ_max) + δ*,
 ///
@@ -76,6 +82,7 @@ class leader_safeguard {
     for (std::size_t c = 0; c < losses.size(); ++c) scores_[c] += losses[c];
     ++requests_;
     usable_ += usable;
+    if (usable > 0.0) ++decisions_;
     const double delta = margin();
     max_margin_ = std::max(max_margin_, delta);
     for (double l : losses) max_loss_ = std::max(max_loss_, l);
@@ -104,10 +111,10 @@ class leader_safeguard {
   [[nodiscard]] double handover() const noexcept { return handover_; }
   /// λ(t) of the last request (`initial` before any).
   [[nodiscard]] std::size_t leader() const noexcept { return leader_; }
-  /// δ(t): the larger of the mean usable tokens of a request so far (0 before any) and the
-  /// hand-over loss per switch so far.
+  /// δ(t): the larger of the mean usable tokens of a request with `usable` > 0 so far (0 before
+  /// any) and the hand-over loss per switch so far.
   [[nodiscard]] double margin() const noexcept {
-    const double mean = requests_ ? usable_ / static_cast<double>(requests_) : 0.0;
+    const double mean = decisions_ ? usable_ / static_cast<double>(decisions_) : 0.0;
     return switches_ ? std::max(mean, handover_ / static_cast<double>(switches_)) : mean;
   }
   /// L_c(t) of every candidate.
@@ -126,6 +133,8 @@ class leader_safeguard {
   [[nodiscard]] std::span<const std::size_t> led() const noexcept { return led_; }
   /// Requests scored.
   [[nodiscard]] std::size_t requests() const noexcept { return requests_; }
+  /// |D(t)|: requests scored with `usable` > 0 (the ones δ's first term averages over).
+  [[nodiscard]] std::size_t decisions() const noexcept { return decisions_; }
   /// The bound of Theorem 1 on `leader_loss() − best_score()`: S·(δ* + ℓ_max) + δ*.
   [[nodiscard]] double regret_bound() const noexcept {
     return static_cast<double>(switches_) * (max_margin_ + max_loss_) + max_margin_;
@@ -134,7 +143,7 @@ class leader_safeguard {
  private:
   std::vector<double> scores_;
   std::vector<std::size_t> led_;
-  std::size_t leader_ = 0, switches_ = 0, requests_ = 0;
+  std::size_t leader_ = 0, switches_ = 0, requests_ = 0, decisions_ = 0;
   double usable_ = 0.0, handover_ = 0.0, leader_loss_ = 0.0, max_margin_ = 0.0, max_loss_ = 0.0;
 };
 
