@@ -310,9 +310,10 @@ std::vector<hc::tree_result> run(const options& o, const workload& w, bool progr
   for (const auto& t : traces) {
     for (const auto mode : o.kv_modes) {
       so.cost.kv = {mode, mode == hc::kv_mode::unlimited ? 0.0 : o.kv_bytes};
-      const std::string label =
-          "tree " + t.name() +
-          (mode == hc::kv_mode::unlimited ? "" : " " + std::string(hc::to_string(mode)));
+      // Appended piece by piece: on `" " + std::string(...)` GCC 12's release build warned
+      // -Wrestrict here (a false positive from its inlined std::string::replace).
+      std::string label = "tree " + t.name();
+      if (mode != hc::kv_mode::unlimited) label.append(" ").append(hc::to_string(mode));
       auto prog = [&](std::size_t done, std::size_t total) {
         if (!progress) return;
         std::fprintf(stderr, "\r  %-24s %3zu%% (%zu/%zu runs)", label.c_str(),
