@@ -432,6 +432,153 @@ TEST_CASE("replay: grow under a joint budget evicts the least recently used KV l
   CHECK(r.tree().present(b1));
 }
 
+namespace {
+/// Announces block 2 of every prompt of at least 2 blocks and grows the pool for it, evicting
+/// KV in the order `kv`.
+struct ordered_grow_policy final : hc::tree_policy {
+  explicit ordered_grow_policy(hc::kv_order o) : order(o) {}
+  std::string name() const override { return "ordered_grow"; }
+  void reset(const hc::tree_context& c) override { ctx = c; }
+  std::size_t resume(const hc::tree_step&) override { return 0; }
+  void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& pos) override {
+    if (s.prompt_blocks >= 2) pos.push_back(2);
+  }
+  void after_prefill(const hc::tree_step& s) override {
+    evicted.clear();
+    if (s.prompt_blocks < 2) return;
+    room = ctx.grow(1);
+    if (room > 0) ctx.pool->add(s.path()[1]);
+  }
+  void on_evicted(std::uint32_t v) override { evicted.push_back(v); }
+  hc::kv_order kv_eviction() const override { return order; }
+  hc::kv_order order;
+  hc::tree_context ctx{};
+  std::size_t room = 0;
+  std::vector<std::uint32_t> evicted;
+};
+}  // namespace
+
+TEST_CASE("replay: with stateless leaves first, grow takes no leaf that holds a state") {
+  // Requests A = a1 a2 (a state at a2), D = d1 (one block: no state) and B = b1 b2, B = 4
+  // tokens; the joint pool holds one state plus 5 blocks (M = 0). At B's grow the KV is 5 blocks
+  // and the pool's one state is a2's: full. The evictable leaves off B's path are a2 (holds the
+  // state, least recently used) and d1 (none). Worked by hand from the engine's rule:
+  // - LRU order: a2 goes with its state; KV 4 blocks, 0 states: room 1, b2 takes it.
+  // - stateless first: d1 goes; KV 4 blocks + a2's state = one state + 4 blocks: no room (a
+  //   state outweighs a block), and the only evictable leaf left holds a state: grow stops
+  //   there, room 0, a2 kept.
+  hc::tree_trace t("hand", 4);
+  const auto root = t.root_of(std::nullopt);
+  const auto a1 = t.new_node(root, 0), a2 = t.new_node(a1, 0), d1 = t.new_node(root, 0);
+  const auto b1 = t.new_node(root, 0), b2 = t.new_node(b1, 0);
+  for (auto path : {std::vector<std::uint32_t>{a1, a2}, std::vector<std::uint32_t>{d1},
+                    std::vector<std::uint32_t>{b1, b2}}) {
+    hc::tree_request r;
+    r.root = root;
+    r.prompt_tokens = 4 * path.size();
+    r.path = path;
+    t.add_request(std::move(r));
+  }
+  hc::tree_cost_model cost;
+  cost.kv.mode = hc::kv_mode::joint;
+  const double block = 4.0 * cost.model.kv_bytes_per_token();
+  const double state = cost.model.checkpoint_bytes();
+  REQUIRE(state > 5.0 * block);
+  cost.kv.bytes = state + 5.0 * block;
+  const auto usable = hc::usable_matches(t, cost);
+  for (auto order : {hc::kv_order::lru, hc::kv_order::stateless_first}) {
+    const bool lru = order == hc::kv_order::lru;
+    CAPTURE(lru);
+    ordered_grow_policy p(order);
+    hc::tree_replayer r(t, p, 0, usable, cost);
+    r.step();  // A: KV 2 blocks, room for one state: a2 holds it
+    CHECK(p.room == 1);
+    CHECK(r.pool().holds(a2));
+    r.step();  // D: KV 3 blocks + one state fits; no state planned
+    CHECK(p.evicted.empty());
+    r.step();  // B
+    REQUIRE(p.evicted.size() == 1);
+    CHECK(p.evicted[0] == (lru ? a2 : d1));
+    CHECK(p.room == (lru ? 1u : 0u));
+    CHECK(r.pool().holds(a2) == !lru);
+    CHECK(r.pool().holds(b2) == lru);
+    CHECK(r.tree().present(a2) == !lru);
+    CHECK(r.tree().present(d1) == lru);
+  }
+}
+
+namespace {
+/// Holds a state at block 2 of the first request; at the second request's prefill evicts named
+/// KV leaves through `tree_context::evict_kv_leaf`.
+struct named_evict_policy final : hc::tree_policy {
+  std::string name() const override { return "named_evict"; }
+  void reset(const hc::tree_context& c) override { ctx = c; }
+  std::size_t resume(const hc::tree_step&) override { return 0; }
+  void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& pos) override {
+    if (s.index == 0) pos.push_back(2);
+  }
+  void after_prefill(const hc::tree_step& s) override {
+    if (s.index == 0) {
+      ctx.pool->add(s.path()[1]);
+      return;
+    }
+    cap_before = ctx.pool->capacity();
+    for (const auto v : names) results.push_back(ctx.evict_kv_leaf(v));
+    cap_after = ctx.pool->capacity();
+  }
+  void on_dropped(std::uint32_t v) override { dropped.push_back(v); }
+  void on_evicted(std::uint32_t v) override { evicted.push_back(v); }
+  hc::tree_context ctx{};
+  std::vector<std::uint32_t> names, dropped, evicted;
+  std::vector<bool> results;
+  std::size_t cap_before = 0, cap_after = 0;
+};
+}  // namespace
+
+TEST_CASE("replay: evict_kv_leaf evicts a named leaf off the running path, and nothing else") {
+  // A = a1 a2 (a state at a2), then B = b1 b2 (B = 4 tokens); a joint pool of 2 states + 3
+  // blocks of KV (s a state's bytes, b a block's, s > 4b), M = 0: B's allocation fits (4b + s
+  // ≤ 2s + 3b), so it evicts nothing. At B's prefill, by hand: a1 is not a leaf (a2 below it):
+  // refused; b2 is a leaf on the running path: refused; a2 is a leaf holding a state: evicted,
+  // the state dropped; then a1 is a leaf: evicted; a1 again: gone, refused. The pool's
+  // capacity rises by the room freed: ⌊(2s + 3b − 4b)/s⌋ = 1 before, ⌊(2s + 3b − 2b)/s⌋ = 2
+  // after.
+  hc::tree_trace t("hand", 4);
+  const auto root = t.root_of(std::nullopt);
+  const auto a1 = t.new_node(root, 0), a2 = t.new_node(a1, 0);
+  const auto b1 = t.new_node(root, 0), b2 = t.new_node(b1, 0);
+  for (auto path : {std::vector<std::uint32_t>{a1, a2}, std::vector<std::uint32_t>{b1, b2}}) {
+    hc::tree_request r;
+    r.root = root;
+    r.prompt_tokens = 8;
+    r.path = path;
+    t.add_request(std::move(r));
+  }
+  hc::tree_cost_model cost;
+  cost.kv.mode = hc::kv_mode::joint;
+  const double block = 4.0 * cost.model.kv_bytes_per_token();
+  const double state = cost.model.checkpoint_bytes();
+  REQUIRE(state > 4.0 * block);
+  cost.kv.bytes = 2.0 * state + 3.0 * block;
+  const auto usable = hc::usable_matches(t, cost);
+  named_evict_policy p;
+  p.names = {a1, b2, a2, a1, a1};
+  hc::tree_replayer r(t, p, 0, usable, cost);
+  r.step();
+  CHECK(r.pool().holds(a2));
+  r.step();
+  CHECK(p.results == std::vector<bool>{false, false, true, true, false});
+  CHECK(p.evicted == std::vector<std::uint32_t>{a2, a1});
+  CHECK(p.dropped == std::vector<std::uint32_t>{a2});
+  CHECK_FALSE(r.pool().holds(a2));
+  CHECK_FALSE(r.tree().present(a1));
+  CHECK(r.tree().present(b1));
+  CHECK(r.tree().present(b2));
+  CHECK(p.cap_before == 1);
+  CHECK(p.cap_after == 2);
+  CHECK(r.metrics().kv_evicted_blocks == 2.0);
+}
+
 TEST_CASE("portfolio: the library's row runs the exact policy at two memories") {
   // make_tree_policy("hybridcache"): candidate 0 is the exact policy at the base EW memory
   // without the prefill-end prior, candidate 1 the default with its memory lengthened by the
@@ -499,16 +646,60 @@ TEST_CASE("portfolio: the library's row runs the exact policy at two memories") 
   CHECK(windows_differ >= 1);
 }
 
+namespace {
+/// Forwards every call to a `library_policy` and counts the states the engine drops while the
+/// policy offers its own (`after_prefill`, `on_decode_block`, `finish`: the engine's drops there
+/// come from `tree_context::grow` alone).
+struct grow_watch final : hc::tree_policy {
+  explicit grow_watch(hc::kv_order kv) : inner({}, "hybridcache", false, kv, false) {}
+  std::string name() const override { return inner.name(); }
+  void reset(const hc::tree_context& c) override { inner.reset(c); }
+  std::size_t resume(const hc::tree_step& s) override { return inner.resume(s); }
+  void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& p) override {
+    inner.plan_prefill(s, p);
+  }
+  void after_prefill(const hc::tree_step& s) override {
+    offering = true;
+    inner.after_prefill(s);
+    offering = false;
+  }
+  void on_decode_block(const hc::tree_step& s, std::size_t j) override {
+    offering = true;
+    inner.on_decode_block(s, j);
+    offering = false;
+  }
+  void finish(const hc::tree_step& s) override {
+    offering = true;
+    inner.finish(s);
+    offering = false;
+  }
+  void on_dropped(std::uint32_t v) override {
+    grow_drops += offering ? 1 : 0;
+    inner.on_dropped(v);
+  }
+  void on_evicted(std::uint32_t v) override { inner.on_evicted(v); }
+  std::pair<std::uint64_t, std::uint32_t> lru_state() const override { return inner.lru_state(); }
+  hc::kv_order kv_eviction() const override { return inner.kv_eviction(); }
+  std::uint32_t shed_state() override { return inner.shed_state(); }
+  hc::library_policy inner;
+  bool offering = false;
+  std::size_t grow_drops = 0;
+};
+}  // namespace
+
 TEST_CASE("library_policy: under a joint budget its states take their M share back from KV") {
   // The joint pool is the KV share plus M states' bytes; cached KV spills into the room states
-  // leave free. The exact policy must reclaim that room (least recently used KV first) until it
-  // holds M states, as the engine's one block pool hands a new state block the LRU cached one.
-  // Reference: the pool's own count (states_peak) and the KV it had to evict for them, against
-  // the same replay with KV unlimited (where no KV is ever evicted). In both KV orders: with
-  // the engines' LRU the pool holds exactly M while cached KV fills the rest; with stateless
-  // leaves first (the default) the KV without a state goes first, so the pool holds at least M.
+  // leave free. The exact policy must reclaim that room until it holds M states, as the engine's
+  // one block pool hands a new state block the LRU cached one. Reference: the pool's own count
+  // (states_peak) and the KV it had to evict for them, against the same replay with KV
+  // unlimited (where no KV is ever evicted). With the engines' LRU the pool holds exactly M
+  // while cached KV fills the rest, and a state's room may come from a leaf that holds a state.
+  // With stateless leaves first (the default) the room comes only from KV that holds no state:
+  // no state is dropped while the policy offers its own (the victims of its own ranking are
+  // removed by the policy, not dropped by the engine).
   const auto t = small_trace(13);
   for (auto kv : {hc::kv_order::lru, hc::kv_order::stateless_first}) {
+    std::size_t lru_grow_drops = 0;
     for (std::size_t M : {4, 16}) {
       const bool lru = kv == hc::kv_order::lru;
       CAPTURE(lru);
@@ -518,21 +709,26 @@ TEST_CASE("library_policy: under a joint budget its states take their M share ba
       const auto usable = hc::usable_matches(t, o.cost);
       // The reclaim alone: states ranked by their own bytes (the joint KV charge changes which
       // states are kept, not this mechanism; the row's candidates have it on).
-      hc::library_policy p({}, "hybridcache", false, kv, false);
+      grow_watch p(kv);
       CHECK(p.kv_eviction() == hc::kv_order::lru);  // before reset: no KV mode known yet
       hc::tree_replayer r(t, p, M, usable, o.cost);
       CHECK(p.kv_eviction() == kv);
       std::size_t full_after_kv = 0;  // requests that end with their M share held
       while (r.step()) {
         CHECK(r.pool().size() <= r.pool().capacity());
-        if (lru ? r.pool().size() == M && r.kv_bytes() >= o.cost.kv.bytes : r.pool().size() >= M)
-          ++full_after_kv;
+        if (r.pool().size() == M && r.kv_bytes() >= o.cost.kv.bytes) ++full_after_kv;
       }
       const auto m = r.metrics();
       CHECK(m.states_peak >= M);
       CHECK(m.kv_evicted_blocks > 0.0);
-      CHECK(full_after_kv > t.size() / 2);  // the M share is held for most of the trace
+      if (lru) {
+        CHECK(full_after_kv > t.size() / 2);  // the M share is held for most of the trace
+        lru_grow_drops += p.grow_drops;
+      } else {
+        CHECK(p.grow_drops == 0);
+      }
     }
+    if (kv == hc::kv_order::lru) CHECK(lru_grow_drops > 0);  // the contrast: LRU trades states
   }
   // A separate KV pool: the engines' LRU order whatever was asked (see library_policy).
   const auto t2 = small_trace(13);

@@ -30,8 +30,10 @@
 /// capacity before any KV is cached). Under a joint budget a state offered into a full pool
 /// while fewer than M are held first takes its room back from the least recently used KV leaves
 /// (`tree_context::grow`; added after 0.2.0: in 0.2.0, cached KV kept the M states' share once it
-/// had spilled into it). States the engine drops with their KV are given back by `drop`, and every
-/// evicted KV leaf by `erase`.
+/// had spilled into it), in the row's KV order: with stateless leaves first (the default) only
+/// from KV that holds no state, so a held state is displaced by `admit`'s ranking, never by
+/// recency (after 0.2.1). States the engine drops with their KV are given back by `drop`, and
+/// every evicted KV leaf by `erase`.
 /// Under a joint KV budget the policy asks the engine to evict the cached KV leaves that hold no
 /// state first (`kv_order::stateless_first`, replay.hpp): an engine using the library knows which
 /// blocks hold a state (`state_policy::has_state`), and KV below the deepest held state of its
@@ -344,8 +346,9 @@ class library_policy final : public tree_policy {
     // Joint KV budget: the pool was sized as the KV share plus M states' bytes, and cached KV
     // spills into whatever states leave free. A state that finds the pool full while fewer than
     // M are held takes its room back from the least recently used KV leaves (as the engine's
-    // one block pool hands a new block the least recently used cached one); beyond M it competes
-    // within the room it has.
+    // one block pool hands a new block the least recently used cached one; with stateless
+    // leaves first, only from those); beyond M, or with no such KV left, it competes within
+    // the room it has.
     if (ctx_.grow && pool.full() && pool.size() < ctx_.budget) {
       ctx_.grow(1);
       sync_capacity();

@@ -371,13 +371,17 @@ class portfolio_policy final : public tree_policy {
     touch(v);
   }
   /// Joint KV budget, after the leader's step: the real engine gives cached KV up as the leader
-  /// did, down to as many blocks as the leader caches (its least recently used leaves, in the
-  /// leader's order). Where the leader took room for a state it then kept, `follow` takes the
-  /// same room (`tree_context::grow`); this also covers room it took and did not use. (Doing it
-  /// only while the real pool holds exactly the leader's states changed nothing that mattered on
-  /// the tuning families.)
+  /// did: first the blocks the leader's `grow` evicted, by name (`tree_context::evict_kv_leaf`;
+  /// which leaves a count would take depends on the states held at the time, and the leader's
+  /// held set changes between two grows of one request), then down to as many blocks as the
+  /// leader caches (its least recently used leaves, in the leader's order). Where the leader
+  /// took room for a state it then kept, `follow` takes the same room (`tree_context::grow`);
+  /// this also covers room it took and did not use. (Doing it only while the real pool holds
+  /// exactly the leader's states changed nothing that mattered on the tuning families.)
   void mirror_room() {
     if (!ctx_.evict_kv_older) return;
+    if (ctx_.evict_kv_leaf)
+      for (const auto v : shadows_[leader_]->grow_evictions()) ctx_.evict_kv_leaf(v);
     const std::size_t want = shadows_[leader_]->tree().blocks();
     while (ctx_.tree->blocks() > want &&
            ctx_.evict_kv_older(std::numeric_limits<std::uint64_t>::max())) {

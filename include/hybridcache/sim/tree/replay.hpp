@@ -274,6 +274,13 @@ class block_tree {
     if (leaves_.empty() || leaves_.top().first >= guard) return tree_trace::no_parent;
     return evict(t, leaves_.top().second);
   }
+  /// Evicts `v` if it is a present leaf stamped before `guard` (not on the running path). Needs
+  /// tracking; not for a lane. @returns whether it did.
+  bool evict_leaf_at(const tree_trace& t, std::uint32_t v, std::uint64_t guard) {
+    if (lanes_ || !track_ || !present_[v] || children_[v] != 0 || stamp_[v] >= guard) return false;
+    evict(t, v);
+    return true;
+  }
   /// Starts keeping the leaves that hold no state in `pool` in their own LRU order (for
   /// `kv_order::stateless_first`), and has the pool report every state added or removed. Built
   /// from the leaves present on the first call (later calls do nothing), so a replay whose row
@@ -460,6 +467,9 @@ struct tree_context {
   /// (vLLM's hybrid allocator); it raises the pool's capacity and returns the free room in
   /// states (which may stay below n when no evictable KV is left). Evicted blocks and the states
   /// they held are reported as for the prefill's allocation (`on_dropped`, `on_evicted`).
+  /// A row that asks for `kv_order::stateless_first` grows only into KV that holds no state:
+  /// when every evictable leaf holds one, the room stays as it is and the row's own ranking
+  /// decides whether the new state displaces a held one (docs/design/tree_safeguard.md §5).
   std::function<std::size_t(std::size_t)> grow;
   /// Joint KV budget only (else empty): the engine's one LRU over cached KV blocks and held
   /// states (vLLM's `BlockPool` free queue). `lru_tick()` returns the next stamp of the clock the
@@ -474,6 +484,11 @@ struct tree_context {
   /// the one LRU calls it with its own least recently used state's stamp before evicting that
   /// state, so a new state takes the globally least recently used cached block.
   std::function<bool(std::uint64_t)> evict_kv_older;
+  /// Joint KV budget only (else empty): `evict_kv_leaf(v)` evicts the cached KV of `v` if it is
+  /// a leaf off the running path (reported as `evict_kv_older`'s, the pool's capacity raised
+  /// by the room freed) and returns whether it did. A row that follows another replay's pool
+  /// uses it to evict the blocks that replay's `grow` evicted (`tree_replayer::grow_evictions`).
+  std::function<bool(std::uint32_t)> evict_kv_leaf;
   std::function<double(double, double)> flops;  ///< prefill FLOPs(n new, p cached)
 };
 
@@ -744,6 +759,7 @@ class tree_replayer {
       ctx_.grow = [this](std::size_t n) { return grow(n); };
       ctx_.lru_tick = [this] { return tree_.tick(); };
       ctx_.evict_kv_older = [this](std::uint64_t stamp) { return evict_kv_older(stamp); };
+      ctx_.evict_kv_leaf = [this](std::uint32_t v) { return evict_kv_leaf(v); };
     }
     ctx_.flops = [cost](double n, double p) { return cost.flops(n, p); };
     if (cost.kv.mode == kv_mode::joint) pool_.set_capacity(joint_capacity());
@@ -826,12 +842,14 @@ class tree_replayer {
   /// The prefill's second half, after `allocate_prefill`: the computed blocks open and the
   /// policy's `after_prefill` runs.
   void after_prefill() {
+    grown_.clear();
     pool_.open(window_);
     timed([&] { policy_.after_prefill(s_); });
   }
   /// Decode block j in (pb, n] of the running request: `on_decode_block`.
   void decode_block(std::size_t j) {
     s_.known = j;
+    grown_.clear();
     pool_.open(std::span<const std::uint32_t>(s_.request->path).subspan(j - 1, 1));
     timed([&] { policy_.on_decode_block(s_, j); });
   }
@@ -842,6 +860,7 @@ class tree_replayer {
     const std::size_t n = r.path.size();
     const std::size_t k = s_.resumed;
     s_.known = n;
+    grown_.clear();
     if (n > 0)
       pool_.open(std::span<const std::uint32_t>(r.path).subspan(n - 1, 1));
     else
@@ -880,6 +899,9 @@ class tree_replayer {
   };
   /// The states the engine dropped while it allocated the running request's KV, in order.
   [[nodiscard]] std::span<const state_drop> allocation_drops() const noexcept { return drops_; }
+  /// The KV leaves `grow` evicted in the policy's last call (`after_prefill`, `on_decode_block`
+  /// or `finish`), in order.
+  [[nodiscard]] std::span<const std::uint32_t> grow_evictions() const noexcept { return grown_; }
   /// The policy replayed.
   [[nodiscard]] const tree_policy& policy() const noexcept { return policy_; }
   /// The next request to replay.
@@ -978,11 +1000,18 @@ class tree_replayer {
     policy_.on_evicted(v);
     return v;
   }
-  /// `tree_context::grow` (joint KV budget): evicts LRU KV leaves off the running path until n
-  /// more states fit. @returns the free room in states.
+  /// `tree_context::grow` (joint KV budget): evicts KV leaves off the running path in the row's
+  /// order until n more states fit; with `kv_order::stateless_first` only leaves that hold no
+  /// state. @returns the free room in states.
   std::size_t grow(std::size_t n) {
+    const bool stateless_only = stateless_first();
     while (joint_capacity() < pool_.size() + n) {
-      if (evict_leaf(guard_) == tree_trace::no_parent) break;
+      // A leaf that holds a state would trade a held state, chosen by recency, for the new one;
+      // a row that ranks its states (`admit`) decides that trade itself.
+      if (stateless_only && !tree_.has_stateless_leaf(guard_)) break;
+      const auto v = evict_leaf(guard_);
+      if (v == tree_trace::no_parent) break;
+      grown_.push_back(v);
     }
     const std::size_t cap = joint_capacity();
     pool_.set_capacity(std::max(cap, pool_.capacity()));
@@ -993,6 +1022,15 @@ class tree_replayer {
   bool evict_kv_older(std::uint64_t stamp) {
     if (tree_.lru_leaf_stamp(guard_) >= stamp) return false;
     evict_leaf(guard_);
+    pool_.set_capacity(std::max(joint_capacity(), pool_.capacity()));
+    return true;
+  }
+  /// `tree_context::evict_kv_leaf` (joint KV budget): evicts leaf `v` off the running path.
+  bool evict_kv_leaf(std::uint32_t v) {
+    if (!tree_.evict_leaf_at(t_, v, guard_)) return false;
+    m_.kv_evicted_blocks += 1.0;
+    if (pool_.holds(v)) drop_state(v);
+    policy_.on_evicted(v);
     pool_.set_capacity(std::max(joint_capacity(), pool_.capacity()));
     return true;
   }
@@ -1078,6 +1116,7 @@ class tree_replayer {
   std::vector<std::size_t> announced_;
   std::vector<std::uint32_t> window_;
   std::vector<state_drop> drops_;  ///< the states the last allocation dropped, in order
+  std::vector<std::uint32_t> grown_;  ///< the KV leaves `grow` evicted in the policy's last call
   bool allocating_ = false;        ///< inside `allocate` (drops are recorded)
   std::size_t next_ = 0, last_resume_ = 0;
   tree_step s_{};
