@@ -12,6 +12,7 @@
 #include <hybridcache/sim/tree/families.hpp>
 #include <hybridcache/sim/tree/portfolio.hpp>
 #include <hybridcache/sim/tree/simulate.hpp>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -368,6 +369,26 @@ TEST_CASE("portfolio: bad construction is refused") {
 }
 
 namespace {
+/// Adds one request per path of a hand-worked trace on a 4-token grid (the prompt is the path).
+void add_paths(hc::tree_trace& t, std::uint32_t root,
+               std::initializer_list<std::vector<std::uint32_t>> paths) {
+  for (const auto& path : paths) {
+    hc::tree_request r;
+    r.root = root;
+    r.prompt_tokens = 4 * path.size();
+    r.path = path;
+    t.add_request(std::move(r));
+  }
+}
+/// A joint KV budget of `states` states' bytes plus `blocks` blocks of 4 tokens of KV.
+hc::tree_cost_model joint_cost(double states, double blocks) {
+  hc::tree_cost_model cost;
+  cost.kv.mode = hc::kv_mode::joint;
+  cost.kv.bytes =
+      states * cost.model.checkpoint_bytes() + blocks * 4.0 * cost.model.kv_bytes_per_token();
+  return cost;
+}
+
 /// Announces block 2 of every prompt and, under a joint budget, grows the pool for it.
 struct grow_policy final : hc::tree_policy {
   std::string name() const override { return "grow"; }
@@ -396,19 +417,9 @@ TEST_CASE("replay: grow under a joint budget evicts the least recently used KV l
   const auto root = t.root_of(std::nullopt);
   const auto a1 = t.new_node(root, 0), a2 = t.new_node(a1, 0);
   const auto b1 = t.new_node(root, 0), b2 = t.new_node(b1, 0);
-  for (auto path : {std::vector<std::uint32_t>{a1, a2}, std::vector<std::uint32_t>{b1, b2}}) {
-    hc::tree_request r;
-    r.root = root;
-    r.prompt_tokens = 8;
-    r.path = path;
-    t.add_request(std::move(r));
-  }
-  hc::tree_cost_model cost;
-  cost.kv.mode = hc::kv_mode::joint;
-  const double block = 4.0 * cost.model.kv_bytes_per_token();
-  const double state = cost.model.checkpoint_bytes();
-  REQUIRE(state > 4.0 * block);
-  cost.kv.bytes = state + 2.0 * block;  // total (M = 0): one state + 2 blocks
+  add_paths(t, root, {{a1, a2}, {b1, b2}});
+  const auto cost = joint_cost(1.0, 2.0);  // total (M = 0): one state + 2 blocks
+  REQUIRE(cost.model.checkpoint_bytes() > 16.0 * cost.model.kv_bytes_per_token());
   const auto usable = hc::usable_matches(t, cost);
   grow_policy p;
   hc::tree_replayer r(t, p, 0, usable, cost);
@@ -471,20 +482,9 @@ TEST_CASE("replay: with stateless leaves first, grow takes no leaf that holds a 
   const auto root = t.root_of(std::nullopt);
   const auto a1 = t.new_node(root, 0), a2 = t.new_node(a1, 0), d1 = t.new_node(root, 0);
   const auto b1 = t.new_node(root, 0), b2 = t.new_node(b1, 0);
-  for (auto path : {std::vector<std::uint32_t>{a1, a2}, std::vector<std::uint32_t>{d1},
-                    std::vector<std::uint32_t>{b1, b2}}) {
-    hc::tree_request r;
-    r.root = root;
-    r.prompt_tokens = 4 * path.size();
-    r.path = path;
-    t.add_request(std::move(r));
-  }
-  hc::tree_cost_model cost;
-  cost.kv.mode = hc::kv_mode::joint;
-  const double block = 4.0 * cost.model.kv_bytes_per_token();
-  const double state = cost.model.checkpoint_bytes();
-  REQUIRE(state > 5.0 * block);
-  cost.kv.bytes = state + 5.0 * block;
+  add_paths(t, root, {{a1, a2}, {d1}, {b1, b2}});
+  const auto cost = joint_cost(1.0, 5.0);
+  REQUIRE(cost.model.checkpoint_bytes() > 20.0 * cost.model.kv_bytes_per_token());
   const auto usable = hc::usable_matches(t, cost);
   for (auto order : {hc::kv_order::lru, hc::kv_order::stateless_first}) {
     const bool lru = order == hc::kv_order::lru;
@@ -547,19 +547,9 @@ TEST_CASE("replay: evict_kv_leaf evicts a named leaf off the running path, and n
   const auto root = t.root_of(std::nullopt);
   const auto a1 = t.new_node(root, 0), a2 = t.new_node(a1, 0);
   const auto b1 = t.new_node(root, 0), b2 = t.new_node(b1, 0);
-  for (auto path : {std::vector<std::uint32_t>{a1, a2}, std::vector<std::uint32_t>{b1, b2}}) {
-    hc::tree_request r;
-    r.root = root;
-    r.prompt_tokens = 8;
-    r.path = path;
-    t.add_request(std::move(r));
-  }
-  hc::tree_cost_model cost;
-  cost.kv.mode = hc::kv_mode::joint;
-  const double block = 4.0 * cost.model.kv_bytes_per_token();
-  const double state = cost.model.checkpoint_bytes();
-  REQUIRE(state > 4.0 * block);
-  cost.kv.bytes = 2.0 * state + 3.0 * block;
+  add_paths(t, root, {{a1, a2}, {b1, b2}});
+  const auto cost = joint_cost(2.0, 3.0);
+  REQUIRE(cost.model.checkpoint_bytes() > 16.0 * cost.model.kv_bytes_per_token());
   const auto usable = hc::usable_matches(t, cost);
   named_evict_policy p;
   p.names = {a1, b2, a2, a1, a1};
