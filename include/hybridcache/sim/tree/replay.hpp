@@ -994,11 +994,14 @@ class tree_replayer {
   std::uint32_t evict_leaf(std::uint64_t guard) {
     const auto v = stateless_first() ? tree_.evict_stateless_leaf(t_, guard)
                                      : tree_.evict_lru_leaf(t_, guard);
-    if (v == tree_trace::no_parent) return v;
+    if (v != tree_trace::no_parent) report_evicted(v);
+    return v;
+  }
+  /// Leaf v's KV was evicted: counted, the state it held dropped, the policy told.
+  void report_evicted(std::uint32_t v) {
     m_.kv_evicted_blocks += 1.0;
     if (pool_.holds(v)) drop_state(v);
     policy_.on_evicted(v);
-    return v;
   }
   /// `tree_context::grow` (joint KV budget): evicts KV leaves off the running path in the row's
   /// order until n more states fit; with `kv_order::stateless_first` only leaves that hold no
@@ -1028,9 +1031,7 @@ class tree_replayer {
   /// `tree_context::evict_kv_leaf` (joint KV budget): evicts leaf `v` off the running path.
   bool evict_kv_leaf(std::uint32_t v) {
     if (!tree_.evict_leaf_at(t_, v, guard_)) return false;
-    m_.kv_evicted_blocks += 1.0;
-    if (pool_.holds(v)) drop_state(v);
-    policy_.on_evicted(v);
+    report_evicted(v);
     pool_.set_capacity(std::max(joint_capacity(), pool_.capacity()));
     return true;
   }
@@ -1054,9 +1055,7 @@ class tree_replayer {
       if (policy_.kv_eviction() != kv_order::lru)
         hybridcache::detail::throw_invalid("kv", "shared",
                                            "needs a policy that evicts KV in LRU order");
-      m_.kv_evicted_blocks += 1.0;
-      if (pool_.holds(v)) drop_state(v);
-      policy_.on_evicted(v);
+      report_evicted(v);
     }
   }
   /// `allocate`'s work: insert, then evict until the KV budget holds.
