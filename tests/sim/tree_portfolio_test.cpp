@@ -567,6 +567,10 @@ TEST_CASE("replay: evict_kv_leaf evicts a named leaf off the running path, and n
   CHECK(p.cap_before == 1);
   CHECK(p.cap_after == 2);
   CHECK(r.metrics().kv_evicted_blocks == 2.0);
+  // A node the trace does not have: a typed error, nothing evicted.
+  CHECK_THROWS_AS(p.ctx.evict_kv_leaf(static_cast<std::uint32_t>(t.node_count())),
+                  hc::invalid_argument);
+  CHECK(r.metrics().kv_evicted_blocks == 2.0);
 }
 
 TEST_CASE("portfolio: the library's row runs the exact policy at two memories") {

@@ -488,6 +488,7 @@ struct tree_context {
   /// a leaf off the running path (reported as `evict_kv_older`'s, the pool's capacity raised
   /// by the room freed) and returns whether it did. A row that follows another replay's pool
   /// uses it to evict the blocks that replay's `grow` evicted (`tree_replayer::grow_evictions`).
+  /// Throws `invalid_argument` for a node the trace does not have.
   std::function<bool(std::uint32_t)> evict_kv_leaf;
   std::function<double(double, double)> flops;  ///< prefill FLOPs(n new, p cached)
 };
@@ -1029,7 +1030,10 @@ class tree_replayer {
     return true;
   }
   /// `tree_context::evict_kv_leaf` (joint KV budget): evicts leaf `v` off the running path.
+  /// @throws invalid_argument when `v` is not a node of the trace.
   bool evict_kv_leaf(std::uint32_t v) {
+    if (v >= t_.node_count())
+      hybridcache::detail::throw_invalid("v", v, "is not a node of the trace");
     if (!tree_.evict_leaf_at(t_, v, guard_)) return false;
     report_evicted(v);
     pool_.set_capacity(std::max(joint_capacity(), pool_.capacity()));
