@@ -87,11 +87,12 @@ def test_policy_resume_replay_and_pool():
     plan = pol.prefill_plan(m, 24, [12, 14, 16, 20, 24])
     assert list(plan) == [16, 24]  # junction (the prompt goes on past the match) + tail
     assert pol.admit(int(path[3]), 10).victims == []
-    # Full. A new state always displaces the cheapest unpinned held one (admission by value, which
-    # refused a state at path[2], was removed in 0.2): path[1] is pinned, so path[3] goes.
+    # Full. No match ended at path[2] and path[3] holds its own state, so a state there would
+    # save nothing: admission by value refuses it and evicts nothing (path[3] holds the match).
     r = pol.admit(int(path[2]), 10)
-    assert r.admitted and r.victims == [int(path[3])]
-    assert pol.evict(10) == [int(path[2])]  # path[1] is pinned
+    assert not r.admitted and r.victims == []
+    assert pol.has_state(int(path[3]))
+    assert pol.evict(10) == [int(path[3])]  # path[1] is pinned
     assert pol.admit(int(path[2]), 10).admitted  # room again
     pol.unpin(m.resume_node)
     assert pol.used_bytes == 20 <= pol.capacity_bytes
@@ -344,9 +345,9 @@ def test_policy_stale_ids_raise_after_slot_reuse():
     o = tree.policy_options(capacity_bytes=20, state_bytes=10, gamma=0.5, repeat_discount=False,
                             age_value=False, fill_free=False)
     assert (o.gamma, o.repeat_discount, o.age_value, o.fill_free) == (0.5, False, False, False)
-    # The options removed in 0.2 (docs/tree_simulation.md, "Fewer knobs (issue #24)") are gone.
-    for gone in ("junction_prior", "junction_strength", "memory_per_state", "memory_floor",
-                 "admit_by_value"):
+    # The options removed in 0.2 (docs/tree_simulation.md, "Fewer knobs (issue #24)") are gone
+    # (admit_by_value came back after 0.2.1 with another rule: test_admit_by_value_option).
+    for gone in ("junction_prior", "junction_strength", "memory_per_state", "memory_floor"):
         assert not hasattr(o, gone)
         with pytest.raises(TypeError):
             tree.policy_options(**{gone: 0})
@@ -461,6 +462,27 @@ def test_kv_block_bytes_option():
     o.kv_block_bytes = 3
     assert o.kv_block_bytes == 3
     assert tree.state_policy(o).capacity_bytes == 64
+
+
+def test_admit_by_value_option():
+    # On by default (added after 0.2.1). Off, a state worth nothing still displaces the cheapest
+    # held one (the rule of 0.2.0 and 0.2.1); on, it is refused (tests/tree/policy_test.cpp has
+    # the hand-worked values and the model-based check).
+    assert tree.policy_options().admit_by_value is True
+    for on in (True, False):
+        o = tree.policy_options(block_size=1, state_bytes=1, capacity_bytes=1, replan_every=0,
+                                admit_by_value=on)
+        assert o.admit_by_value is on
+        pol = tree.state_policy(o)
+        ns = segment.namespace_key()
+        a = pol.insert(ns, [1, 2, 3])
+        pol.unpin(pol.match(ns, [1, 2, 3]).resume_node)
+        assert pol.admit(int(a[2]), 1).admitted
+        c = pol.insert(ns, [5])
+        r = pol.admit(int(c[0]), 1)
+        assert r.admitted is not on
+        assert r.victims == ([] if on else [int(a[2])])
+        assert pol.has_state(int(a[2])) is on
 
 
 def test_replan_counters():

@@ -659,22 +659,28 @@ TEST_CASE("the library's policy plans the prompt's tail at match time: a re-ask 
   CHECK(r.metrics.states_peak <= 2);
 }
 
-TEST_CASE("the library's policy always admits: a full pool takes the request's tail") {
+TEST_CASE("the library's policy admits by value: a full pool keeps a prompt end over a new tail") {
   // The trace above with a pool of 1: R1's prompt tail a3 is admitted after the prefill (the
   // pool is empty) and noted as a prefill end (its prior π_P = 1/3). At R1's end its tail a4
   // (fresh-end prior 1/3) is offered to the full pool; a3 is the only held state and unpinned
-  // (R1 resumed at the root), so a4 displaces it, although Δ(a3) = 12 · 2/3 (a3 anchors both
-  // priors) exceeds what a4 would hold: a new state is never refused (admission by value was
-  // removed in 0.2). R2 re-asks the prompt: no state on its usable path (a4 lies beyond it), so
-  // it resumes at 0.
+  // (R1 resumed at the root). No match has ended at a4, and a4 would save 1 block · 1/3 against
+  // Δ(a3) = 3 blocks · 2/3 (a3 anchors both priors): admission by value refuses it, and R2, which
+  // re-asks the prompt, resumes at a3 (3 blocks). With `admit_by_value` off (0.2.0 and 0.2.1)
+  // a4 displaces a3, and R2 finds no state on its usable path (a4 lies beyond it): 0.
   hc::tree_trace_builder b("reask1", 4);
   b.add_tokens(iota_tokens(1, 16), 12);
   b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 8)), 20);
-  hc::library_policy p;
-  const auto r = run(b.trace(), p, 1);
-  CHECK(r.held[0] == std::vector<bool>{false, false, false, true});
-  CHECK(r.resumes[1] == 0u);
-  CHECK(r.metrics.states_peak <= 1);
+  for (const bool by_value : {true, false}) {
+    CAPTURE(by_value);
+    hybridcache::policy_options o;
+    o.admit_by_value = by_value;
+    hc::library_policy p(o);
+    const auto r = run(b.trace(), p, 1);
+    CHECK(r.held[0] == (by_value ? std::vector<bool>{false, false, true, false}
+                                 : std::vector<bool>{false, false, false, true}));
+    CHECK(r.resumes[1] == (by_value ? 3u : 0u));
+    CHECK(r.metrics.states_peak <= 1);
+  }
 }
 
 TEST_CASE("the library's policy filling free memory: a later branch resumes at a filled state") {

@@ -90,9 +90,11 @@ struct tree_policy_model {
   /// The age of the state at `v` now.
   [[nodiscard]] std::uint64_t age_of(std::uint64_t v) const { return obs - nodes.at(v).touched; }
   /// P(hit | age of the state at v); 1 without the age-conditioned value.
-  [[nodiscard]] long double hit_chance(std::uint64_t v) const {
+  [[nodiscard]] long double hit_chance(std::uint64_t v) const { return hit_chance_at(age_of(v)); }
+  /// P(hit | age) of a state of age `age` (a state just admitted: 0).
+  [[nodiscard]] long double hit_chance_at(std::uint64_t age) const {
     if (!age_value) return 1;
-    const int c = age_class(age_of(v));
+    const int c = age_class(age);
     long double h = 0, n = 0, ht = 0, nt = 0;
     for (const auto& [k, x] : age_hits) {
       ht += x;
@@ -251,16 +253,26 @@ struct tree_policy_model {
     for (const auto& [id, n] : nodes) u += n.bytes;
     return u;
   }
-  /// Σ_v w(v)(depth(v) − depth(anchor(v))), unnormalised, with `skip` treated as stateless.
-  [[nodiscard]] long double cost(std::uint64_t skip = none) const {
+  /// Σ_v w(v)(depth(v) − depth(anchor(v))), unnormalised, with `skip` treated as stateless and
+  /// `add` as holding a state.
+  [[nodiscard]] long double cost(std::uint64_t skip = none, std::uint64_t add = none) const {
     long double c = 0;
     for (const auto& [id, n] : nodes) {
       std::uint64_t a = id;
-      while (nodes.at(a).parent != none && (nodes.at(a).bytes == 0 || a == skip))
+      while (nodes.at(a).parent != none && ((nodes.at(a).bytes == 0 && a != add) || a == skip))
         a = nodes.at(a).parent;
       c += mass(n) * static_cast<long double>(n.depth - nodes.at(a).depth);
     }
     return c;
+  }
+  /// No real match has ended at `v`: its mass is a prior or nothing (admit_by_value).
+  [[nodiscard]] bool speculative(std::uint64_t v) const {
+    return nodes.at(v).fresh || nodes.at(v).weight == 0;
+  }
+  /// The value a state of `bytes` at `v` (which holds none) would be admitted with: the cost it
+  /// would remove per byte times P(hit | age 0).
+  [[nodiscard]] long double admission_value(std::uint64_t v, std::size_t bytes) const {
+    return (cost() - cost(none, v)) / static_cast<long double>(bytes) * hit_chance_at(0);
   }
   /// The least ΔE[r] per byte over unpinned states other than `exclude` (unnormalised).
   [[nodiscard]] long double min_delta_per_byte(std::uint64_t exclude) const {

@@ -2,7 +2,8 @@
 // tree_state_pool (tree/eviction.hpp) alone: on random trees with random weights and held
 // states, every victim `evict` takes is a least-ΔE[r]-per-byte state by brute force (E[r] of the
 // held set with and without it, recomputed from scratch), pinned states are never taken, it
-// stops once enough bytes are freed, and admission by value refuses a state cheaper than all.
+// stops once enough bytes are freed, and `prospective` is the record `add` would make (what
+// state_policy's admission by value ranks against the first victim).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -194,11 +195,81 @@ TEST_CASE("tree_state_pool: victims go in least exact ΔE[r] per byte, by brute 
   }
 }
 
+TEST_CASE("tree_state_pool: prospective is the record add would make, against brute force") {
+  // On random trees and held sets: the record `prospective` returns for a node without a state
+  // has the state above it, the depth gap, the region W (Σ w over the nodes whose anchor it would
+  // become, by brute force) and the count of held states right below it that `add` then gives
+  // the real record; its ΔE[r] per byte is E[r] without it minus E[r] with it, from scratch; and
+  // the pool is unchanged by the call.
+  std::mt19937_64 rng(21);
+  const std::size_t B = 4;
+  int with_below = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    CAPTURE(trial);
+    world w(rng, 3 + rng() % 14);
+    hc::tree_state_pool pool;
+    std::vector<slot> held, free_nodes;
+    for (const slot v : w.inner) {
+      if (rng() % 2 == 0) {
+        pool.add(w.ix, v, 2, 0);
+        held.push_back(v);
+      } else {
+        free_nodes.push_back(v);
+      }
+    }
+    if (free_nodes.empty()) continue;
+    const slot v = free_nodes[rng() % free_nodes.size()];
+    const std::size_t used = pool.used_bytes(), count = pool.count();
+    const hc::tree_state p = pool.prospective(w.ix, v, 3, 7);
+    CHECK(pool.used_bytes() == used);
+    CHECK(pool.count() == count);
+    CHECK(w.ix[v].state == hc::tree_state_pool::no_state);
+    CHECK(p.node == v);
+    CHECK(p.up == hc::tree_state_pool::state_above(w.ix, v));
+    CHECK(p.gap == w.ix[v].blocks - w.ix[p.up].blocks);
+    CHECK(p.bytes == 3);
+    CHECK(p.touched == 7);
+    std::vector<slot> with = held;
+    with.push_back(v);
+    double W = 0.0;
+    for (const slot u : w.nodes) {
+      slot a = u;
+      while (w.ix[a].parent != hc::tree_index::no_slot &&
+             std::find(with.begin(), with.end(), a) == with.end())
+        a = w.ix[a].parent;
+      if (a == v) W += w.ix[u].weight;
+    }
+    std::uint32_t below = 0;  // held states whose nearest ancestor in held ∪ {v} is v
+    for (const slot u : held) {
+      slot a = w.ix[u].parent;
+      while (w.ix[a].parent != hc::tree_index::no_slot &&
+             std::find(with.begin(), with.end(), a) == with.end())
+        a = w.ix[a].parent;
+      if (a == v) ++below;
+    }
+    with_below += below > 0;
+    CHECK(p.region == doctest::Approx(W).epsilon(1e-12));
+    CHECK(p.below == below);
+    const double gain = raw_er(w.ix, w.nodes, held, B) - raw_er(w.ix, w.nodes, with, B);
+    CHECK(hc::tree_state_pool::delta_per_byte(w.ix, p, B) * 3 ==
+          doctest::Approx(gain).epsilon(1e-9).scale(1e-12));
+    // `add` makes the same record.
+    pool.add(w.ix, v, 3, 7);
+    const hc::tree_state& s = pool.state_at(w.ix, v);
+    CHECK(s.up == p.up);
+    CHECK(s.gap == p.gap);
+    CHECK(s.below == p.below);
+    CHECK(s.region == doctest::Approx(p.region).epsilon(1e-12));
+  }
+  CHECK(with_below > 0);  // the boundary count is exercised
+}
+
 TEST_CASE("tree_state_pool: a new state displaces the cheapest held one, by hand") {
   // root ─ a (1 block, w 10) ─ b (2 blocks, w 10) ─ c (3 blocks, w 0.1); capacity 2 states.
   // Held a, b: Δ(a) = 1 · 10 (its region is a alone; b anchors b and c), Δ(b) = 1 · 10.1. A
-  // state at c is worth less than both (Δ(c) = 0.1) but is admitted all the same, displacing the
-  // cheapest held one, a (admission by value, which refused it, was removed in 0.2).
+  // state at c is worth less than both (Δ(c) = 0.1) but the pool admits it all the same,
+  // displacing the cheapest held one, a: whether a state should enter is the caller's
+  // (state_policy's admission by value, policy_options::admit_by_value).
   hc::tree_index ix;
   const auto [a, b, c] = chain3(ix, {10.0, 10.0, 0.1});
   hc::tree_state_pool pool;

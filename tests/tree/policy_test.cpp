@@ -44,6 +44,7 @@ hc::policy_options legacy(hc::policy_options o) {
   o.age_value = false;
   o.prefill_prior = false;
   o.branch_prior = false;
+  o.admit_by_value = false;
   return o;
 }
 
@@ -459,6 +460,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     model.age_value = o.age_value;
     model.prefill_prior = o.prefill_prior;
     int aged = 0;            // victims chosen while two states had different P(hit | age)
+    int refused = 0;         // admissions refused by value (admit_by_value)
     std::size_t filled = 0;  // positions fill_free added to plans (the branch is exercised)
     // Reference of what is cached: (namespace, block prefix) per node.
     std::map<node_id, std::pair<int, std::vector<token_id>>> prefix_of;
@@ -625,7 +627,21 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
             if (n.bytes && !n.pins && id != v) unpinned += n.bytes;
           const std::size_t need = used + bytes - 20;
           const bool room = unpinned >= need && bytes <= 20;
-          CHECK(r.admitted == room);  // a new state always displaces the cheapest held ones
+          // With admit_by_value, a state where no real match ended is refused unless it is
+          // worth more than the first victim (a near tie may go either way).
+          bool refuse = false, tie = false;
+          if (room && o.admit_by_value && model.speculative(v)) {
+            const long double mine = model.admission_value(v, bytes);
+            const long double least = model.min_delta_per_byte(v);
+            tie = std::fabs(static_cast<double>(mine - least)) <=
+                  1e-9 * std::fabs(static_cast<double>(least)) + 1e-12;
+            refuse = mine <= least;
+          }
+          if (!tie) CHECK(r.admitted == (room && !refuse));
+          if (!r.admitted && room) {
+            CHECK(r.victims.empty());  // a refusal by value evicts nothing
+            ++refused;
+          }
           aged += count_aged(model, r.victims);
           check_victims(model, r.victims, v);
           if (r.admitted) model.admitted(v, bytes);
@@ -735,6 +751,7 @@ TEST_CASE("model-based: pool bound, exact victim order, pins, namespaces, erase"
     if (o.age_value) CHECK(aged > 0);
     if (o.prefill_prior) CHECK(model.pre_hit > 0);  // a prefill-end prior was replaced by a match
     if (o.fill_free) CHECK(filled > 0);
+    if (o.admit_by_value) CHECK(refused > 0);  // the refusal branch is exercised
     CHECK(roots_erased > 0);  // the branches of #21 are exercised
     CHECK(reused > 0);
     carried_total += carried_matched;
@@ -879,16 +896,17 @@ TEST_CASE("repeat discount: a first match counts q = (h2 + 1)/(n1 + 2) until a s
   }
 }
 
-TEST_CASE("admission: a new state always displaces the cheapest held ones (#24: no refusal)") {
+TEST_CASE("admission: with admit_by_value off, a new state always displaces the cheapest one") {
   // Capacity one state. a3 (depth 3) holds the two matches: Δ(a3) = 3·w > 0. A state at c
   // (depth 1, never matched) would remove nothing from E[r] (Δ(c) = 0), yet it is admitted and
-  // displaces a3, the only held state: admission by value, which refused it, was removed
-  // (docs/tree_simulation.md, "Fewer knobs (issue #24)").
+  // displaces a3, the only held state: every state displaces with admit_by_value off (legacy;
+  // the rule of 0.2.0 and 0.2.1).
   hc::state_policy pol(legacy({.block_size = 1,
                                .state_bytes = 1,
                                .capacity_bytes = 1,
                                .replan_every = 0,
                                .fresh_prior = false}));
+  REQUIRE_FALSE(pol.options().admit_by_value);
   const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
   for (int i = 0; i < 2; ++i) pol.unpin(pol.match(ns_of(0), seq({1, 2, 3})).resume_node);
   CHECK(pol.admit(a[2], 1).admitted);
@@ -905,6 +923,53 @@ TEST_CASE("admission: a new state always displaces the cheapest held ones (#24: 
   CHECK_FALSE(r2.admitted);
   CHECK(r2.victims.empty());
   CHECK(pol.has_state(c[0]));
+}
+
+TEST_CASE("admission by value: a speculative state must outrank the first victim, by hand") {
+  // γ = 1, B = 1, capacity one state, no priors and no age value, so a value is ΔE[r] per byte:
+  // gap · W(region). Two matches end at a3 (W = 2); a3 held: Δ(a3) = 3·2 = 6.
+  auto o = legacy({.block_size = 1,
+                   .state_bytes = 1,
+                   .capacity_bytes = 1,
+                   .gamma = 1.0,
+                   .replan_every = 0,
+                   .fresh_prior = false});
+  o.admit_by_value = true;
+  hc::state_policy pol(o);
+  const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
+  for (int i = 0; i < 2; ++i) pol.unpin(pol.match(ns_of(0), seq({1, 2, 3})).resume_node);
+  REQUIRE(pol.admit(a[2], 1).admitted);
+  // c1: no match ever ended there and nothing below it: worth 0 ≤ 6, refused; nothing changes.
+  const auto c = pol.insert(ns_of(0), seq({5}));
+  const auto r = pol.admit(c[0], 1);
+  CHECK_FALSE(r.admitted);
+  CHECK(r.victims.empty());
+  CHECK(pol.has_state(a[2]));
+  CHECK_FALSE(pol.has_state(c[0]));
+  CHECK(pol.used_bytes() == 1);
+  // d2: a match ended there (W = 1, Δ = 2·1 = 2 < 6), but observed demand is admitted as before:
+  // it displaces a3.
+  const auto d = pol.insert(ns_of(0), seq({7, 8}));
+  pol.unpin(pol.match(ns_of(0), seq({7, 8})).resume_node);
+  const auto r2 = pol.admit(d[1], 1);
+  CHECK(r2.admitted);
+  CHECK(r2.victims == std::vector<node_id>{a[2]});
+  // a2: no match ended there, but with a3 gone its region would hold a3's two matches:
+  // 2·(0 + 2) = 4 > Δ(d2) = 2, so it is admitted and displaces d2.
+  const auto r3 = pol.admit(a[1], 1);
+  CHECK(r3.admitted);
+  CHECK(r3.victims == std::vector<node_id>{d[1]});
+  // With the pool full of a2 (value 4): a1 (gap 1, region a1 + … up to a2: W = 0) is refused; a3
+  // (gap 1 below a2, its own two matches: 1·2 = 2 ≤ 4) is observed, so it is admitted.
+  CHECK_FALSE(pol.admit(a[0], 1).admitted);
+  const auto r4 = pol.admit(a[2], 1);
+  CHECK(r4.admitted);
+  CHECK(r4.victims == std::vector<node_id>{a[1]});
+  // A full pool whose only state is pinned refuses as before, speculative or not.
+  const auto m = pol.match(ns_of(0), seq({1, 2, 3}));  // resumes from a3: pinned
+  CHECK_FALSE(pol.admit(c[0], 1).admitted);
+  CHECK_FALSE(pol.admit(d[1], 1).admitted);
+  pol.unpin(m.resume_node);
 }
 
 TEST_CASE("joint KV charge: the deepest state of a path is charged its gap's KV, by hand") {

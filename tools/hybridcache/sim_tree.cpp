@@ -47,8 +47,8 @@ const char* const usage =
                       (ablations, only when named: hybridcache_exact hybridcache_shadows
                       hybridcache_base hybridcache_prev hybridcache_noprior
                       hybridcache_norepeat hybridcache_noage hybridcache_noprefill
-                      hybridcache_nofill hybridcache_nobranch hybridcache_lru_kv
-                      hybridcache_nokvcharge hybridcache_prefill_both)
+                      hybridcache_nofill hybridcache_nobranch hybridcache_admitall
+                      hybridcache_lru_kv hybridcache_nokvcharge hybridcache_prefill_both)
   --tree-block B      tokens per tree node (default 64; mooncake is always 512)
   --tree-sessions N   synthetic multi-turn sessions (default 400); the families' sessions
                       (bursts for doc-qa-skewed and doc-qa-repeat, conversations for

@@ -375,11 +375,11 @@ class tree_state_pool {
 
   /// Admission of a state of `bytes` that the engine stored at `node` (no state yet,
   /// 1 ≤ bytes < 2^32) into a pool of `capacity` bytes, at observation `now`: if the pool would
-  /// overflow, victims in `evict`'s order (never pinned, never `node`) are freed first, so a new
-  /// state always displaces the cheapest held ones (admission by value, which let the new state
-  /// compete and refused it when it was the cheapest, was removed in 0.2: it did not pay on the
-  /// tuning families, docs/tree_simulation.md "Fewer knobs"). If even all unpinned states would
-  /// not make room, nothing changes. `value` and `on_end` as for `evict`.
+  /// overflow, victims in `evict`'s order (never pinned, never `node`) are freed first, so the
+  /// new state displaces the cheapest held ones. If even all unpinned states would not make room,
+  /// nothing changes. `value` and `on_end` as for `evict`. (Whether a state should enter at all
+  /// is the caller's: `state_policy::admit` refuses a speculative one worth no more than the
+  /// first victim, comparing `prospective` with `least_value`; policy_options::admit_by_value.)
   template <class Value, class OnEnd>
   admit_result admit(tree_index& ix, slot_id node, std::size_t bytes, std::size_t capacity,
                      std::uint32_t now, Value&& value, OnEnd&& on_end) {
@@ -400,6 +400,23 @@ class tree_state_pool {
   }
 
   // ---- queries ---------------------------------------------------------------------------
+
+  /// The record a state of `bytes` at `node` (which holds none) would get if admitted at
+  /// observation `now`: the state above it and its depth gap, the region it would anchor and the
+  /// held states right below it (one walk of that region, O(region)), its age 0. Nothing
+  /// changes; rank it with the pool's value (`least_value` is what it would have to beat).
+  [[nodiscard]] tree_state prospective(const tree_index& ix, slot_id node, std::uint32_t bytes,
+                                       std::uint32_t now) {
+    tree_state s;
+    s.node = node;
+    s.up = state_above(ix, node);
+    s.gap = ix[node].blocks - ix[s.up].blocks;
+    s.bytes = bytes;
+    s.touched = now;
+    s.planned = (ix[node].flags & tree_node::planned_flag) != 0;
+    s.region = region_of(ix, node, [&](std::uint32_t) { ++s.below; });
+    return s;
+  }
 
   /// The least value among the unpinned held states (+inf when none): the value of the first
   /// victim `evict` would take now.

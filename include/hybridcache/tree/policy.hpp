@@ -204,6 +204,23 @@ struct policy_options {
   /// itself *and* the KV of its depth gap, which its eviction frees as well (`age_scaled_value`).
   /// Derived from the pool's accounting, not tuned; the engine knows it (B · KV bytes per token).
   std::size_t kv_block_bytes = 0;
+  /// Admission by value for speculative states (added after 0.2.1; last, for the positional
+  /// initialisers above). A state offered to a full pool at a node where no real match has ended
+  /// yet (its value rests on a prior, `fresh_prior` / `prefill_prior` / `branch_prior`, or only
+  /// on the mass below it) is admitted only if its value at admission, ΔE[r] per byte times
+  /// P(hit | age 0), exceeds the least value held, the first victim's; otherwise `admit` refuses
+  /// it and evicts nothing. A state at a node where a match ended (the junction a request just
+  /// left the tree at, or any node requests ended at before) is admitted as before, displacing
+  /// the cheapest held ones. Derived, no constant: both sides are the pool's own ranking, the
+  /// admission rule of TinyLFU (Einziger, Friedman & Manes, "TinyLFU: A Highly Efficient Cache
+  /// Admission Policy", ACM TOS 2017: a newcomer enters only if it is worth more than the victim
+  /// it would replace). Why not every state: a node's first match counts only q observations
+  /// (`repeat_discount`), so a new junction would be refused for the discount meant to fade
+  /// one-off ends, where every later request that leaves the tree there needs it; measured, the
+  /// gate on every state recomputes 1–2 % more than this one (docs/tree_simulation.md,
+  /// "Admission by value for speculative states"). false: every admitted state displaces the
+  /// cheapest held ones (the ablation row `hybridcache_admitall`).
+  bool admit_by_value = true;
 };
 
 /// What `match` found.
@@ -433,9 +450,11 @@ class basic_state_policy {
 
   /// The engine stored a state of `bytes` at `node`. If the pool would overflow, the victims
   /// (`evict`'s order, never a pinned state) are taken off the books and returned for the engine
-  /// to free: a new state always displaces the cheapest held ones. If even all unpinned states
-  /// would not make room, nothing changes and `admitted` is false (the engine discards the
-  /// snapshot).
+  /// to free, except that with `admit_by_value` a state at a node where no real match has ended
+  /// yet is refused when it is worth no more than the least valuable held state (its ΔE[r] per
+  /// byte times P(hit | age 0), against the first victim's value; policy_options). If even all
+  /// unpinned states would not make room, nothing changes and `admitted` is false (the engine
+  /// discards the snapshot); a refusal by value changes nothing either.
   /// Admitting a node that already holds a state changes nothing.
   /// @throws stale_handle_error for the id of an erased node; invalid_argument for an id this
   ///         policy never issued, a namespace root, or bytes ∉ [1, 2^32).
@@ -445,6 +464,11 @@ class basic_state_policy {
       hybridcache::detail::throw_invalid("node", id, "a namespace root holds the free empty state");
     if (bytes == 0 || bytes > max_state_bytes)
       hybridcache::detail::throw_invalid("bytes", bytes, "must be in [1, 2^32)");
+    if (opts_.admit_by_value && index_[node].state == no_state && speculative(node) &&
+        pool_.used_bytes() + bytes > opts_.capacity_bytes && bytes <= opts_.capacity_bytes &&
+        !outranks_first_victim(
+            pool_.prospective(index_, node, static_cast<std::uint32_t>(bytes), now())))
+      return {};
     return pool_.admit(index_, node, bytes, opts_.capacity_bytes, now(), value_fn(), end_fn());
   }
 
@@ -761,13 +785,22 @@ class basic_state_policy {
   /// and age 0.
   bool branch_state_pays(std::size_t gap) {
     if (pool_.used_bytes() + opts_.state_bytes <= opts_.capacity_bytes) return true;
-    const age_scaled_value value = value_fn();
     tree_state candidate;
     candidate.gap = static_cast<std::uint32_t>(gap);
     candidate.bytes = static_cast<std::uint32_t>(opts_.state_bytes);
     candidate.region = stats_.branch_prior_mass() * stats_.observation_mass();
-    candidate.touched = value.now;
+    candidate.touched = now();
+    return outranks_first_victim(candidate);
+  }
+  /// Whether a state with record `candidate` (not held) is worth more, by the pool's own
+  /// eviction value, than the least valuable unpinned held state (false when there is none).
+  bool outranks_first_victim(const tree_state& candidate) {
+    const age_scaled_value value = value_fn();
     return value(candidate) > pool_.least_value(value);
+  }
+  /// No real match has ended at `v`: its weight is a prior or nothing (`admit_by_value`).
+  [[nodiscard]] bool speculative(slot_id v) const noexcept {
+    return tree_statistics::has_prior(index_, v) || index_[v].weight == 0.0;
   }
 
   /// A prior just set at `node` (if any) joins W of its anchor's state.

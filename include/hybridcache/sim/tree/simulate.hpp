@@ -67,10 +67,11 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// (issue #24)"): the default without one each, `hybridcache_noprior` (`fresh_prior`),
 /// `hybridcache_norepeat` (`repeat_discount`), `hybridcache_noage` (`age_value`),
 /// `hybridcache_noprefill` (`prefill_prior`, and with it the offer of the prompt's end),
-/// `hybridcache_nofill` (`fill_free`) and `hybridcache_nobranch` (`branch_prior`, added after
-/// 0.2.0); and two earlier defaults, `hybridcache_prev` (the fresh-end prior and work-bounded
-/// re-plans only: `repeat_discount`, `age_value`, `prefill_prior`, `fill_free` and
-/// `branch_prior` off) and `hybridcache_base` (before those too: also `fresh_prior` off,
+/// `hybridcache_nofill` (`fill_free`), `hybridcache_nobranch` (`branch_prior`, added after
+/// 0.2.0) and `hybridcache_admitall` (`admit_by_value`, added after 0.2.1); and two earlier
+/// defaults, `hybridcache_prev` (the fresh-end prior and work-bounded re-plans only:
+/// `repeat_discount`, `age_value`, `prefill_prior`, `fill_free`, `branch_prior` and
+/// `admit_by_value` off) and `hybridcache_base` (before those too: also `fresh_prior` off,
 /// `replan_work = 0`).
 /// `hybridcache_lru_kv` = the row with its library candidates on the engines' KV order
 /// (`kv_order::lru`: the row before the stateless-first KV order). `hybridcache_nokvcharge` = the
@@ -79,12 +80,13 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// the row with the prefill-end prior on in both library candidates (the row before the hedge:
 /// since then the base-memory candidate runs without it, the long-memory one with it).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 15> tree_policy_variants{
-    "hybridcache_exact",     "hybridcache_pool_memory", "hybridcache_one_memory",
-    "hybridcache_shadows",   "hybridcache_base",        "hybridcache_prev",
-    "hybridcache_noprior",   "hybridcache_norepeat",    "hybridcache_noage",
-    "hybridcache_noprefill", "hybridcache_nofill",      "hybridcache_nobranch",
-    "hybridcache_lru_kv",    "hybridcache_nokvcharge",  "hybridcache_prefill_both"};
+inline constexpr std::array<std::string_view, 16> tree_policy_variants{
+    "hybridcache_exact",       "hybridcache_pool_memory", "hybridcache_one_memory",
+    "hybridcache_shadows",     "hybridcache_base",        "hybridcache_prev",
+    "hybridcache_noprior",     "hybridcache_norepeat",    "hybridcache_noage",
+    "hybridcache_noprefill",   "hybridcache_nofill",      "hybridcache_nobranch",
+    "hybridcache_admitall",    "hybridcache_lru_kv",      "hybridcache_nokvcharge",
+    "hybridcache_prefill_both"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -175,6 +177,7 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
       b.prefill_prior = false;
       b.fill_free = false;
       b.branch_prior = false;
+      b.admit_by_value = false;
       if (name == "hybridcache_base") {
         b.fresh_prior = false;
         b.replan_work = 0.0;
@@ -191,6 +194,8 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
       b.fill_free = false;
     } else if (name == "hybridcache_nobranch") {
       b.branch_prior = false;
+    } else if (name == "hybridcache_admitall") {
+      b.admit_by_value = false;
     } else {
       known = false;
     }
