@@ -73,7 +73,9 @@ int main() {
       for (std::size_t i = 0; i < nodes.size(); ++i) {
         const auto r = pol.admit(nodes[i], 1 << 20);
         // r.victims: states the engine frees now (never pinned, least ΔE[r] per byte first).
-        // Not admitted: no room even after freeing every unpinned state.
+        // Not admitted: no room even after freeing every unpinned state, or, in a full pool, a
+        // state no match has ended at that is worth no more than the first victim
+        // (policy_options::admit_by_value): the engine discards the snapshot.
         if (!r.admitted) std::printf("snapshot at %zu not admitted\n", snapshots[i]);
       }
     }

@@ -294,6 +294,26 @@ TEST_CASE("tree_state_pool: a new state displaces the cheapest held one, by hand
   // A state larger than the pool, or one that even every unpinned state cannot make room for,
   // changes nothing.
   CHECK_FALSE(pool.admit(ix, a, 3, 2, 5, value, on_end).admitted);
+  // With a newcomer record (admission by value), the state at a must be worth more than the
+  // first victim, c (Δ = 0.1): a record worth 0.1 is refused and nothing changes; the record
+  // `prospective` gives for a (gap 1, region a alone: 10) displaces c.
+  hc::tree_state cheap = pool.prospective(ix, a, 1, 5);
+  cheap.region = 0.1;
+  const hc::admit_result refused = pool.admit(ix, a, 1, 2, 5, value, on_end, &cheap);
+  CHECK_FALSE(refused.admitted);
+  CHECK(refused.victims.empty());
+  CHECK(pool.count() == 2);
+  CHECK(ix[c].state != hc::tree_state_pool::no_state);
+  const hc::tree_state worth = pool.prospective(ix, a, 1, 5);
+  CHECK(worth.region == doctest::Approx(10.0));
+  const hc::admit_result in = pool.admit(ix, a, 1, 2, 5, value, on_end, &worth);
+  CHECK(in.admitted);
+  CHECK(in.victims == std::vector<hc::node_id>{ix.handle_of(c)});
+  CHECK(ix[a].state != hc::tree_state_pool::no_state);
+  // b anchors b and c again (c holds no state now): Δ(b) = 1 · 10.1; evict a for the pin test.
+  CHECK(pool.evict(ix, 1, hc::tree_index::no_slot, 5, value, on_end) ==
+        std::vector<hc::node_id>{ix.handle_of(a)});
+  REQUIRE(pool.admit(ix, c, 1, 2, 5, value, on_end).admitted);
   pool.pin(ix, b);
   pool.pin(ix, c);
   const hc::admit_result r2 = pool.admit(ix, a, 1, 2, 5, value, on_end);

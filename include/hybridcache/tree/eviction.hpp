@@ -322,67 +322,27 @@ class tree_state_pool {
   template <class Value, class OnEnd>
   std::vector<node_id> evict(tree_index& ix, std::size_t need, slot_id exclude, std::uint32_t now,
                              Value&& value, OnEnd&& on_end) {
-    std::vector<node_id> out;
-    if (need == 0 || count_ == 0) return out;
-    using entry = victim_entry;
-    std::size_t freed = 0;
-    auto take = [&](slot_id v) {
-      const tree_state& s = states_[ix[v].state];
-      freed += s.bytes;
-      ended_.push_back(now - s.touched);
-      remove(ix, v);
-      out.push_back(ix.handle_of(v));
-    };
+    if (need == 0 || count_ == 0) return {};
     // The first victim is the least entry (the order is total: slots differ); most admissions
     // need no more.
-    entry best{};
-    bool found = false;
-    if constexpr (std::is_same_v<std::remove_cvref_t<Value>, age_scaled_value>)
-      found = least_by_snapshot(exclude, value, best);
-    else
-      found = least_by_scan(exclude, value, best);
-    if (!found) return out;
-    take(best.v);
-    if (freed < need) {
-      // More must go: the rest by their values now, in a heap, re-queued lazily as values
-      // grow. (Each step takes the least current value, as if the heap had held every state
-      // from the start: a stale entry is never below its current value.)
-      heap_.clear();
-      for (const auto& st : states_) {
-        if (!candidate(st, exclude)) continue;
-        heap_.push_back({value(st), st.planned != 0, st.last_use, st.node});
-      }
-      auto less_urgent = [](const entry& a, const entry& b) { return a > b; };
-      std::make_heap(heap_.begin(), heap_.end(), less_urgent);
-      while (freed < need && !heap_.empty()) {
-        std::pop_heap(heap_.begin(), heap_.end(), less_urgent);
-        entry e = heap_.back();
-        heap_.pop_back();
-        const double v_now = value(states_[ix[e.v].state]);
-        if (v_now != e.per_byte) {  // Δ only grows as victims go: re-queue the stale entry
-          e.per_byte = v_now;
-          heap_.push_back(e);
-          std::push_heap(heap_.begin(), heap_.end(), less_urgent);
-          continue;
-        }
-        take(e.v);
-      }
-    }
-    for (std::uint32_t age : ended_) on_end(age);
-    ended_.clear();
-    return out;
+    victim_entry best{};
+    if (!first_victim(exclude, value, best)) return {};
+    return evict_from(ix, need, exclude, now, value, on_end, best);
   }
 
   /// Admission of a state of `bytes` that the engine stored at `node` (no state yet,
   /// 1 ≤ bytes < 2^32) into a pool of `capacity` bytes, at observation `now`: if the pool would
   /// overflow, victims in `evict`'s order (never pinned, never `node`) are freed first, so the
   /// new state displaces the cheapest held ones. If even all unpinned states would not make room,
-  /// nothing changes. `value` and `on_end` as for `evict`. (Whether a state should enter at all
-  /// is the caller's: `state_policy::admit` refuses a speculative one worth no more than the
-  /// first victim, comparing `prospective` with `least_value`; policy_options::admit_by_value.)
+  /// nothing changes. With `newcomer` (the record `prospective` gives for `node`), admission by
+  /// value: when a victim must go, the new state must be worth strictly more than the first one
+  /// by `value`, or nothing changes (`state_policy::admit` passes it for a state no match has
+  /// ended at; policy_options::admit_by_value); the first victim is found once for both.
+  /// `value` and `on_end` as for `evict`.
   template <class Value, class OnEnd>
   admit_result admit(tree_index& ix, slot_id node, std::size_t bytes, std::size_t capacity,
-                     std::uint32_t now, Value&& value, OnEnd&& on_end) {
+                     std::uint32_t now, Value&& value, OnEnd&& on_end,
+                     const tree_state* newcomer = nullptr) {
     admit_result r;
     if (ix[node].state != no_state) {
       r.admitted = true;
@@ -392,7 +352,10 @@ class tree_state_pool {
     if (used_bytes_ + bytes > capacity) {
       const std::size_t need = used_bytes_ + bytes - capacity;
       if (evictable_bytes(ix, node) < need) return r;
-      r.victims = evict(ix, need, node, now, value, on_end);
+      victim_entry best{};
+      if (!first_victim(node, value, best)) return r;
+      if (newcomer && !(value(*newcomer) > best.per_byte)) return r;
+      r.victims = evict_from(ix, need, node, now, value, on_end, best);
     }
     add(ix, node, static_cast<std::uint32_t>(bytes), now);
     r.admitted = true;
@@ -404,7 +367,8 @@ class tree_state_pool {
   /// The record a state of `bytes` at `node` (which holds none) would get if admitted at
   /// observation `now`: the state above it and its depth gap, the region it would anchor and the
   /// held states right below it (one walk of that region, O(region)), its age 0. Nothing
-  /// changes; rank it with the pool's value (`least_value` is what it would have to beat).
+  /// changes. `admit` takes it as the newcomer of admission by value (it must outrank the first
+  /// victim).
   [[nodiscard]] tree_state prospective(const tree_index& ix, slot_id node, std::uint32_t bytes,
                                        std::uint32_t now) {
     tree_state s;
@@ -455,6 +419,60 @@ class tree_state_pool {
       return v > o.v;
     }
   };
+  /// The least entry among the candidates other than `exclude` (false when there is none): by
+  /// `least_by_snapshot` for the policy's `age_scaled_value`, else by a scan.
+  template <class Value>
+  bool first_victim(slot_id exclude, const Value& value, victim_entry& best) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<Value>, age_scaled_value>)
+      return least_by_snapshot(exclude, value, best);
+    else
+      return least_by_scan(exclude, value, best);
+  }
+  /// `evict` after its first victim `best` was found.
+  template <class Value, class OnEnd>
+  std::vector<node_id> evict_from(tree_index& ix, std::size_t need, slot_id exclude,
+                                  std::uint32_t now, Value&& value, OnEnd&& on_end,
+                                  const victim_entry& best) {
+    std::vector<node_id> out;
+    using entry = victim_entry;
+    std::size_t freed = 0;
+    auto take = [&](slot_id v) {
+      const tree_state& s = states_[ix[v].state];
+      freed += s.bytes;
+      ended_.push_back(now - s.touched);
+      remove(ix, v);
+      out.push_back(ix.handle_of(v));
+    };
+    take(best.v);
+    if (freed < need) {
+      // More must go: the rest by their values now, in a heap, re-queued lazily as values
+      // grow. (Each step takes the least current value, as if the heap had held every state
+      // from the start: a stale entry is never below its current value.)
+      heap_.clear();
+      for (const auto& st : states_) {
+        if (!candidate(st, exclude)) continue;
+        heap_.push_back({value(st), st.planned != 0, st.last_use, st.node});
+      }
+      auto less_urgent = [](const entry& a, const entry& b) { return a > b; };
+      std::make_heap(heap_.begin(), heap_.end(), less_urgent);
+      while (freed < need && !heap_.empty()) {
+        std::pop_heap(heap_.begin(), heap_.end(), less_urgent);
+        entry e = heap_.back();
+        heap_.pop_back();
+        const double v_now = value(states_[ix[e.v].state]);
+        if (v_now != e.per_byte) {  // Δ only grows as victims go: re-queue the stale entry
+          e.per_byte = v_now;
+          heap_.push_back(e);
+          std::push_heap(heap_.begin(), heap_.end(), less_urgent);
+          continue;
+        }
+        take(e.v);
+      }
+    }
+    for (std::uint32_t age : ended_) on_end(age);
+    ended_.clear();
+    return out;
+  }
 
   /// Whether record `st` is a victim candidate: a held state, not at `exclude`, not pinned.
   [[nodiscard]] static bool candidate(const tree_state& st, slot_id exclude) noexcept {

@@ -46,8 +46,10 @@
 ///    leave this prompt (the learned branch point, `branch_prior`).
 /// 3. `insert(ns, tokens)` → node ids of the request's blocks; `admit(node, bytes)` for each
 ///    snapshot the engine stored → the victims to free first (by exact ΔE[r] per byte times
-///    P(hit | age), never pinned), with `note_prefill_end(v)` before offering the prompt's last
-///    full block v and `note_branch_point(v)` before offering the branch point's;
+///    P(hit | age), never pinned) and whether it was admitted (a full pool refuses a state no
+///    match has ended at that is worth no more than the first victim, `admit_by_value`; the
+///    engine then discards the snapshot), with `note_prefill_end(v)` before offering the prompt's
+///    last full block v and `note_branch_point(v)` before offering the branch point's;
 ///    `unpin(m.resume_node)` once the state was loaded.
 /// Under external pressure: `evict(bytes)`. When the engine drops KV of a leaf: `erase(node)`.
 /// Node ids carry their slot's generation: any call given the id of an erased node throws
@@ -74,7 +76,11 @@
 ///   auto m = pol.match(ns, prompt);                  // resume from m.resume_tokens
 ///   auto snap = pol.prefill_plan(m, prompt.size(), chunk_ends);
 ///   auto path = pol.insert(ns, prompt);              // path[p / 16 - 1] is the node at p
-///   for (auto p : snap) for (auto v : pol.admit(path[p / 16 - 1], 1 << 20).victims) free(v);
+///   for (auto p : snap) {
+///     const auto r = pol.admit(path[p / 16 - 1], 1 << 20);
+///     for (auto v : r.victims) free(v);
+///     if (!r.admitted) discard(p);                 // no room, or refused by value
+///   }
 
 #include <algorithm>
 #include <bit>
@@ -464,11 +470,15 @@ class basic_state_policy {
       hybridcache::detail::throw_invalid("node", id, "a namespace root holds the free empty state");
     if (bytes == 0 || bytes > max_state_bytes)
       hybridcache::detail::throw_invalid("bytes", bytes, "must be in [1, 2^32)");
+    // Admission by value: a state no match has ended at must outrank the first victim (the
+    // pool compares the record `add` would make with it when a victim must go).
     if (opts_.admit_by_value && index_[node].state == no_state && speculative(node) &&
-        pool_.used_bytes() + bytes > opts_.capacity_bytes && bytes <= opts_.capacity_bytes &&
-        !outranks_first_victim(
-            pool_.prospective(index_, node, static_cast<std::uint32_t>(bytes), now())))
-      return {};
+        pool_.used_bytes() + bytes > opts_.capacity_bytes && bytes <= opts_.capacity_bytes) {
+      const tree_state newcomer =
+          pool_.prospective(index_, node, static_cast<std::uint32_t>(bytes), now());
+      return pool_.admit(index_, node, bytes, opts_.capacity_bytes, now(), value_fn(), end_fn(),
+                         &newcomer);
+    }
     return pool_.admit(index_, node, bytes, opts_.capacity_bytes, now(), value_fn(), end_fn());
   }
 
