@@ -58,6 +58,20 @@ struct world {
   }
 };
 
+/// Σ w(u) over the nodes u whose anchor in `held` is v (the deepest node of `held` on u's path,
+/// u included), by brute force: the region W(v) of a state at v.
+double brute_region(const world& w, const std::vector<slot>& held, slot v) {
+  double W = 0.0;
+  for (const slot u : w.nodes) {
+    slot a = u;
+    while (w.ix[a].parent != hc::tree_index::no_slot &&
+           std::find(held.begin(), held.end(), a) == held.end())
+      a = w.ix[a].parent;
+    if (a == v) W += w.ix[u].weight;
+  }
+  return W;
+}
+
 /// The least (value, planned, last use, slot) over the held, unpinned states at `candidates`
 /// other than `exclude`, by comparing whole entries as tuples (no_slot when there is none).
 template <class Value>
@@ -182,14 +196,7 @@ TEST_CASE("tree_state_pool: victims go in least exact ΔE[r] per byte, by brute 
     CHECK(pool.used_bytes() == total - freed);
     // The regions the pool kept incrementally are the brute-force ones.
     for (const slot v : held) {
-      double W = 0.0;  // Σ w(u) over the nodes u whose anchor is v
-      for (const slot u : w.nodes) {
-        slot a = u;
-        while (w.ix[a].parent != hc::tree_index::no_slot &&
-               std::find(held.begin(), held.end(), a) == held.end())
-          a = w.ix[a].parent;
-        if (a == v) W += w.ix[u].weight;
-      }
+      const double W = brute_region(w, held, v);
       CHECK(pool.state_at(w.ix, v).region == doctest::Approx(W).epsilon(1e-9));
     }
   }
@@ -231,14 +238,7 @@ TEST_CASE("tree_state_pool: prospective is the record add would make, against br
     CHECK(p.touched == 7);
     std::vector<slot> with = held;
     with.push_back(v);
-    double W = 0.0;
-    for (const slot u : w.nodes) {
-      slot a = u;
-      while (w.ix[a].parent != hc::tree_index::no_slot &&
-             std::find(with.begin(), with.end(), a) == with.end())
-        a = w.ix[a].parent;
-      if (a == v) W += w.ix[u].weight;
-    }
+    const double W = brute_region(w, with, v);
     std::uint32_t below = 0;  // held states whose nearest ancestor in held ∪ {v} is v
     for (const slot u : held) {
       slot a = w.ix[u].parent;
