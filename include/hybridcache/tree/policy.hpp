@@ -223,7 +223,7 @@ struct policy_options {
   /// it would replace). Why not every state: a node's first match counts only q observations
   /// (`repeat_discount`), so a new junction would be refused for the discount meant to fade
   /// one-off ends, where every later request that leaves the tree there needs it; measured, the
-  /// gate on every state recomputes 1–2 % more than this one (docs/tree_simulation.md,
+  /// gate on every state recomputes 0.8–1.6 % more than this one (docs/tree_simulation.md,
   /// "Admission by value for speculative states"). false: every admitted state displaces the
   /// cheapest held ones (the ablation row `hybridcache_admitall`).
   bool admit_by_value = true;
