@@ -220,12 +220,12 @@ struct policy_options {
   /// the cheapest held ones. Derived, no constant: both sides are the pool's own ranking, the
   /// admission rule of TinyLFU (Einziger, Friedman & Manes, "TinyLFU: A Highly Efficient Cache
   /// Admission Policy", ACM TOS 2017: a newcomer enters only if it is worth more than the victim
-  /// it would replace). Why not every state: a node's first match counts only q observations
+  /// it would replace). Why not every state: measured, the gate on every state recomputes
+  /// 0.8–1.6 % more than this one (docs/tree_simulation.md, "Admission by value for speculative
+  /// states"); the likely reason is that a node's first match counts only q observations
   /// (`repeat_discount`), so a new junction would be refused for the discount meant to fade
-  /// one-off ends, where every later request that leaves the tree there needs it; measured, the
-  /// gate on every state recomputes 0.8–1.6 % more than this one (docs/tree_simulation.md,
-  /// "Admission by value for speculative states"). false: every admitted state displaces the
-  /// cheapest held ones (the ablation row `hybridcache_admitall`).
+  /// one-off ends, though every later request that leaves the tree there needs it. false: every
+  /// admitted state displaces the cheapest held ones (the ablation row `hybridcache_admitall`).
   bool admit_by_value = true;
 };
 
