@@ -145,19 +145,19 @@ inline void bind_tree(nb::module_& m) {
              std::size_t capacity_bytes, double gamma, std::size_t replan_every, double hysteresis,
              bool snapshot_junction, bool snapshot_tail, bool fresh_prior, double replan_work,
              bool repeat_discount, bool age_value, bool prefill_prior, bool fill_free,
-             bool branch_prior, std::size_t kv_block_bytes, bool admit_by_value) {
+             bool branch_prior, std::size_t kv_block_bytes, bool admit_by_value, bool age_classes) {
             new (o) hc::policy_options{
                 block_size,      state_bytes,       capacity_bytes, gamma,       replan_every,
                 hysteresis,      snapshot_junction, snapshot_tail,  fresh_prior, replan_work,
                 repeat_discount, age_value,         prefill_prior,  fill_free,   branch_prior,
-                kv_block_bytes,  admit_by_value};
+                kv_block_bytes,  admit_by_value,    age_classes};
           },
           "block_size"_a = 16, "state_bytes"_a = 1, "capacity_bytes"_a = 1, "gamma"_a = 0.99,
           "replan_every"_a = 10, "hysteresis"_a = 0.02, "snapshot_junction"_a = true,
           "snapshot_tail"_a = true, "fresh_prior"_a = true, "replan_work"_a = 1.0,
           "repeat_discount"_a = true, "age_value"_a = true, "prefill_prior"_a = true,
           "fill_free"_a = true, "branch_prior"_a = true, "kv_block_bytes"_a = 0,
-          "admit_by_value"_a = true)
+          "admit_by_value"_a = true, "age_classes"_a = false)
       .def_rw("block_size", &hc::policy_options::block_size)
       .def_rw("state_bytes", &hc::policy_options::state_bytes)
       .def_rw("capacity_bytes", &hc::policy_options::capacity_bytes)
@@ -184,7 +184,11 @@ inline void bind_tree(nb::module_& m) {
               "below it is ranked per byte of itself and its gap's KV (docs/tree.md).")
       .def_rw("admit_by_value", &hc::policy_options::admit_by_value,
               "A full pool refuses a state at a node no match has ended at when it is worth no "
-              "more than the least valuable held state (default on; docs/tree.md).");
+              "more than the least valuable held state (default on; docs/tree.md).")
+      .def_rw("age_classes", &hc::policy_options::age_classes,
+              "With age_value: learn P(hit | age) apart for states admitted on a prior and for "
+              "the others (default off; the library's row runs it in its long-memory candidate; "
+              "docs/tree.md).");
 
   nb::class_<hc::match_result>(t, "match_result", "What state_policy.match found.")
       .def_ro("node", &hc::match_result::node, "Deepest cached node (namespace root if none).")

@@ -485,6 +485,34 @@ def test_admit_by_value_option():
         assert pol.has_state(int(a[2])) is on
 
 
+def test_age_classes_option():
+    # Off by default (the library's row turns it on in its long-memory candidate). With it, a
+    # state's P(hit | age) reads its class's law: here the state admitted at a node where a match
+    # ended (class 0) has one resume and no end, the one admitted at a fresh end (a prior, class
+    # 1) one end and no resume, so class 0 reads (1 + 3/4)/(1 + 1) or 3/4 and class 1 reads
+    # (1/4)/(1 + 1) or 1/4 at any age; without it both read one law of one hit and one end, in
+    # [1/4, 3/4] (tests/tree/statistics_test.cpp checks the tables against a naive recomputation).
+    assert tree.policy_options().age_classes is False
+    for on in (True, False):
+        o = tree.policy_options(block_size=1, state_bytes=1, capacity_bytes=2, replan_every=0,
+                                gamma=1.0, age_classes=on)  # no decay: the counts above
+        assert o.age_classes is on
+        pol = tree.state_policy(o)
+        ns = segment.namespace_key()
+        a = pol.insert(ns, [1, 2, 3])                 # a fresh-end prior at a[2]
+        pol.unpin(pol.match(ns, [1, 2]).resume_node)  # a match ends at a[1]
+        assert pol.admit(int(a[1]), 1).admitted      # class 0
+        assert pol.admit(int(a[2]), 1).admitted      # class 1
+        pol.unpin(pol.match(ns, [1, 2]).resume_node)  # a resume from a[1]: one hit, class 0
+        pol.drop(int(a[2]))                           # one end, class 1
+        assert pol.admit(int(a[2]), 1).admitted      # class 1 again (the prior is still there)
+        observed, bet = pol.hit_chance(int(a[1])), pol.hit_chance(int(a[2]))
+        if on:
+            assert observed >= 0.75 - 1e-12 and bet <= 0.25 + 1e-12
+        else:
+            assert 0.25 - 1e-12 <= min(observed, bet) and max(observed, bet) <= 0.75 + 1e-12
+
+
 def test_replan_counters():
     # Every re-plan counts, automatic (replan_every=1, no work threshold: one per match) and
     # explicit, and its wall time adds up.

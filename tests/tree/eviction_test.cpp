@@ -431,7 +431,9 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
   // regions and scales far from 1), so
   // that most states stay as the snapshot saw them; before each eviction the least entry of
   // (value, planned, last use, slot) is found by scanning every record with the same value, and
-  // `least_value` (no exclusion) must give that entry's value.
+  // `least_value` (no exclusion) must give that entry's value. In half the aged trials the value
+  // has a second table for states of age class 1 (policy_options::age_classes), and states are
+  // admitted at nodes with or without a prior at random.
   std::mt19937_64 rng(31);
   for (int trial = 0; trial < 24; ++trial) {
     CAPTURE(trial);
@@ -439,16 +441,30 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
     for (const slot v : w.inner)
       if (rng() % 5 == 0) w.ix[v].weight = 0.0;
     hc::tree_state_pool pool;
-    std::array<double, hc::age_scaled_value::bins> table{};
+    std::array<double, hc::age_scaled_value::bins> table{}, table1{};
+    const bool aged = trial % 4 != 0;             // a quarter with every h = 1
+    const bool classes = aged && trial % 2 == 1;  // a second table for class 1
     auto new_table = [&] {
       for (double& h : table) h = static_cast<double>(1 + rng() % 1000) / 1000.0;
+      if (classes)
+        for (double& h : table1) h = static_cast<double>(1 + rng() % 1000) / 1000.0;
+    };
+    // The class a state added at v gets: v holds a prior (its fresh flag) or not, at random.
+    auto classify = [&](slot v) {
+      if (!classes) return;
+      if (rng() % 2)
+        w.ix[v].flags |= hc::tree_node::fresh_flag;
+      else
+        w.ix[v].flags &= ~hc::tree_node::fresh_flag;
     };
     new_table();
     std::uint32_t now = static_cast<std::uint32_t>(rng());  // ages wrap mod 2^32 as well
-    const bool aged = trial % 4 != 0;                       // a quarter with every h = 1
+    int prior_states = 0;
     for (const slot v : w.inner) {
       if (rng() % 3 == 0) continue;
+      classify(v);
       pool.add(w.ix, v, static_cast<std::uint32_t>(1 + rng() % 3), now);
+      prior_states += pool.state_at(w.ix, v).cls;
       now += static_cast<std::uint32_t>(rng() % 64);
     }
     int evictions = 0, valued = 0;
@@ -458,7 +474,10 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
       switch (rng() % 12) {
         case 0:
         case 1:
-          if (!held) pool.add(w.ix, v, static_cast<std::uint32_t>(1 + rng() % 3), now);
+          if (!held) {
+            classify(v);
+            pool.add(w.ix, v, static_cast<std::uint32_t>(1 + rng() % 3), now);
+          }
           break;
         case 2:
           if (held) pool.remove(w.ix, v);
@@ -496,8 +515,10 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
       // A third of the trials with small steps: ages sit near the bins' edges (1, 2, 4, ...).
       now += static_cast<std::uint32_t>(rng() % (trial % 3 == 1 ? 4 : 4096));
       if (pool.count() == 0 || rng() % 2 != 0) continue;
-      const hc::age_scaled_value value{
-          .block_size = 4, .hit_by_bin = aged ? table.data() : nullptr, .now = now};
+      const hc::age_scaled_value value{.block_size = 4,
+                                       .hit_by_bin = aged ? table.data() : nullptr,
+                                       .now = now,
+                                       .hit_by_bin_prior = classes ? table1.data() : nullptr};
       const slot exclude =
           rng() % 4 == 0 ? w.inner[rng() % w.inner.size()] : hc::tree_index::no_slot;
       if (exclude == hc::tree_index::no_slot) ++valued;
@@ -505,6 +526,7 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
     }
     CHECK(evictions > 100);
     CHECK(valued > 50);
+    if (classes) CHECK(prior_states > 50);  // both classes are ranked
   }
 }
 

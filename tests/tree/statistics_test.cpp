@@ -2,7 +2,8 @@
 // tree_statistics (tree/statistics.hpp) alone: match-end shares against the closed form
 // (1−γ)/(1−γ^n) Σ γ^{n−s}[match s ended at v] recomputed naively in long double, over enough
 // observations that the common scale is folded back many times; the repeat discount, the
-// fresh-end prior, P(hit | age) and γ_eff against hand-worked values.
+// fresh-end prior, P(hit | age) and γ_eff against hand-worked values; P(hit | age) per age class
+// against a naive long-double recomputation.
 #include <doctest/doctest.h>
 
 #include <bit>
@@ -134,6 +135,86 @@ TEST_CASE("tree_statistics: P(hit | age) and the prior's spread, hand-worked") {
   CHECK(st.hit_given_age(1000) == doctest::Approx(0.5));
   CHECK(hc::tree_statistics::delay_discounted(0.99, 0.5, 300.0, 1.0) == doctest::Approx(0.5 / 3));
   CHECK(hc::tree_statistics::delay_discounted(0.99, 0.5, 50.0, 1.0) == 0.5);
+}
+
+TEST_CASE("tree_statistics: age classes, each class's P(hit | age) from scratch, finite forever") {
+  // With `age_classes`, class c's table is the law of "P(hit | age)" on class c's events alone:
+  // with event k of T weighted γ^{T−k} (every event decays both classes), H_c(b) and N_c(b) the
+  // weighted hits and hits + ends of class c at buckets ≥ b, P̄_c = (H_c(0) + 1/2)/(N_c(0) + 1)
+  // and P_c(b) = (H_c(b) + P̄_c)/(N_c(b) + 1) (the code's s-scaled form divided by s). Recomputed
+  // naively in long double after every event, for both classes and for the all-class table,
+  // over enough events at γ = 0.5 that the common scale is folded back many times. Without
+  // `age_classes`, either class reads the all-class table. Hand-worked first (γ = 1).
+  {
+    auto o = plain(1.0);
+    o.age_value = true;
+    o.age_classes = true;
+    hc::tree_statistics st(o);
+    st.note_hit_age(0, 0);    // class 0, bucket 0
+    st.note_end_age(5, 0);    // class 0, bucket 3
+    st.note_end_age(5, 1);    // class 1, bucket 3
+    st.note_end_age(100, 1);  // class 1, bucket 7
+    // Class 0: P̄ = (1 + 0.5)/(2 + 1) = 0.5; bucket 0: (1 + 0.5)/(2 + 1), bucket 3: 0.5/(1 + 1).
+    CHECK(st.hit_given_age_table(0)[0] == doctest::Approx(0.5));
+    CHECK(st.hit_given_age_table(0)[3] == doctest::Approx(0.25));
+    // Class 1: P̄ = 0.5/(2 + 1) = 1/6; bucket 3: (0 + 1/6)/(2 + 1), bucket 8: (1/6)/1.
+    CHECK(st.hit_given_age_table(1)[3] == doctest::Approx(1.0 / 18));
+    CHECK(st.hit_given_age_table(1)[8] == doctest::Approx(1.0 / 6));
+    // All classes: P̄ = 1.5/5 = 0.3; bucket 3: (0 + 0.3)/(3 + 1).
+    CHECK(st.hit_given_age(5) == doctest::Approx(0.3 / 4));
+  }
+  for (const bool classes : {true, false}) {
+    CAPTURE(classes);
+    auto o = plain(0.5);
+    o.age_value = true;
+    o.age_classes = classes;
+    hc::tree_statistics st(o);
+    std::mt19937_64 rng(classes ? 5 : 6);
+    struct event {
+      bool hit;
+      std::uint32_t age;
+      std::size_t cls;
+    };
+    std::vector<event> events;
+    auto from_scratch = [&](int cls, std::size_t b) {  // cls −1: every class
+      const long double g = 0.5L;
+      long double H[2] = {0, 0}, N[2] = {0, 0};  // [0]: bucket ≥ 0, [1]: bucket ≥ b
+      const std::size_t T = events.size();
+      for (std::size_t k = 0; k < T; ++k) {
+        const auto& e = events[k];
+        if (cls >= 0 && static_cast<int>(e.cls) != cls) continue;
+        const long double w = std::pow(g, static_cast<long double>(T - 1 - k));
+        for (int i = 0; i < 2; ++i) {
+          if (i == 1 && hc::tree_statistics::age_bucket(e.age) < b) continue;
+          N[i] += w;
+          if (e.hit) H[i] += w;
+        }
+      }
+      const long double all = (H[0] + 0.5L) / (N[0] + 1.0L);
+      return static_cast<double>((H[1] + all) / (N[1] + 1.0L));
+    };
+    for (int i = 0; i < 1500; ++i) {
+      const event e{rng() % 3 == 0, static_cast<std::uint32_t>(rng() >> (rng() % 64)),
+                    static_cast<std::size_t>(rng() % 2)};
+      events.push_back(e);
+      if (e.hit)
+        st.note_hit_age(e.age, e.cls);
+      else
+        st.note_end_age(e.age, e.cls);
+      if (i % 37 != 0 && i < 1490) continue;
+      for (std::size_t b = 0; b < hc::tree_statistics::age_buckets; ++b) {
+        CAPTURE(b);
+        const double all = from_scratch(-1, b);
+        CHECK(std::isfinite(st.hit_given_age_table()[b]));
+        CHECK(st.hit_given_age_table()[b] == doctest::Approx(all).epsilon(1e-9));
+        for (int c = 0; c < 2; ++c) {
+          const double want = classes ? from_scratch(c, b) : all;
+          CHECK(st.hit_given_age_table(static_cast<std::size_t>(c))[b] ==
+                doctest::Approx(want).epsilon(1e-9));
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("tree_statistics: the divergence law F_j, hand-worked and finite forever") {

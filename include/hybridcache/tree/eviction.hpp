@@ -58,6 +58,9 @@ struct tree_state {
   std::uint8_t pinned = 0;     ///< the node's pin flag (kept by `pin` / `unpin`)
   std::uint8_t planned = 0;    ///< the node's planned flag (as of `add` / `sync_planned`)
   std::uint8_t changed = 0;    ///< changed since the victim search's last snapshot (internal)
+  /// Age class (policy_options::age_classes): 1 when its node held a prior (fresh end, prefill
+  /// end, branch point) at admission, else 0. Fixed for the state's life.
+  std::uint8_t cls = 0;
   std::uint32_t below = 0;     ///< held states whose `up` is this one (kept with `up`)
   double region = 0.0;
 };
@@ -75,14 +78,17 @@ struct tree_state {
 /// them and is not charged.
 ///
 /// bin(a) = `tree_statistics::age_bucket(a)` = bit_width(a) ∈ [0, 32], h the 33 values of
-/// `tree_statistics::hit_given_age_table()` (nullptr: every h = 1). `tree_state_pool::evict`
-/// recognises this type and finds the first victim without ranking every held state (see there);
-/// any other callable is ranked by a scan.
+/// `tree_statistics::hit_given_age_table()` (nullptr: every h = 1); with `hit_by_bin_prior`
+/// (policy_options::age_classes), a state of class 1 reads that table instead
+/// (`tree_statistics::hit_given_age_table(1)`, and `hit_by_bin` is class 0's).
+/// `tree_state_pool::evict` recognises this type and finds the first victim without ranking every
+/// held state (see there); any other callable is ranked by a scan.
 struct age_scaled_value {
   std::size_t block_size = 1;
   const double* hit_by_bin = nullptr;
   std::uint32_t now = 0;
   double kv_block_bytes = 0.0;
+  const double* hit_by_bin_prior = nullptr;  ///< class 1's table (nullptr: `hit_by_bin`)
   static constexpr std::size_t bins = tree_statistics::age_buckets;
   [[nodiscard]] static std::size_t bin(std::uint32_t age) noexcept {
     return tree_statistics::age_bucket(age);
@@ -94,9 +100,14 @@ struct age_scaled_value {
     if (kv_block_bytes != 0.0 && s.below == 0) bytes += static_cast<double>(s.gap) * kv_block_bytes;
     return gap * s.region / bytes;
   }
+  /// The table a state of class `cls` reads (nullptr: every h = 1).
+  [[nodiscard]] const double* table(std::uint8_t cls) const noexcept {
+    return cls != 0 && hit_by_bin_prior ? hit_by_bin_prior : hit_by_bin;
+  }
   [[nodiscard]] double operator()(const tree_state& s) const noexcept {
     const double d = key(s);
-    return hit_by_bin ? d * hit_by_bin[bin(now - s.touched)] : d;
+    const double* h = table(s.cls);
+    return h ? d * h[bin(now - s.touched)] : d;
   }
 };
 
@@ -110,6 +121,13 @@ class tree_state_pool {
 
   // ---- states ---------------------------------------------------------------------------
 
+  /// The age class a state admitted at `v` now gets (`tree_state::cls`): 1 when v holds a prior
+  /// (its fresh-end, prefill-end or branch flag is set), else 0.
+  [[nodiscard]] static std::uint8_t admission_class(const tree_index& ix, slot_id v) noexcept {
+    constexpr auto priors =
+        tree_node::fresh_flag | tree_node::prefill_flag | tree_node::branch_flag;
+    return (ix[v].flags & priors) != 0 ? 1 : 0;
+  }
   /// Nearest proper ancestor of non-root `v` holding a state, else v's namespace root.
   /// O(depth).
   [[nodiscard]] static slot_id state_above(const tree_index& ix, slot_id v) noexcept {
@@ -378,6 +396,7 @@ class tree_state_pool {
     s.bytes = bytes;
     s.touched = now;
     s.planned = (ix[node].flags & tree_node::planned_flag) != 0;
+    s.cls = admission_class(ix, node);
     s.region = region_of(ix, node, [&](std::uint32_t) { ++s.below; });
     return s;
   }
@@ -440,6 +459,7 @@ class tree_state_pool {
       const tree_state& s = states_[ix[v].state];
       freed += s.bytes;
       ended_.push_back(now - s.touched);
+      ended_cls_.push_back(s.cls);
       remove(ix, v);
       out.push_back(ix.handle_of(v));
     };
@@ -469,8 +489,14 @@ class tree_state_pool {
         take(e.v);
       }
     }
-    for (std::uint32_t age : ended_) on_end(age);
+    for (std::size_t q = 0; q < ended_.size(); ++q) {
+      if constexpr (std::is_invocable_v<OnEnd&, std::uint32_t, std::uint8_t>)
+        on_end(ended_[q], ended_cls_[q]);
+      else
+        on_end(ended_[q]);
+    }
     ended_.clear();
+    ended_cls_.clear();
     return out;
   }
 
@@ -522,9 +548,10 @@ class tree_state_pool {
   /// by a scan instead.
   bool least_by_snapshot(slot_id exclude, const age_scaled_value& value, victim_entry& best) {
     bool scan = count_ <= scan_below;  // a snapshot would rank about as many states as a scan
-    if (const double* h = value.hit_by_bin; h && !scan)
-      for (std::size_t j = 0; j < age_scaled_value::bins; ++j)
-        scan |= !(h[j] >= 0.0 && h[j] <= std::numeric_limits<double>::max());
+    for (const double* h : {value.hit_by_bin, value.hit_by_bin_prior})
+      if (h && !scan)
+        for (std::size_t j = 0; j < age_scaled_value::bins; ++j)
+          scan |= !(h[j] >= 0.0 && h[j] <= std::numeric_limits<double>::max());
     if (scan) {
       snap_.valid = false;  // no marks to keep meanwhile
       return least_by_scan(exclude, value, best);
@@ -557,23 +584,38 @@ class tree_state_pool {
     }
     const std::uint64_t elapsed = value.now - snap_.now;
     const double* h = value.hit_by_bin;
+    // With a second table (age classes) a bin's bound is the lower of the two, and a state's
+    // exact value needs its class, read from its record once the bound lets it compete.
+    const double* h1 = value.hit_by_bin_prior;
+    auto low = [&](std::size_t k) {
+      const double a = h ? h[k] : 1.0;
+      return h1 ? std::min(a, h1[k]) : a;
+    };
     for (std::size_t j = 0; j < age_scaled_value::bins; ++j) {
       const auto& group = snap_.groups[j];
       if (group.empty()) continue;
       double hmin = 1.0;
-      if (h) {
+      if (h || h1) {
         const std::uint64_t top = (j == 0 ? 0 : (std::uint64_t{1} << j) - 1) + elapsed;
         const bool wraps = top > std::numeric_limits<std::uint32_t>::max();
         const std::size_t lo = wraps ? 0 : j;
         const std::size_t hi = wraps ? age_scaled_value::bins - 1
                                      : age_scaled_value::bin(static_cast<std::uint32_t>(top));
-        hmin = h[lo];
-        for (std::size_t k = lo + 1; k <= hi; ++k) hmin = std::min(hmin, h[k]);
+        hmin = low(lo);
+        for (std::size_t k = lo + 1; k <= hi; ++k) hmin = std::min(hmin, low(k));
       }
       for (const snap_entry& e : group) {
         if (found && e.key * hmin > best.per_byte) break;
         // Exactly value(st) while the record is unchanged (the same key and age).
-        const double v = h ? e.key * h[age_scaled_value::bin(value.now - e.touched)] : e.key;
+        const std::size_t b = age_scaled_value::bin(value.now - e.touched);
+        double v;
+        if (!h1) {
+          v = h ? e.key * h[b] : e.key;
+        } else {
+          if (found && e.key * low(b) > best.per_byte) continue;
+          const double* hc = value.table(states_[e.id].cls);
+          v = hc ? e.key * hc[b] : e.key;
+        }
         if (found && v > best.per_byte) continue;
         const tree_state& st = states_[e.id];
         if (!st.changed) offer(st, v);  // a changed one was ranked above
@@ -647,6 +689,7 @@ class tree_state_pool {
     s.touched = now;
     s.pinned = ix[node].pinned;
     s.planned = (ix[node].flags & tree_node::planned_flag) != 0;
+    s.cls = admission_class(ix, node);
     return id;
   }
   /// `add`'s second half: the new state `id` anchors `region`, which the region above loses,
@@ -717,6 +760,7 @@ class tree_state_pool {
   std::uint32_t clock_ = 0;
   // scratch
   std::vector<std::uint32_t> ended_;
+  std::vector<std::uint8_t> ended_cls_;
   std::vector<slot_id> stack_;
   std::vector<victim_entry> heap_;
   std::vector<double> path_sums_;                                  // add_path: each node's region

@@ -227,6 +227,19 @@ struct policy_options {
   /// one-off ends, though every later request that leaves the tree there needs it. false: every
   /// admitted state displaces the cheapest held ones (the ablation row `hybridcache_admitall`).
   bool admit_by_value = true;
+  /// Age classes (added after 0.2.1; last, for the positional initialisers above), with
+  /// `age_value`: P(hit | age) is learned apart for two classes of states, as EVA classifies
+  /// lines (Beckmann & Sanchez, HPCA 2017, §5): class 1, a state admitted at a node that held a
+  /// prior (a fresh end, prefill end or branch point: a bet), and class 0, every other state (a
+  /// node where matches ended, or a junction); each state's value reads its class's law, the
+  /// same formula on that class's resumes and ends (its own P̄). Why: most bets are never
+  /// resumed, so one law for all ranks an observed junction that is reused hundreds of
+  /// requests apart as if it were an old bet, and evicts it. No constant. Off by default: the
+  /// library's row runs it in its long-memory candidate only, a difference between its two
+  /// exact candidates rather than a default both carry, and follows whichever leads
+  /// (docs/design/tree_safeguard.md §13; decided on the tuning families, checked on held-out
+  /// seeds).
+  bool age_classes = false;
 };
 
 /// What `match` found.
@@ -744,7 +757,9 @@ class basic_state_policy {
   [[nodiscard]] double hit_chance(node_id id) const {
     const slot_id v = index_.resolve(id, "v");
     if (index_[v].state == no_state) hybridcache::detail::throw_invalid("v", id, "holds no state");
-    return opts_.age_value ? stats_.hit_given_age(now() - pool_.state_at(index_, v).touched) : 1.0;
+    if (!opts_.age_value) return 1.0;
+    const tree_state& s = pool_.state_at(index_, v);
+    return stats_.hit_given_age_table(s.cls)[tree_statistics::age_bucket(now() - s.touched)];
   }
   [[nodiscard]] std::size_t used_bytes() const noexcept { return pool_.used_bytes(); }
   [[nodiscard]] std::size_t capacity_bytes() const noexcept { return opts_.capacity_bytes; }
@@ -800,6 +815,7 @@ class basic_state_policy {
     candidate.bytes = static_cast<std::uint32_t>(opts_.state_bytes);
     candidate.region = stats_.branch_prior_mass() * stats_.observation_mass();
     candidate.touched = now();
+    candidate.cls = 1;  // a branch point holds a prior
     return outranks_first_victim(candidate);
   }
   /// Whether a state with record `candidate` (not held) is worth more, by the pool's own
@@ -851,7 +867,8 @@ class basic_state_policy {
             .repeat_discount = opts.repeat_discount,
             .age_value = opts.age_value,
             .prefill_prior = opts.prefill_prior,
-            .branch_prior = opts.branch_prior};
+            .branch_prior = opts.branch_prior,
+            .age_classes = opts.age_classes};
   }
   /// The observation clock (mod 2^32) that state ages are measured on.
   [[nodiscard]] std::uint32_t now() const noexcept {
@@ -861,17 +878,20 @@ class basic_state_policy {
   /// (`age_scaled_value`, which the pool's victim search ranks without a scan of every state).
   [[nodiscard]] age_scaled_value value_fn() const {
     return {.block_size = opts_.block_size,
-            .hit_by_bin = opts_.age_value ? stats_.hit_given_age_table() : nullptr,
+            .hit_by_bin = opts_.age_value ? stats_.hit_given_age_table(0) : nullptr,
             .now = now(),
-            .kv_block_bytes = static_cast<double>(opts_.kv_block_bytes)};
+            .kv_block_bytes = static_cast<double>(opts_.kv_block_bytes),
+            .hit_by_bin_prior =
+                opts_.age_value && opts_.age_classes ? stats_.hit_given_age_table(1) : nullptr};
   }
   /// Where a state leaving the pool at age `age` is counted.
   [[nodiscard]] auto end_fn() {
-    return [this](std::uint32_t age) { stats_.note_end_age(age); };
+    return [this](std::uint32_t age, std::uint8_t cls) { stats_.note_end_age(age, cls); };
   }
   /// The state at `node` leaves the pool (evicted or dropped): one end at its age.
   void note_state_end(slot_id node) {
-    stats_.note_end_age(now() - pool_.state_at(index_, node).touched);
+    const tree_state& s = pool_.state_at(index_, node);
+    stats_.note_end_age(now() - s.touched, s.cls);
   }
   std::vector<node_id> evict_greedy(std::size_t need) {
     return pool_.evict(index_, need, no_slot, now(), value_fn(), end_fn());
@@ -891,7 +911,7 @@ class basic_state_policy {
     m.replay_tokens = m.matched_tokens - m.resume_tokens;
     if (index_[anchor].state != no_state) {  // a resume: one hit at the state's age
       tree_state& s = pool_.state_at(index_, anchor);
-      stats_.note_hit_age(now() - s.touched);
+      stats_.note_hit_age(now() - s.touched, s.cls);
       s.touched = now();
     }
     // The request left the cached tree inside a path (its match ended at a node with children;

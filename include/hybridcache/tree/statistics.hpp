@@ -26,7 +26,10 @@
 /// - the repeat discount: a node's first real match counts q = (h₂ + 1)/(n₁ + 2) observations,
 ///   its second restores the first to a full one (×1/q) (`repeat_discount`);
 /// - P(hit | age) = (H_{≥b} + s·P̄)/(H_{≥b} + E_{≥b} + s), b = bit_width(age), from EW counts of
-///   resumes (H_j) and of state ends (E_j) per log2 age bucket (`age_value`, EVA).
+///   resumes (H_j) and of state ends (E_j) per log2 age bucket (`age_value`, EVA); with
+///   `age_classes`, the same law on the books of each of two classes of states (EVA's classes):
+///   those admitted at a node holding a prior (fresh end, prefill end, branch point: class 1) and
+///   the others (class 0), each P̄ its class's own.
 ///
 /// The constants that are not learned are fixed a priori: the +1/+2 of p̂ and q (a uniform
 /// Laplace prior on a share never observed), the s/2 and s of P(hit | age) (one pseudo-event at
@@ -61,6 +64,7 @@ struct tree_statistics_options {
   bool age_value = true;
   bool prefill_prior = true;
   bool branch_prior = true;
+  bool age_classes = false;  ///< P(hit | age) per class of state (policy_options::age_classes)
 };
 
 /// The statistics of the tree policy (see the file comment). Not thread-safe.
@@ -237,10 +241,17 @@ class tree_statistics {
 
   // ---- ages (policy_options::age_value) ------------------------------------------------
 
-  /// A resume from a state of age `age` (observations since its admission or last resume).
-  void note_hit_age(std::uint32_t age) { age_event(age_hits_, age); }
-  /// A state left the pool (evicted or dropped) at age `age`.
-  void note_end_age(std::uint32_t age) { age_event(age_ends_, age); }
+  /// The classes of `age_classes`: 0, admitted on no prior; 1, admitted on a prior.
+  static constexpr std::size_t age_class_count = 2;
+  /// A resume from a state of age `age` (observations since its admission or last resume) and
+  /// of class `cls` (< age_class_count; read only with `age_classes`).
+  void note_hit_age(std::uint32_t age, std::size_t cls = 0) {
+    age_event(age_hits_, age, cls_hits_[cls < age_class_count ? cls : 0]);
+  }
+  /// A state of class `cls` left the pool (evicted or dropped) at age `age`.
+  void note_end_age(std::uint32_t age, std::size_t cls = 0) {
+    age_event(age_ends_, age, cls_ends_[cls < age_class_count ? cls : 0]);
+  }
   /// P(hit | age) = (H_{≥b} + s·P̄)/(H_{≥b} + E_{≥b} + s), P̄ = (H + s/2)/(H + E + s). The
   /// table of the 33 bins' values is rebuilt only after a new event, so ranking K states costs
   /// one lookup each.
@@ -252,6 +263,14 @@ class tree_statistics {
   [[nodiscard]] const double* hit_given_age_table() const noexcept {
     if (age_dirty_) rebuild_age_table();
     return age_hit_;
+  }
+  /// With `age_classes`: the 33 values P(hit | bin j) of class `cls` alone, the law above on
+  /// that class's resumes and ends (its own P̄); without, `hit_given_age_table()`. Valid until the
+  /// next event.
+  [[nodiscard]] const double* hit_given_age_table(std::size_t cls) const noexcept {
+    if (!opts_.age_classes) return hit_given_age_table();
+    if (age_dirty_) rebuild_age_table();
+    return cls_hit_[cls < age_class_count ? cls : 0];
   }
 
   // ---- queries ------------------------------------------------------------------------
@@ -335,7 +354,9 @@ class tree_statistics {
   }
   /// One EW event of age `age` in `bins` (hits or ends): every bin decays by γ per event, kept
   /// as Σ γ^{−t} with a common scale folded back before it could overflow (finite forever).
-  void age_event(double* bins, std::uint32_t age) {
+  /// With `age_classes` the event also joins its class's `cls_bins` (the classes share the
+  /// decay: γ per event of either class, one scale).
+  void age_event(double* bins, std::uint32_t age, double* cls_bins) {
     if (!opts_.age_value) return;
     age_scale_ *= inv_gamma_;
     if (age_scale_ > 1e150) {
@@ -343,26 +364,38 @@ class tree_statistics {
       for (std::size_t j = 0; j < age_buckets; ++j) {
         age_hits_[j] *= f;
         age_ends_[j] *= f;
+        for (std::size_t c = 0; c < age_class_count; ++c) {
+          cls_hits_[c][j] *= f;
+          cls_ends_[c][j] *= f;
+        }
       }
       age_scale_ = 1.0;
     }
     bins[age_bucket(age)] += age_scale_;
+    if (opts_.age_classes) cls_bins[age_bucket(age)] += age_scale_;
     age_dirty_ = true;
   }
 
-  void rebuild_age_table() const noexcept {
+  /// P(hit | bin) from EW hits / ends per bin (see `hit_given_age`), into `out`.
+  void age_table(const double* hits, const double* ends, double* out) const noexcept {
     double h = 0.0, n = 0.0;
     double suffix_h[age_buckets], suffix_n[age_buckets];
     for (std::size_t j = age_buckets; j-- > 0;) {
-      h += age_hits_[j];
-      n += age_hits_[j] + age_ends_[j];
+      h += hits[j];
+      n += hits[j] + ends[j];
       suffix_h[j] = h;
       suffix_n[j] = n;
     }
     const double s = age_scale_;
     const double all = (suffix_h[0] + 0.5 * s) / (suffix_n[0] + s);
     for (std::size_t j = 0; j < age_buckets; ++j)
-      age_hit_[j] = (suffix_h[j] + s * all) / (suffix_n[j] + s);
+      out[j] = (suffix_h[j] + s * all) / (suffix_n[j] + s);
+  }
+  void rebuild_age_table() const noexcept {
+    age_table(age_hits_, age_ends_, age_hit_);
+    if (opts_.age_classes)
+      for (std::size_t c = 0; c < age_class_count; ++c)
+        age_table(cls_hits_[c], cls_ends_[c], cls_hit_[c]);
     age_dirty_ = false;
   }
 
@@ -386,6 +419,9 @@ class tree_statistics {
   double age_scale_ = 1.0;
   mutable double age_hit_[age_buckets] = {};  // P(hit | bin), rebuilt after an event
   mutable bool age_dirty_ = true;
+  // The same per class of state (age_classes), on the common scale above.
+  double cls_hits_[age_class_count][age_buckets] = {}, cls_ends_[age_class_count][age_buckets] = {};
+  mutable double cls_hit_[age_class_count][age_buckets] = {};
 };
 
 HYBRIDCACHE_NAMESPACE_END

@@ -59,8 +59,9 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// Ablations of the library's policy, run only when named (`--tree-policies`):
 /// `hybridcache_exact` = the exact ΔE[r] policy alone (`library_policy`, no shadows: the
 /// `hybridcache` row before issue #24), `hybridcache_pool_memory` = the same with its EW memory
-/// lengthened by the state budget (`library_policy::pool_window`: the row's second library
-/// candidate, added after 0.2.0), `hybridcache_one_memory` = the row with the exact policy at the
+/// lengthened by the state budget and its age classes on (`library_policy::pool_window`,
+/// `policy_options::age_classes`: the row's second library candidate, added after 0.2.0),
+/// `hybridcache_one_memory` = the row with the exact policy at the
 /// base memory as its only library candidate (the row of 0.2.0), `hybridcache_shadows` = the
 /// engines' rows in shadow without the exact policy among the candidates; the rest vary the exact
 /// policy's options, one row per remaining mechanism (docs/tree_simulation.md, "Fewer knobs
@@ -79,14 +80,16 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// row before the joint KV charge, `policy_options::kv_block_bytes`). `hybridcache_prefill_both` =
 /// the row with the prefill-end prior on in both library candidates (the row before the hedge:
 /// since then the base-memory candidate runs without it, the long-memory one with it).
+/// `hybridcache_noclasses` = the row with its long-memory candidate on one P(hit | age) law for
+/// every state (`policy_options::age_classes` off: the row before age classes).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 16> tree_policy_variants{
-    "hybridcache_exact",       "hybridcache_pool_memory", "hybridcache_one_memory",
-    "hybridcache_shadows",     "hybridcache_base",        "hybridcache_prev",
-    "hybridcache_noprior",     "hybridcache_norepeat",    "hybridcache_noage",
-    "hybridcache_noprefill",   "hybridcache_nofill",      "hybridcache_nobranch",
-    "hybridcache_admitall",    "hybridcache_lru_kv",      "hybridcache_nokvcharge",
-    "hybridcache_prefill_both"};
+inline constexpr std::array<std::string_view, 17> tree_policy_variants{
+    "hybridcache_exact",        "hybridcache_pool_memory", "hybridcache_one_memory",
+    "hybridcache_shadows",      "hybridcache_base",        "hybridcache_prev",
+    "hybridcache_noprior",      "hybridcache_norepeat",    "hybridcache_noage",
+    "hybridcache_noprefill",    "hybridcache_nofill",      "hybridcache_nobranch",
+    "hybridcache_admitall",     "hybridcache_lru_kv",      "hybridcache_nokvcharge",
+    "hybridcache_prefill_both", "hybridcache_noclasses"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -144,7 +147,7 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
   if (name == "hybridcache" || name == "hybridcache_shadows" || name == "hybridcache_one_memory" ||
       name == "hybridcache_lru_kv" || name == "hybridcache_nokvcharge" ||
-      name == "hybridcache_prefill_both") {
+      name == "hybridcache_prefill_both" || name == "hybridcache_noclasses") {
     // The library's row: the exact ΔE[r] policy and every faithful engine row, run in shadow;
     // the pool follows the lazy leader with a hand-over (sim/tree/portfolio.hpp).
     const auto kv = name == "hybridcache_lru_kv" ? kv_order::lru : kv_order::stateless_first;
@@ -158,16 +161,23 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
     base.prefill_prior = !two || name == "hybridcache_prefill_both";
     if (name != "hybridcache_shadows")
       c.push_back(std::make_unique<library_policy>(base, "hybridcache", false, kv, charge));
+    // Age classes, likewise, only in the long-memory candidate (docs/design/tree_safeguard.md
+    // §13; decided on the tuning families).
+    policy_options longer;
+    longer.age_classes = name != "hybridcache_noclasses";
     if (two)
-      c.push_back(std::make_unique<library_policy>(policy_options{}, "hybridcache_pool_memory",
-                                                   true, kv, charge));
+      c.push_back(
+          std::make_unique<library_policy>(longer, "hybridcache_pool_memory", true, kv, charge));
     for (auto f : faithful_tree_policy_names) c.push_back(make_tree_policy(f, o));
     return std::make_unique<portfolio_policy>(std::move(c), std::string(name));
   }
   if (name == "hybridcache_exact")
     return std::make_unique<library_policy>(policy_options{}, "hybridcache_exact");
-  if (name == "hybridcache_pool_memory")
-    return std::make_unique<library_policy>(policy_options{}, "hybridcache_pool_memory", true);
+  if (name == "hybridcache_pool_memory") {
+    policy_options longer;
+    longer.age_classes = true;
+    return std::make_unique<library_policy>(longer, "hybridcache_pool_memory", true);
+  }
   if (name.rfind("hybridcache_", 0) == 0) {
     policy_options b;
     bool known = true;
