@@ -229,7 +229,7 @@ struct policy_options {
   bool admit_by_value = true;
   /// Age classes (added after 0.2.1; last, for the positional initialisers above), with
   /// `age_value`: P(hit | age) is learned apart for two classes of states, as EVA classifies
-  /// lines (Beckmann & Sanchez, HPCA 2017, §5): class 1, a state admitted at a node that held a
+  /// lines (Beckmann & Sanchez, HPCA 2017): class 1, a state admitted at a node that held a
   /// prior (a fresh end, prefill end or branch point: a bet), and class 0, every other state (a
   /// node where matches ended, or a junction); each state's value reads its class's law, the
   /// same formula on that class's resumes and ends (its own P̄). Why: most bets are never
