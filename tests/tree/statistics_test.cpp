@@ -162,6 +162,12 @@ TEST_CASE("tree_statistics: age classes, each class's P(hit | age) from scratch,
     CHECK(st.hit_given_age_table(1)[8] == doctest::Approx(1.0 / 6));
     // All classes: P̄ = 1.5/5 = 0.3; bucket 3: (0 + 0.3)/(3 + 1).
     CHECK(st.hit_given_age(5) == doctest::Approx(0.3 / 4));
+    // A class out of range is a clear error, and nothing is counted.
+    CHECK_THROWS_AS(st.note_hit_age(0, 2), hc::invalid_argument);
+    CHECK_THROWS_AS(st.note_end_age(0, 7), hc::invalid_argument);
+    CHECK_THROWS_AS((void)st.hit_given_age_table(2), hc::invalid_argument);
+    CHECK(st.hit_given_age_table(0)[0] == doctest::Approx(0.5));
+    CHECK(st.hit_given_age(5) == doctest::Approx(0.3 / 4));
   }
   for (const bool classes : {true, false}) {
     CAPTURE(classes);

@@ -52,6 +52,7 @@
 #include <unordered_map>
 
 #include "hybridcache/config.hpp"
+#include "hybridcache/error.hpp"
 #include "hybridcache/tree/index.hpp"
 
 HYBRIDCACHE_NAMESPACE_BEGIN
@@ -244,13 +245,15 @@ class tree_statistics {
   /// The classes of `age_classes`: 0, admitted on no prior; 1, admitted on a prior.
   static constexpr std::size_t age_class_count = 2;
   /// A resume from a state of age `age` (observations since its admission or last resume) and
-  /// of class `cls` (< age_class_count; read only with `age_classes`).
+  /// of class `cls` (read only with `age_classes`).
+  /// @throws invalid_argument for cls ≥ age_class_count (nothing is counted).
   void note_hit_age(std::uint32_t age, std::size_t cls = 0) {
-    age_event(age_hits_, age, cls_hits_[cls < age_class_count ? cls : 0]);
+    age_event(age_hits_, age, cls_hits_[checked_class(cls)]);
   }
   /// A state of class `cls` left the pool (evicted or dropped) at age `age`.
+  /// @throws invalid_argument for cls ≥ age_class_count (nothing is counted).
   void note_end_age(std::uint32_t age, std::size_t cls = 0) {
-    age_event(age_ends_, age, cls_ends_[cls < age_class_count ? cls : 0]);
+    age_event(age_ends_, age, cls_ends_[checked_class(cls)]);
   }
   /// P(hit | age) = (H_{≥b} + s·P̄)/(H_{≥b} + E_{≥b} + s), P̄ = (H + s/2)/(H + E + s). The
   /// table of the 33 bins' values is rebuilt only after a new event, so ranking K states costs
@@ -266,11 +269,12 @@ class tree_statistics {
   }
   /// With `age_classes`: the 33 values P(hit | bin j) of class `cls` alone, the law above on
   /// that class's resumes and ends (its own P̄); without, `hit_given_age_table()`. Valid until the
-  /// next event.
-  [[nodiscard]] const double* hit_given_age_table(std::size_t cls) const noexcept {
+  /// next event. @throws invalid_argument for cls ≥ age_class_count.
+  [[nodiscard]] const double* hit_given_age_table(std::size_t cls) const {
+    const std::size_t c = checked_class(cls);
     if (!opts_.age_classes) return hit_given_age_table();
     if (age_dirty_) rebuild_age_table();
-    return cls_hit_[cls < age_class_count ? cls : 0];
+    return cls_hit_[c];
   }
 
   // ---- queries ------------------------------------------------------------------------
@@ -354,6 +358,11 @@ class tree_statistics {
   }
   /// One EW event of age `age` in `bins` (hits or ends): every bin decays by γ per event, kept
   /// as Σ γ^{−t} with a common scale folded back before it could overflow (finite forever).
+  static std::size_t checked_class(std::size_t cls) {
+    if (cls >= age_class_count)
+      hybridcache::detail::throw_invalid("cls", cls, "must be < 2 (age_class_count)");
+    return cls;
+  }
   /// With `age_classes` the event also joins its class's `cls_bins` (the classes share the
   /// decay: γ per event of either class, one scale).
   void age_event(double* bins, std::uint32_t age, double* cls_bins) {
