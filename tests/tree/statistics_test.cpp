@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include <hybridcache/tree/eviction.hpp>
 #include <hybridcache/tree/statistics.hpp>
 
 namespace hc = hybridcache;
@@ -297,4 +298,58 @@ TEST_CASE(
   CHECK_FALSE(off.note_branch(t.ix, t.c).has_value());
   off.note_divergence(3);
   CHECK(off.divergence_within(32) == 0.0);
+}
+
+TEST_CASE(
+    "tree_node::holds_prior: every prior sets the fresh flag, every way out clears them all") {
+  // `holds_prior` (and the age class of `tree_state_pool::admission_class`) reads the fresh flag
+  // alone; this holds only while the prefill-end and branch flags never outlive it. Random
+  // sequences of every call that sets or removes a prior, checked against the raw flag bits.
+  constexpr std::uint32_t fresh = hc::tree_node::fresh_flag;
+  constexpr std::uint32_t priors = fresh | hc::tree_node::prefill_flag | hc::tree_node::branch_flag;
+  std::mt19937_64 rng(11);
+  std::size_t set = 0, cleared = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    star t;
+    auto o = plain(trial % 2 == 0 ? 0.9 : 1.0);
+    o.fresh_prior = o.prefill_prior = o.branch_prior = true;
+    hc::tree_statistics st(o);
+    const std::vector<hc::tree_index::slot_id> nodes{t.a, t.b, t.c};
+    for (int s = 0; s < 200; ++s) {
+      const auto v = nodes[rng() % nodes.size()];
+      const bool before = (t.ix[v].flags & priors) != 0;
+      double region = 1.0;
+      switch (rng() % 6) {
+        case 0:
+          (void)st.note_end(t.ix, v);
+          break;
+        case 1:
+          (void)st.note_prefill_end(t.ix, v);
+          break;
+        case 2:
+          (void)st.note_branch(t.ix, v);
+          break;
+        case 3:
+          st.observe(t.ix, v, &region, [&](double f) { region *= f; });
+          break;
+        case 4:
+          if (hc::tree_statistics::has_branch_prior(t.ix, v)) st.branch_hit(t.ix, v, &region);
+          break;
+        default:
+          if (t.ix[v].holds_prior()) st.drop_prior(t.ix, v, &region);
+          break;
+      }
+      const bool after = (t.ix[v].flags & priors) != 0;
+      set += !before && after;
+      cleared += before && !after;
+      for (const auto n : nodes) {
+        const std::uint32_t f = t.ix[n].flags;
+        CHECK(((f & priors) == 0 || (f & fresh) != 0));  // no prefill or branch flag alone
+        CHECK(t.ix[n].holds_prior() == ((f & priors) != 0));
+        CHECK(hc::tree_state_pool::admission_class(t.ix, n) == ((f & priors) != 0 ? 1 : 0));
+      }
+    }
+  }
+  CHECK(set > 100);  // the sequences did set and clear priors
+  CHECK(cleared > 100);
 }

@@ -122,11 +122,9 @@ class tree_state_pool {
   // ---- states ---------------------------------------------------------------------------
 
   /// The age class a state admitted at `v` now gets (`tree_state::cls`): 1 when v holds a prior
-  /// (its fresh-end, prefill-end or branch flag is set), else 0.
+  /// (a fresh end's, a prefill end's or a branch point's: `tree_node::holds_prior`), else 0.
   [[nodiscard]] static std::uint8_t admission_class(const tree_index& ix, slot_id v) noexcept {
-    constexpr auto priors =
-        tree_node::fresh_flag | tree_node::prefill_flag | tree_node::branch_flag;
-    return (ix[v].flags & priors) != 0 ? 1 : 0;
+    return ix[v].holds_prior() ? 1 : 0;
   }
   /// Nearest proper ancestor of non-root `v` holding a state, else v's namespace root.
   /// O(depth).

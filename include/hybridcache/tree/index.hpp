@@ -70,6 +70,11 @@ struct tree_node {
   std::uint32_t gen : 23 = 0;      ///< generation of the slot: the high half of the node_id
   std::uint32_t pinned : 1 = 0;    ///< eviction: the node has pins (count kept apart)
   std::uint32_t flags : 8 = 0;     ///< the flag bits above
+
+  /// Whether the node still holds a prior (a fresh end's, a prefill end's or a branch point's):
+  /// `prefill_flag` and `branch_flag` are only ever set together with `fresh_flag` and cleared
+  /// with it (`tree_statistics::set_prior`, `drop_prior`), so `fresh_flag` alone says it.
+  [[nodiscard]] bool holds_prior() const noexcept { return (flags & fresh_flag) != 0; }
 };
 
 namespace detail {

@@ -205,7 +205,7 @@ class tree_statistics {
 
   /// Whether `v` still holds a fresh-end or prefill-end prior.
   [[nodiscard]] static bool has_prior(const tree_index& ix, slot_id v) noexcept {
-    return (ix[v].flags & tree_node::fresh_flag) != 0;
+    return ix[v].holds_prior();
   }
   /// Removes the prior of `v` from v, the total and `region` (W of v's anchor, nullable); mass
   /// that erased children carried to v stays (it is real: matches that ended below v).
