@@ -144,13 +144,13 @@ TEST_CASE("vllm all: decode blocks included, the tail of each chunk freed first"
 
 // ---------------------------------------------------------------- SGLang
 
-TEST_CASE("sglang extra_buffer: one state per extend, the last track at finish") {
+TEST_CASE("sglang extra_buffer: one state per extend, the final extend's too") {
   // B = 64, chunk 128 tokens, M = 10 (room 8 while running). r0 a1..a5, P=330 (pb=5), O=0:
-  // extends [0,128) → 2, [128,256) → 4, [256,330) → ⌊330/64⌋·64 = 320 → block 5 = pb, inserted
-  // at finish (n = pb) → {a2, a4, a5}. r1 a1 a2 a3 b4 b5 b6, P=394 (pb=6): k=2 (a2), the branch
-  // point m=3 (KV matched beyond the state) falls inside [128,256) → 3; [256,384) → 6;
-  // [384,394) → 6 = pb, at finish. New: {a3, b6}. (The rule it replaces, pb + branch point +
-  // end, held neither a2 nor a4.)
+  // extends [0,128) → 2, [128,256) → 4, [256,330) → ⌊330/64⌋·64 = 320 → block 5 = pb, each
+  // inserted after its extend → {a2, a4, a5}. r1 a1 a2 a3 b4 b5 b6, P=394 (pb=6): k=2 (a2), the
+  // branch point m=3 (KV matched beyond the state) falls inside [128,256) → 3; [256,384) → 6;
+  // [384,394) → 6 = pb. New: {a3, b6}. (The rule it replaces, pb + branch point + end, held
+  // neither a2 nor a4.)
   hand_trace h(64);
   h.add(chain("a", 5), 330);
   h.add(cat(chain("a", 3), {"b4", "b5", "b6"}), 394);
@@ -171,25 +171,35 @@ TEST_CASE("sglang extra_buffer: one state per extend, the last track at finish")
   CHECK(k == std::vector<std::size_t>{0, 2});
 }
 
-TEST_CASE("sglang extra_buffer: decode tracked, finish inserts only the last tracked state") {
-  // B = 64. c1..c4, P=130 (pb=2), O=126 (n=4): the prefill's track is at pb, but the decode
-  // tracks at 256 = block 4 and finish inserts only that one → {c4}, not c2.
+TEST_CASE("sglang extra_buffer: the prompt end is cached before the decode, its last track after") {
+  // B = 64. c1..c4, P=130 (pb=2), O=126 (n=4): the final extend's track is pb, inserted after
+  // the prefill (`cache_unfinished_req`, the request goes on to decode); the decode tracks at
+  // 256 = block 4, inserted at finish → {c2, c4}. (The rule it replaces inserted only the last
+  // track at finish: {c4}.) A second request re-asks the prompt with another output: it
+  // resumes at c2, the usable match ⌊129/64⌋ = 2.
   hand_trace h(64);
   h.add(chain("c", 4), 130, 126);
+  h.add(cat(chain("c", 2), {"d3", "d4"}), 130, 126);
   hc::sglang_extra_buffer_policy p;
-  replay(h, p, 8, [&](std::size_t, const hc::tree_replayer& r) {
+  std::vector<std::size_t> k;
+  replay(h, p, 8, [&](std::size_t i, const hc::tree_replayer& r) {
+    k.push_back(r.last_resume());
     CHECK(r.pool().holds(h.at(chain("c", 4))));
-    CHECK_FALSE(r.pool().holds(h.at(chain("c", 2))));
-    CHECK(r.pool().size() == 1);
+    CHECK(r.pool().holds(h.at(chain("c", 2))));
+    CHECK_FALSE(r.pool().holds(h.at(chain("c", 1))));
+    CHECK(r.pool().size() == 2 + i);
   });
+  CHECK(k == std::vector<std::size_t>{0, 2});
 }
 
-TEST_CASE("sglang: a hit refreshes the node and its ancestors, ancestors older") {
+TEST_CASE("sglang: a hit refreshes only the state it resumes from, an insert only its own") {
   // no_buffer, B = 64, chunk 64 (every prompt block is a chunk end), M = 5.
-  //   r0 a1 a2 a3 P=200 → a1 < a2 < a3;  r1 x1 P=70 → x1;  r2 y1 P=70 → y1 (pool full)
-  //   r3 a1..a4 P=260: k=3; the hit refreshes a1, a2, a3 (ancestors older): x1 < y1 < a1 < a2
-  //      < a3; the chunk end 4 evicts x1.  (Refreshing only a3 would evict a1.)
-  //   r4 z1 evicts y1;  r5 w1 evicts a1, the oldest of the path.
+  //   r0 a1 a2 a3 P=200 → a1 < a2 < a3 (chunk ends 1, 2, the prompt end 3);
+  //   r1 x1 P=70 → x1;  r2 y1 P=70 → y1 (pool full: a1 < a2 < a3 < x1 < y1)
+  //   r3 a1..a4 P=260: k=3; the hit refreshes a3 alone: a1 < a2 < x1 < y1 < a3; the prompt end
+  //      4 evicts a1 (inserting a4 refreshes nothing on its path).  (Refreshing the node and
+  //      its ancestors, ancestors older, would evict x1.)
+  //   r4 z1 evicts a2;  r5 w1 evicts x1.
   hand_trace h(64);
   h.add(chain("a", 3), 200);
   h.add({"x1"}, 70);
@@ -202,15 +212,17 @@ TEST_CASE("sglang: a hit refreshes the node and its ancestors, ancestors older")
   replay(h, p, 5, [&](std::size_t i, const hc::tree_replayer& r) {
     k.push_back(r.last_resume());
     if (i == 3) {
-      CHECK_FALSE(r.pool().holds(h.at({"x1"})));
+      CHECK_FALSE(r.pool().holds(h.at(chain("a", 1))));
+      CHECK(r.pool().holds(h.at(chain("a", 2))));
+      CHECK(r.pool().holds(h.at({"x1"})));
       CHECK(r.pool().holds(h.at({"y1"})));
-      CHECK(r.pool().holds(h.at(chain("a", 1))));
       CHECK(r.pool().holds(h.at(chain("a", 4))));
     }
     if (i == 5) {
-      CHECK_FALSE(r.pool().holds(h.at(chain("a", 1))));
-      CHECK(r.pool().holds(h.at(chain("a", 2))));
-      CHECK_FALSE(r.pool().holds(h.at({"y1"})));
+      CHECK_FALSE(r.pool().holds(h.at(chain("a", 2))));
+      CHECK_FALSE(r.pool().holds(h.at({"x1"})));
+      CHECK(r.pool().holds(h.at({"y1"})));
+      CHECK(r.pool().holds(h.at(chain("a", 3))));
     }
   });
   CHECK(k[3] == 3);

@@ -17,9 +17,12 @@
 ///   block_pool.py @ c59cb794): `vllm_policy`;
 /// - `sglang_no_buffer`, `sglang_extra_buffer`, `sglang_extra_buffer_lazy`,
 ///   `sglang_extra_buffer_cap<N>`: SGLang `MambaRadixCache`
-///   (python/sglang/srt/mem_cache/mamba_radix_cache.py @ 00df707e): `sglang_policy`;
+///   (python/sglang/srt/mem_cache/mamba_radix_cache.py @ 00df707e; the single-state refresh and
+///   the prompt end cached after the prefill from managers/schedule_batch.py,
+///   mem_cache/unified_cache/components/mamba_component.py @ b0dff6b9): `sglang_policy`;
 /// - `trtllm`: TensorRT-LLM `MambaStateConfig` snapshot points
-///   (tensorrt_llm/_torch/pyexecutor/mamba_cache_manager.py): `trtllm_policy`;
+///   (tensorrt_llm/_torch/pyexecutor/kv_cache/mamba_cache_manager/common.py and
+///   mamba_cache_manager_v2.py @ 28295084, save-last from the V1 manager): `trtllm_policy`;
 /// - `marconi` (the artifact's own α tuning) and `marconi_insample` (α tuned on a prefix of the
 ///   same trace: a labelled upper bound): Marconi `radix_cache_hybrid.py` @ 504cf230 (fork of the
 ///   artifact), `config_tuner.py`: `marconi_policy`;
@@ -289,12 +292,13 @@ class vllm_all_policy final : public vllm_policy {
 };
 
 /// SGLang `MambaRadixCache` (see the file comment for the rules and the commits read). Modes:
-/// - `no_buffer`: a state at every chunked-prefill chunk end (`cache_unfinished_req`) and at the
-///   request end (`cache_finished_req`);
+/// - `no_buffer`: a state at every chunked-prefill chunk end and at the prompt's end
+///   (`cache_unfinished_req` after each chunk, the last one included: a request that goes on to
+///   decode is cached at its prompt end), and at the request end (`cache_finished_req`);
 /// - `extra_buffer`: one tracked state per prefill extend (the branch point when it falls
-///   inside the extend, else the extend end on the 64-token grid), decode tracked every 256
-///   tokens, the last tracked state inserted at finish; two ping-pong slots per running request
-///   are charged to the pool;
+///   inside the extend, else the extend end on the 64-token grid), each inserted after its
+///   extend (the final extend's too), decode tracked every 256 tokens and its last track
+///   inserted at finish; two ping-pong slots per running request are charged to the pool;
 /// - `extra_buffer_lazy`: the same placement with one slot charged (the lazy strategy allocates
 ///   the second track slot only when needed).
 /// With `path_cap` > 0 (`--mamba-max-states-per-path`), after each insert the shallowest
@@ -326,23 +330,24 @@ class sglang_policy : public lru_engine_policy {
     return path_cap_ == 0 ? n : n + "_cap" + std::to_string(path_cap_);
   }
   /// Match: the deepest node with a state (the lookup is capped at input − 1); the hit
-  /// refreshes it and its ancestors, ancestors older (`reset_node_and_parents_mru`), and locks
-  /// it. The running request's buffers are allocated now, evicting LRU (after the refresh).
+  /// refreshes that state alone (`reset_node_mru` on the consumed node; before SGLang's PRs
+  /// #31643/#31648 it refreshed the node and its ancestors) and locks it. The running request's
+  /// buffers are allocated now, evicting LRU (after the refresh).
   std::size_t resume(const tree_step& s) override {
     const auto path = s.path();
     const std::size_t k = deepest_held(*ctx_.pool, path, s.usable);
-    touch_path(path, k);
+    if (k > 0) order_.touch(path[k - 1]);
     pinned_ = k > 0 ? path[k - 1] : none;
     shrink_to(room());
     return k;
   }
   void plan_prefill(const tree_step& s, std::vector<std::size_t>& positions) override {
     planned_.clear();
-    final_track_ = 0;
     const std::size_t B = ctx_.trace->block(), P = s.prompt_tokens, pb = s.prompt_blocks;
     const std::size_t k = s.resumed;
     if (mode_ == mode::no_buffer) {
       for (std::size_t end = k * B + chunk_; end < P; end += chunk_) planned_.push_back(end / B);
+      planned_.push_back(pb);  // the last chunk's `cache_unfinished_req`: the prompt's end
     } else {
       // mamba_branching_seqlen: the KV match beyond the state match, on the 64 grid (blocks).
       const std::size_t branch = s.match > k ? s.match : 0;
@@ -354,12 +359,7 @@ class sglang_policy : public lru_engine_policy {
         } else {
           track = (start + (end - start) / kTrackGrid * kTrackGrid) / B;
         }
-        if (end == P) {
-          final_track_ = track;
-          if (track != pb) planned_.push_back(track);  // the end is inserted at finish
-        } else {
-          planned_.push_back(track);
-        }
+        planned_.push_back(track);  // the final extend's too: cached before the decode
         start = end;
       }
     }
@@ -375,21 +375,21 @@ class sglang_policy : public lru_engine_policy {
     for (auto j : planned_) insert(s, j, true);
   }
   /// `cache_finished_req`: no_buffer inserts the whole sequence; extra_buffer inserts up to the
-  /// last tracked position (the last 256-token decode track, or the final extend's track).
+  /// last decode track (the last 256-token multiple the decode reached, credited at the request
+  /// end n, which favours the engine), nothing more when the decode added no block.
   void finish(const tree_step& s) override {
     const std::size_t n = s.path().size(), pb = s.prompt_blocks;
-    if (n > s.resumed) {
-      if (mode_ == mode::no_buffer || n > pb || final_track_ == pb) insert(s, n, false);
-    }
+    if (n > s.resumed && (mode_ == mode::no_buffer || n > pb)) insert(s, n, false);
     pinned_ = none;
   }
 
  private:
   static constexpr std::size_t kTrackGrid = 64;  ///< mamba_cache_chunk_size
 
-  /// `_insert_helper`: refresh the held states on the path root to leaf, then the new state
-  /// most recent; during the request its slot comes from the pool first (`_alloc_mamba_slot`,
-  /// evicting LRU before the refresh); at finish the running request's buffer is donated.
+  /// An insert: the new state most recent, a held one refreshed alone (the insert walk refreshes
+  /// nothing on the path: PRs #31643/#31648); during the request its slot comes from the pool
+  /// first (`_alloc_mamba_slot`, evicting LRU); at finish the running request's buffer is
+  /// donated.
   void insert(const tree_step& s, std::size_t j, bool running) {
     const auto path = s.path();
     const auto v = path[j - 1];
@@ -397,7 +397,6 @@ class sglang_policy : public lru_engine_policy {
       const std::size_t cap = running ? room() : ctx_.pool->capacity();
       if (cap == 0 || !shrink_to(cap - 1)) return;
     }
-    touch_path(path, j - 1);
     if (ctx_.pool->holds(v)) {
       order_.touch(v);
     } else {
@@ -424,7 +423,6 @@ class sglang_policy : public lru_engine_policy {
   mode mode_;
   std::size_t chunk_, path_cap_;
   std::vector<std::size_t> planned_;
-  std::size_t final_track_ = 0;
 };
 
 /// `sglang_no_buffer`: sglang_policy in no_buffer mode.
