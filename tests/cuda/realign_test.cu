@@ -166,59 +166,65 @@ TEST_CASE_TEMPLATE(
   for (const auto& cc : {k_cases[1], k_cases[2], k_cases[4], k_cases[7]}) {
     const auto params = to_params(cc);
     const auto ref = to_ref(cc);
-    const std::size_t d = cc.head_dim, vd = 24;
-    const std::size_t num_tokens = 40;  // 3 blocks, the last one partial
-    const std::vector<std::int32_t> old_table{7, 2, 9}, new_table{0, 5, 11};
-    const long long p = 40, delta = 77777;
-    const auto raw = raw_keys(num_tokens * heads, d, rng);
-    std::vector<T> k(blocks * bs * heads * d), v(blocks * bs * heads * vd);
-    std::normal_distribution<float> n;
-    for (auto& x : k) x = T(n(rng));
-    for (auto& x : v) x = T(n(rng));
-    for (std::size_t t = 0; t < num_tokens; ++t)
-      for (std::size_t h = 0; h < heads; ++h) {
-        const auto rk = hcref::rope_at(ref, raw[t * heads + h], static_cast<long double>(p + t));
-        const std::size_t blk = static_cast<std::size_t>(old_table[t / bs]);
-        for (std::size_t j = 0; j < d; ++j)
-          k[((blk * bs + t % bs) * heads + h) * d + j] = T(static_cast<float>(rk[j]));
-      }
-    auto dk = upload(k), dvv = upload(v);
-    auto dot = upload(old_table), dnt = upload(new_table);
-    const auto kv = hc::cuda::make_view(dk.data(), {blocks, bs, heads, d});
-    const auto vv = hc::cuda::make_view(dvv.data(), {blocks, bs, heads, vd});
-    const auto ot = hc::cuda::make_view(static_cast<const std::int32_t*>(dot.data()), {3});
-    const auto nt = hc::cuda::make_view(static_cast<const std::int32_t*>(dnt.data()), {3});
-    sync_ok(hc::realign_blocks(params, hc::cuda::strided_view<const T, 4>(kv),
-                               hc::cuda::strided_view<const T, 4>(vv), kv, vv, ot, nt, num_tokens,
-                               delta, cudaStream_t{}));
-    const auto k_after = download(dk), v_after = download(dvv);
-    auto kat = [&](const std::vector<T>& a, std::size_t b, std::size_t s, std::size_t h) {
-      return &a[((b * bs + s) * heads + h) * d];
-    };
-    auto vat = [&](const std::vector<T>& a, std::size_t b, std::size_t s, std::size_t h) {
-      return &a[((b * bs + s) * heads + h) * vd];
-    };
-    std::vector<bool> written(blocks * bs, false);
-    std::size_t bad = 0;
-    for (std::size_t t = 0; t < num_tokens; ++t) {
-      const std::size_t nb = static_cast<std::size_t>(new_table[t / bs]);
-      const std::size_t ob = static_cast<std::size_t>(old_table[t / bs]);
-      written[nb * bs + t % bs] = true;
-      for (std::size_t h = 0; h < heads; ++h) {
-        bad += bad_elements(kat(k_after, nb, t % bs, h), raw[t * heads + h], ref,
-                            static_cast<long double>(p + t + delta));
-        CHECK(std::memcmp(vat(v_after, nb, t % bs, h), vat(v, ob, t % bs, h), vd * sizeof(T)) == 0);
-      }
-    }
-    CHECK(bad == 0);
-    for (std::size_t b = 0; b < blocks; ++b)
-      for (std::size_t s = 0; s < bs; ++s) {
-        if (written[b * bs + s]) continue;
+    // Value rows of 24 elements move in 16-byte vectors (all three types), of 6 in 4-byte words
+    // (16-bit; fp32 rows of 24 bytes too), of 5 element by element (16-bit).
+    for (const std::size_t vd : {std::size_t{24}, std::size_t{6}, std::size_t{5}}) {
+      CAPTURE(vd);
+      const std::size_t d = cc.head_dim;
+      const std::size_t num_tokens = 40;  // 3 blocks, the last one partial
+      const std::vector<std::int32_t> old_table{7, 2, 9}, new_table{0, 5, 11};
+      const long long p = 40, delta = 77777;
+      const auto raw = raw_keys(num_tokens * heads, d, rng);
+      std::vector<T> k(blocks * bs * heads * d), v(blocks * bs * heads * vd);
+      std::normal_distribution<float> n;
+      for (auto& x : k) x = T(n(rng));
+      for (auto& x : v) x = T(n(rng));
+      for (std::size_t t = 0; t < num_tokens; ++t)
         for (std::size_t h = 0; h < heads; ++h) {
-          CHECK(std::memcmp(kat(k_after, b, s, h), kat(k, b, s, h), d * sizeof(T)) == 0);
-          CHECK(std::memcmp(vat(v_after, b, s, h), vat(v, b, s, h), vd * sizeof(T)) == 0);
+          const auto rk = hcref::rope_at(ref, raw[t * heads + h], static_cast<long double>(p + t));
+          const std::size_t blk = static_cast<std::size_t>(old_table[t / bs]);
+          for (std::size_t j = 0; j < d; ++j)
+            k[((blk * bs + t % bs) * heads + h) * d + j] = T(static_cast<float>(rk[j]));
+        }
+      auto dk = upload(k), dvv = upload(v);
+      auto dot = upload(old_table), dnt = upload(new_table);
+      const auto kv = hc::cuda::make_view(dk.data(), {blocks, bs, heads, d});
+      const auto vv = hc::cuda::make_view(dvv.data(), {blocks, bs, heads, vd});
+      const auto ot = hc::cuda::make_view(static_cast<const std::int32_t*>(dot.data()), {3});
+      const auto nt = hc::cuda::make_view(static_cast<const std::int32_t*>(dnt.data()), {3});
+      sync_ok(hc::realign_blocks(params, hc::cuda::strided_view<const T, 4>(kv),
+                                 hc::cuda::strided_view<const T, 4>(vv), kv, vv, ot, nt, num_tokens,
+                                 delta, cudaStream_t{}));
+      const auto k_after = download(dk), v_after = download(dvv);
+      auto kat = [&](const std::vector<T>& a, std::size_t b, std::size_t s, std::size_t h) {
+        return &a[((b * bs + s) * heads + h) * d];
+      };
+      auto vat = [&](const std::vector<T>& a, std::size_t b, std::size_t s, std::size_t h) {
+        return &a[((b * bs + s) * heads + h) * vd];
+      };
+      std::vector<bool> written(blocks * bs, false);
+      std::size_t bad = 0;
+      for (std::size_t t = 0; t < num_tokens; ++t) {
+        const std::size_t nb = static_cast<std::size_t>(new_table[t / bs]);
+        const std::size_t ob = static_cast<std::size_t>(old_table[t / bs]);
+        written[nb * bs + t % bs] = true;
+        for (std::size_t h = 0; h < heads; ++h) {
+          bad += bad_elements(kat(k_after, nb, t % bs, h), raw[t * heads + h], ref,
+                              static_cast<long double>(p + t + delta));
+          CHECK(std::memcmp(vat(v_after, nb, t % bs, h), vat(v, ob, t % bs, h), vd * sizeof(T)) ==
+                0);
         }
       }
+      CHECK(bad == 0);
+      for (std::size_t b = 0; b < blocks; ++b)
+        for (std::size_t s = 0; s < bs; ++s) {
+          if (written[b * bs + s]) continue;
+          for (std::size_t h = 0; h < heads; ++h) {
+            CHECK(std::memcmp(kat(k_after, b, s, h), kat(k, b, s, h), d * sizeof(T)) == 0);
+            CHECK(std::memcmp(vat(v_after, b, s, h), vat(v, b, s, h), vd * sizeof(T)) == 0);
+          }
+        }
+    }
   }
 }
 

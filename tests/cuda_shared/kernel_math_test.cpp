@@ -207,6 +207,134 @@ TEST_CASE(
   }
 }
 
+// The vector path of the realign kernels (rope_rotate_row_chunks), replayed on the host with
+// element-wise IO in a scrambled lane order, in place and out of place: every chunk side is one
+// contiguous run read before it is written, the row is rotated exactly once (against a quarter
+// turn's closed form, x' = −y, y' = x, with counted reads), and on random keys the bits equal the
+// element-at-a-time lanes' (rope_rotate_row_lane), which the replay above checks against the
+// long-double reference.
+namespace {
+struct run_io {  // records the runs io.load/io.store move, on float rows
+  const float* base;
+  std::vector<int>* reads;
+  std::vector<int>* writes;
+  std::vector<std::size_t>* run_lengths;
+  template <unsigned N>
+  void load(const float* p, float (&out)[N]) const {
+    run_lengths->push_back(N);
+    for (unsigned k = 0; k < N; ++k) {
+      ++(*reads)[static_cast<std::size_t>(p + k - base)];
+      out[k] = p[k];
+    }
+  }
+  template <unsigned N>
+  void store(float* p, const float (&in)[N]) const {
+    for (unsigned k = 0; k < N; ++k) {
+      CHECK((*reads)[static_cast<std::size_t>(p + k - base)] == 1);  // read before written
+      ++(*writes)[static_cast<std::size_t>(p + k - base)];
+      p[k] = in[k];
+    }
+  }
+  template <unsigned N>
+  void table(const float* p, float (&out)[N]) const {
+    for (unsigned k = 0; k < N; ++k) out[k] = p[k];
+  }
+};
+}  // namespace
+
+TEST_CASE("the vector path's chunks rotate every pair once, reading each run before writing it") {
+  constexpr unsigned C = hc::detail::rope_chunk_pairs;
+  for (const unsigned lanes : {1u, 3u, 8u, 16u, 32u}) {
+    for (const bool interleaved : {false, true}) {
+      for (const std::size_t rd :
+           {std::size_t{8}, std::size_t{48}, std::size_t{128}, std::size_t{512}}) {
+        CAPTURE(lanes);
+        CAPTURE(interleaved);
+        CAPTURE(rd);
+        REQUIRE((rd / 2) % C == 0);
+        const std::size_t hd = rd + 6;
+        std::vector<float> row(hd);
+        for (std::size_t j = 0; j < hd; ++j) row[j] = static_cast<float>(j + 1);
+        const std::vector<float> src = row;
+        std::vector<int> reads(hd, 0), writes(hd, 0);
+        std::vector<std::size_t> runs;
+        const std::vector<float> cs(rd / 2, 0.0f), sn(rd / 2, 1.0f);
+        for (unsigned l = 0; l < lanes; ++l) {
+          const unsigned lane = (l * 7 + 1) % lanes;  // a permutation (lanes is odd or 2^k)
+          hc::detail::rope_rotate_row_chunks(row.data(), row.data(), hd, rd, interleaved, cs.data(),
+                                             sn.data(), run_io{row.data(), &reads, &writes, &runs},
+                                             lane, lanes);
+        }
+        for (const std::size_t n : runs) CHECK(n == (interleaved ? 2 * C : C));
+        CHECK(runs.size() == (interleaved ? rd / 2 / C : rd / C));
+        for (std::size_t i = 0; i < rd / 2; ++i) {
+          std::size_t a, b;
+          hc::rope_pair(interleaved, rd, i, &a, &b);
+          CHECK(reads[a] == 1);
+          CHECK(reads[b] == 1);
+          CHECK(writes[a] == 1);
+          CHECK(writes[b] == 1);
+          CHECK(row[a] == -src[b]);
+          CHECK(row[b] == src[a]);
+        }
+        for (std::size_t j = rd; j < hd; ++j) {  // in place: the tail is not touched
+          CHECK(reads[j] == 0);
+          CHECK(row[j] == src[j]);
+        }
+        // Out of place: the tail is copied.
+        std::vector<float> out(hd, -1.0f);
+        std::vector<int> r2(hd, 0), w2(hd, 0);
+        std::vector<std::size_t> runs2;
+        for (unsigned lane = 0; lane < lanes; ++lane)
+          hc::detail::rope_rotate_row_chunks(
+              src.data(), out.data(), hd, rd, interleaved, cs.data(), sn.data(),
+              hc::detail::rope_elementwise_io<float, identity_store, identity_store>{}, lane,
+              lanes);
+        for (std::size_t j = rd; j < hd; ++j) CHECK(out[j] == src[j]);
+        for (std::size_t j = 0; j < rd; ++j) CHECK(out[j] == row[j]);
+      }
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("the vector path's rows equal the element-wise lanes' bit for bit", T, float,
+                   hc::half, hc::bfloat16) {
+  std::mt19937_64 rng(17);
+  std::normal_distribution<float> n;
+  for (const std::size_t rd :
+       {std::size_t{8}, std::size_t{32}, std::size_t{48}, std::size_t{128}, std::size_t{512}}) {
+    for (const bool interleaved : {false, true}) {
+      const std::size_t hd = rd + 4;
+      hc::rope_params params{
+          .head_dim = hd,
+          .rotary_dim = rd,
+          .base = 10000.0,
+          .layout = interleaved ? hc::rope_layout::interleaved : hc::rope_layout::half_split};
+      const auto f = params.frequency_params();
+      std::vector<float> cs(rd / 2), sn(rd / 2);
+      for (std::size_t i = 0; i < cs.size(); ++i)
+        hc::detail::rope_delta_sincos(-4321.0, hc::detail::rope_theta(f, static_cast<double>(i)),
+                                      &cs[i], &sn[i]);
+      const unsigned L = cd::make_rope_row_plan(hd, rd, hc::detail::rope_lane_group).lanes_per_row;
+      std::vector<T> src(hd);
+      for (auto& x : src) x = T(n(rng));
+      std::vector<T> by_chunks(hd), by_lanes(hd);
+      using io =
+          hc::detail::rope_elementwise_io<T, hc::detail::rope_load<T>, hc::detail::rope_store<T>>;
+      for (unsigned lane = 0; lane < L; ++lane) {
+        hc::detail::rope_rotate_row_chunks(src.data(), by_chunks.data(), hd, rd, interleaved,
+                                           cs.data(), sn.data(), io{}, lane, L);
+        hc::detail::rope_rotate_row_lane(src.data(), by_lanes.data(), hd, rd, interleaved,
+                                         cs.data(), sn.data(), hc::detail::rope_load<T>{},
+                                         hc::detail::rope_store<T>{}, lane, L);
+      }
+      CAPTURE(rd);
+      CAPTURE(interleaved);
+      CHECK(std::memcmp(by_chunks.data(), by_lanes.data(), hd * sizeof(T)) == 0);
+    }
+  }
+}
+
 // The element-wise summary kernel: thread (b, r, c) computes f = (Real)decay_factor(ℓ_r) once per
 // row and calls affine_scalar on one element; the log-decay kernel calls compose_log_decay on one
 // entry with broadcasting resolved by index. Checked against e^ℓ·prev + add in long double.

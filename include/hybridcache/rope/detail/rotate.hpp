@@ -141,6 +141,78 @@ HYBRIDCACHE_HOST_DEVICE inline void rope_rotate_row_lane(const T* src, T* dst, s
   }
 }
 
+/// Consecutive pairs a lane takes at once in `rope_rotate_row_chunks` (the CUDA kernels move
+/// them with one vector load per half-split side, or one or two for an interleaved chunk).
+inline constexpr unsigned rope_chunk_pairs = 4;
+
+/// Element-wise `IO` for `rope_rotate_row_chunks`: N consecutive elements through `Load`/`Store`
+/// one at a time (the host replay in tests; the CUDA kernels pass vector loads and stores).
+template <class T, class Load, class Store>
+struct rope_elementwise_io {
+  Load load_one;
+  Store store_one;
+  template <unsigned N>
+  HYBRIDCACHE_HOST_DEVICE void load(const T* p, float (&out)[N]) const noexcept {
+    HYBRIDCACHE_DETAIL_UNROLL
+    for (unsigned k = 0; k < N; ++k) out[k] = load_one(p[k]);
+  }
+  template <unsigned N>
+  HYBRIDCACHE_HOST_DEVICE void store(T* p, const float (&in)[N]) const noexcept {
+    HYBRIDCACHE_DETAIL_UNROLL
+    for (unsigned k = 0; k < N; ++k) p[k] = store_one(in[k]);
+  }
+  template <unsigned N>
+  HYBRIDCACHE_HOST_DEVICE void table(const float* p, float (&out)[N]) const noexcept {
+    HYBRIDCACHE_DETAIL_UNROLL
+    for (unsigned k = 0; k < N; ++k) out[k] = p[k];
+  }
+};
+
+/// `rope_rotate_row_lane` with whole chunks of C = `rope_chunk_pairs` consecutive pairs: lane
+/// `lane` of `lanes` takes the chunks c ≡ lane (mod lanes), that is the pairs [C·c, C·c + C).
+/// A half-split chunk is C consecutive elements in each half (x at i, y at i + rotary_dim/2), an
+/// interleaved one the 2C consecutive elements from 2i, so each side is one contiguous run that
+/// `io` may move with a single vector load or store: `io.load<N>(p, out)` reads the N elements
+/// at p, `io.store<N>(p, in)` writes them, `io.table<N>(p, out)` reads N cos (or sin) values.
+/// Every pair still gets `rope_rotate_pair` with the same cos/sin, so the row equals
+/// `rope_rotate_row`'s bit for bit whatever the lane order; a lane reads a chunk before it
+/// writes it, so in place is allowed. The pass-through elements j ≥ rotary_dim (when
+/// `src != dst`) go as in `rope_rotate_row_lane`.
+///
+/// Precondition: (rotary_dim / 2) % C == 0 (the kernels fall back to `rope_rotate_row_lane`).
+template <class T, class IO>
+HYBRIDCACHE_HOST_DEVICE inline void rope_rotate_row_chunks(
+    const T* src, T* dst, std::size_t head_dim, std::size_t rotary_dim, bool interleaved,
+    const float* cs, const float* sn, const IO& io, unsigned lane, unsigned lanes) noexcept {
+  constexpr unsigned C = rope_chunk_pairs;
+  const std::size_t half = rotary_dim / 2;
+  const std::size_t step = std::size_t{C} * lanes;
+  for (std::size_t i = std::size_t{lane} * C; i < half; i += step) {
+    float c[C], s[C];
+    io.template table<C>(cs + i, c);
+    io.template table<C>(sn + i, s);
+    if (interleaved) {
+      float v[2 * C], o[2 * C];
+      io.template load<2 * C>(src + 2 * i, v);
+      HYBRIDCACHE_DETAIL_UNROLL
+      for (unsigned g = 0; g < C; ++g)
+        rope_rotate_pair(v[2 * g], v[2 * g + 1], c[g], s[g], &o[2 * g], &o[2 * g + 1]);
+      io.template store<2 * C>(dst + 2 * i, o);
+    } else {
+      float x[C], y[C], xo[C], yo[C];
+      io.template load<C>(src + i, x);
+      io.template load<C>(src + half + i, y);
+      HYBRIDCACHE_DETAIL_UNROLL
+      for (unsigned g = 0; g < C; ++g) rope_rotate_pair(x[g], y[g], c[g], s[g], &xo[g], &yo[g]);
+      io.template store<C>(dst + i, xo);
+      io.template store<C>(dst + half + i, yo);
+    }
+  }
+  if (src != dst) {
+    for (std::size_t j = rotary_dim + lane; j < head_dim; j += lanes) dst[j] = src[j];
+  }
+}
+
 /// `rope_rotate_row` for rows that do not overlap (`__restrict`), converting with `Load`/`Store`
 /// inline: the single-pass form host loops vectorise without run-time alias checks (float and
 /// bfloat16 rows). Same arithmetic, same results.

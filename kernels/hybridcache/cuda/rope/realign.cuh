@@ -13,12 +13,15 @@
 ///
 /// Work: one read and one write of every key (and value) element, so the kernels are
 /// memory-bound; the figure of merit is GB/s against `cudaMemcpy` of the same bytes
-/// (bench/cuda/cuda_bench.cu). One warp rotates one head vector at a time, lane l taking the
-/// pairs i ≡ l (mod 32) with the host's `detail::rope_rotate_row_lane` / `rope_rotate_pair`, fed
-/// cos/sin from the host's `rope_theta` / `rope_delta_sincos` (angle Δ·θ_i formed in double and
-/// range-reduced), so device and host agree to the last bit wherever the compilers contract the
-/// same float operations (nvcc may fuse x·c − y·s into an FMA; results then differ by at most one
-/// rounding per output).
+/// (bench/cuda/cuda_bench.cu). L lanes rotate one head vector together (`rope_plan.cuh`). Where
+/// the rows are 16-byte aligned and rotary_dim/2 is a multiple of 4, lane l takes the chunks of
+/// 4 consecutive pairs c ≡ l (mod L) with vector loads and stores (`rope_rotate_row_chunks`);
+/// otherwise the pairs i ≡ l (mod L) one element at a time (`rope_rotate_row_lane`). Values are
+/// copied in 16-byte vectors where their rows allow it. Both paths use the host's
+/// `rope_rotate_pair`, fed cos/sin from the host's `rope_theta` / `rope_delta_sincos` (angle
+/// Δ·θ_i formed in double and range-reduced), so device and host agree to the last bit wherever
+/// the compilers contract the same float operations (nvcc may fuse x·c − y·s into an FMA; results
+/// then differ by at most one rounding per output).
 ///
 /// Preconditions the host cannot check without reading device memory (documented, not
 /// diagnosed): block ids in the tables lie in [0, pool blocks) — an id outside that range is
@@ -55,7 +58,7 @@ struct rope_rows_args {
 template <class T>
 __global__ void __launch_bounds__(rope_block_threads)
     realign_keys_kernel(rope_rows_args<T> a, rope_row_plan plan,
-                        hybridcache::detail::rope_frequency freq, bool interleaved,
+                        hybridcache::detail::rope_frequency freq, bool interleaved, bool vec,
                         std::int64_t delta) {
   extern __shared__ __align__(256) unsigned char smem[];
   const std::size_t half = plan.rotary_dim / 2;
@@ -68,8 +71,13 @@ __global__ void __launch_bounds__(rope_block_threads)
   const std::size_t rows = a.tokens * a.heads;
   for (std::size_t r = blockIdx.x * groups + threadIdx.x / L; r < rows; r += gridDim.x * groups) {
     const std::size_t t = row_div(r, a.heads), h = r - t * a.heads;
-    rope_row_lanes<T>(plan, interleaved, a.src + t * a.src_s0 + h * a.src_s1,
-                      a.dst + t * a.dst_s0 + h * a.dst_s1, cs, sn, lane);
+    const T* src = a.src + t * a.src_s0 + h * a.src_s1;
+    T* dst = a.dst + t * a.dst_s0 + h * a.dst_s1;
+    if (vec) {
+      rope_row_chunks<T>(plan, interleaved, src, dst, cs, sn, lane);
+    } else {
+      rope_row_lanes<T>(plan, interleaved, src, dst, cs, sn, lane);
+    }
   }
 }
 
@@ -99,8 +107,8 @@ __device__ inline bool block_id_ok(Id id, std::size_t limit) {
 template <class KT, class VT, class Id>
 __global__ void __launch_bounds__(rope_block_threads)
     realign_blocks_kernel(rope_pages_args<KT, VT, Id> a, rope_row_plan plan,
-                          hybridcache::detail::rope_frequency freq, bool interleaved, bool v_words,
-                          std::int64_t delta) {
+                          hybridcache::detail::rope_frequency freq, bool interleaved, bool k_vec,
+                          row_copy v_mode, std::int64_t delta) {
   extern __shared__ __align__(256) unsigned char smem[];
   const std::size_t half = plan.rotary_dim / 2;
   float* cs = reinterpret_cast<float*>(smem);
@@ -129,15 +137,20 @@ __global__ void __launch_bounds__(rope_block_threads)
     for (std::size_t r = group; r < n; r += groups) {
       const std::size_t g = r0 + r, t = row_div(g, a.heads), h = g - t * a.heads;
       if (k_ok) {
-        rope_row_lanes<KT>(plan, interleaved, a.k_src + o * a.ks[0] + t * a.ks[1] + h * a.ks[2],
-                           a.k_dst + w * a.kd[0] + t * a.kd[1] + h * a.kd[2], cs, sn, lane);
+        const KT* ks = a.k_src + o * a.ks[0] + t * a.ks[1] + h * a.ks[2];
+        KT* kd = a.k_dst + w * a.kd[0] + t * a.kd[1] + h * a.kd[2];
+        if (k_vec) {
+          rope_row_chunks<KT>(plan, interleaved, ks, kd, cs, sn, lane);
+        } else {
+          rope_row_lanes<KT>(plan, interleaved, ks, kd, cs, sn, lane);
+        }
       }
       if (v_ok && a.vdim != 0) {
         const VT* vs = a.v_src + o * a.vs[0] + t * a.vs[1] + h * a.vs[2];
         VT* vd = a.v_dst + w * a.vd[0] + t * a.vd[1] + h * a.vd[2];
         if (static_cast<const void*>(vs) == static_cast<const void*>(vd)) continue;
         if (a.vs[3] == 1 && a.vd[3] == 1) {
-          copy_row_lanes(vs, vd, a.vdim, v_words, lane, L);
+          copy_row_lanes(vs, vd, a.vdim, v_mode, lane, L);
         } else {
           for (std::size_t j = lane; j < a.vdim; j += L) vd[j * a.vd[3]] = vs[j * a.vs[3]];
         }
@@ -163,16 +176,6 @@ inline rope_row_plan rope_plan_or_throw(const rope_params& params) {
 inline unsigned rope_grid(std::size_t items) {
   constexpr std::size_t cap = 8192;
   return static_cast<unsigned>(items == 0 ? 1 : (items < cap ? items : cap));
-}
-
-template <class V>
-bool rows_word_movable(const V& v, std::size_t row_elems) {
-  using T = typename V::value_type;
-  if ((row_elems * sizeof(T)) % 4 != 0) return false;
-  if (!word_aligned(v.data())) return false;
-  for (std::size_t r = 0; r + 1 < V::rank; ++r)
-    if ((v.stride(r) * sizeof(T)) % 4 != 0 && v.extent(r) > 1) return false;
-  return true;
 }
 
 template <class Src, class Dst>
@@ -219,7 +222,10 @@ requires detail::rope_view_pair<Src, Dst, 3> cudaError_t realign_keys(const rope
       cuda::detail::rope_grid(cuda::detail::ceil_div(rows, cuda::detail::rope_rows_per_item));
   cuda::detail::realign_keys_kernel<T>
       <<<grid, cuda::detail::rope_block_threads, plan.shared_bytes, stream>>>(
-          a, plan, params.frequency_params(), params.layout == rope_layout::interleaved, delta);
+          a, plan, params.frequency_params(), params.layout == rope_layout::interleaved,
+          cuda::detail::rope_rows_vectorizable(src, params.rotary_dim) &&
+              cuda::detail::rope_rows_vectorizable(dst, params.rotary_dim),
+          delta);
   return cuda::detail::last_launch_error();
 }
 
@@ -308,9 +314,9 @@ requires detail::rope_view_pair<KSrc, KDst, 4> && detail::rope_view_pair<VSrc, V
   using Id = typename Table::value_type;
   const auto plan = cuda::detail::rope_plan_or_throw(params);
   if (nb == 0 || heads == 0) return cudaSuccess;
-  const bool v_words = v_src.stride(3) == 1 && v_dst.stride(3) == 1 &&
-                       cuda::detail::rows_word_movable(v_src, vdim) &&
-                       cuda::detail::rows_word_movable(v_dst, vdim);
+  const cuda::detail::row_copy v_mode = cuda::detail::rows_movable(v_src, v_dst, vdim);
+  const bool k_vec = cuda::detail::rope_rows_vectorizable(k_src, params.rotary_dim) &&
+                     cuda::detail::rope_rows_vectorizable(k_dst, params.rotary_dim);
   cuda::detail::rope_pages_args<KT, VT, Id> a{};
   a.k_src = k_src.data();
   a.k_dst = k_dst.data();
@@ -342,7 +348,7 @@ requires detail::rope_view_pair<KSrc, KDst, 4> && detail::rope_view_pair<VSrc, V
   cuda::detail::realign_blocks_kernel<KT, VT, Id>
       <<<cuda::detail::rope_grid(items), cuda::detail::rope_block_threads, plan.shared_bytes,
          stream>>>(a, plan, params.frequency_params(), params.layout == rope_layout::interleaved,
-                   v_words, delta);
+                   k_vec, v_mode, delta);
   return cuda::detail::last_launch_error();
 }
 
