@@ -246,3 +246,26 @@ TEST_CASE("device realign_blocks: out-of-range block ids are skipped, never dere
                                            hc::cuda::make_view(dnt.data(), {2}), 5, 3),
                   hc::invalid_argument);
 }
+
+// Host-side choice of the kernels' path (runs without a GPU: the views are never dereferenced).
+TEST_CASE("realign path choice: 8-pair chunks for aligned 16-bit keys, 4 where only they fit") {
+  namespace cd = hc::cuda::detail;
+  alignas(16) static unsigned char pool[4096];
+  auto h = [&](std::size_t offset, std::size_t tokens, std::size_t heads, std::size_t d) {
+    return hc::cuda::make_view(reinterpret_cast<hc::half*>(pool + offset), {tokens, heads, d});
+  };
+  auto f = [&](std::size_t tokens, std::size_t heads, std::size_t d) {
+    return hc::cuda::make_view(reinterpret_cast<float*>(pool), {tokens, heads, d});
+  };
+  CHECK(cd::rope_chunk_for(h(0, 2, 2, 128), h(0, 2, 2, 128), 128) == 8);
+  CHECK(cd::rope_chunk_for(h(0, 2, 2, 64), h(0, 2, 2, 64), 40) == 4);     // 20 pairs
+  CHECK(cd::rope_chunk_for(h(0, 2, 2, 128), h(0, 2, 2, 128), 36) == 0);   // 18 pairs
+  CHECK(cd::rope_chunk_for(h(0, 2, 2, 100), h(0, 2, 2, 100), 96) == 0);   // 200-byte rows
+  CHECK(cd::rope_chunk_for(h(0, 1, 1, 100), h(0, 1, 1, 100), 96) == 8);   // one row: no stride
+  CHECK(cd::rope_chunk_for(h(8, 2, 2, 128), h(0, 2, 2, 128), 128) == 0);  // src 8-byte aligned
+  CHECK(cd::rope_chunk_for(f(2, 2, 128), f(2, 2, 128), 128) == 4);        // fp32: 16-byte sides
+  CHECK(cd::rope_chunk_for(f(2, 2, 6), f(2, 2, 6), 4) == 0);
+  // The plan follows the chunk size: 8 lanes per 128-dim 16-bit row, 16 per fp32 row.
+  CHECK(cd::make_rope_row_plan(128, 128, 8).lanes_per_row == 8);
+  CHECK(cd::make_rope_row_plan(128, 128, 4).lanes_per_row == 16);
+}

@@ -13,6 +13,7 @@
 #include <hybridcache/cuda/detail/scores_plan.cuh>
 #include <hybridcache/rope.hpp>
 #include <hybridcache/state/detail/elementwise.hpp>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <vector>
@@ -242,12 +243,13 @@ struct run_io {  // records the runs io.load/io.store move, on float rows
 };
 }  // namespace
 
-TEST_CASE("the vector path's chunks rotate every pair once, reading each run before writing it") {
-  constexpr unsigned C = hc::detail::rope_chunk_pairs;
+namespace {
+template <unsigned C>
+void check_chunk_partition(std::initializer_list<std::size_t> rotary_dims) {
   for (const unsigned lanes : {1u, 3u, 8u, 16u, 32u}) {
     for (const bool interleaved : {false, true}) {
-      for (const std::size_t rd :
-           {std::size_t{8}, std::size_t{48}, std::size_t{128}, std::size_t{512}}) {
+      for (const std::size_t rd : rotary_dims) {
+        CAPTURE(C);
         CAPTURE(lanes);
         CAPTURE(interleaved);
         CAPTURE(rd);
@@ -261,9 +263,9 @@ TEST_CASE("the vector path's chunks rotate every pair once, reading each run bef
         const std::vector<float> cs(rd / 2, 0.0f), sn(rd / 2, 1.0f);
         for (unsigned l = 0; l < lanes; ++l) {
           const unsigned lane = (l * 7 + 1) % lanes;  // a permutation (lanes is odd or 2^k)
-          hc::detail::rope_rotate_row_chunks(row.data(), row.data(), hd, rd, interleaved, cs.data(),
-                                             sn.data(), run_io{row.data(), &reads, &writes, &runs},
-                                             lane, lanes);
+          hc::detail::rope_rotate_row_chunks<C>(
+              row.data(), row.data(), hd, rd, interleaved, cs.data(), sn.data(),
+              run_io{row.data(), &reads, &writes, &runs}, lane, lanes);
         }
         for (const std::size_t n : runs) CHECK(n == (interleaved ? 2 * C : C));
         CHECK(runs.size() == (interleaved ? rd / 2 / C : rd / C));
@@ -286,7 +288,7 @@ TEST_CASE("the vector path's chunks rotate every pair once, reading each run bef
         std::vector<int> r2(hd, 0), w2(hd, 0);
         std::vector<std::size_t> runs2;
         for (unsigned lane = 0; lane < lanes; ++lane)
-          hc::detail::rope_rotate_row_chunks(
+          hc::detail::rope_rotate_row_chunks<C>(
               src.data(), out.data(), hd, rd, interleaved, cs.data(), sn.data(),
               hc::detail::rope_elementwise_io<float, identity_store, identity_store>{}, lane,
               lanes);
@@ -295,6 +297,12 @@ TEST_CASE("the vector path's chunks rotate every pair once, reading each run bef
       }
     }
   }
+}
+}  // namespace
+
+TEST_CASE("the vector path's chunks rotate every pair once, reading each run before writing it") {
+  check_chunk_partition<4>({8, 48, 128, 512});   // 4 pairs per chunk: fp32 keys, value-less
+  check_chunk_partition<8>({16, 32, 128, 512});  // 8 pairs: 16-bit keys of realign_keys
 }
 
 TEST_CASE_TEMPLATE("the vector path's rows equal the element-wise lanes' bit for bit", T, float,
@@ -315,22 +323,29 @@ TEST_CASE_TEMPLATE("the vector path's rows equal the element-wise lanes' bit for
       for (std::size_t i = 0; i < cs.size(); ++i)
         hc::detail::rope_delta_sincos(-4321.0, hc::detail::rope_theta(f, static_cast<double>(i)),
                                       &cs[i], &sn[i]);
-      const unsigned L = cd::make_rope_row_plan(hd, rd, hc::detail::rope_lane_group).lanes_per_row;
       std::vector<T> src(hd);
       for (auto& x : src) x = T(n(rng));
-      std::vector<T> by_chunks(hd), by_lanes(hd);
       using io =
           hc::detail::rope_elementwise_io<T, hc::detail::rope_load<T>, hc::detail::rope_store<T>>;
-      for (unsigned lane = 0; lane < L; ++lane) {
-        hc::detail::rope_rotate_row_chunks(src.data(), by_chunks.data(), hd, rd, interleaved,
-                                           cs.data(), sn.data(), io{}, lane, L);
-        hc::detail::rope_rotate_row_lane(src.data(), by_lanes.data(), hd, rd, interleaved,
-                                         cs.data(), sn.data(), hc::detail::rope_load<T>{},
-                                         hc::detail::rope_store<T>{}, lane, L);
-      }
-      CAPTURE(rd);
-      CAPTURE(interleaved);
-      CHECK(std::memcmp(by_chunks.data(), by_lanes.data(), hd * sizeof(T)) == 0);
+      // As the kernels run it: the plan's lanes for the chunk size (8 pairs only where they fit).
+      auto compare = [&]<unsigned C>() {
+        if ((rd / 2) % C != 0) return;
+        const unsigned L = cd::make_rope_row_plan(hd, rd, C).lanes_per_row;
+        std::vector<T> by_chunks(hd), by_lanes(hd);
+        for (unsigned lane = 0; lane < L; ++lane) {
+          hc::detail::rope_rotate_row_chunks<C>(src.data(), by_chunks.data(), hd, rd, interleaved,
+                                                cs.data(), sn.data(), io{}, lane, L);
+          hc::detail::rope_rotate_row_lane(src.data(), by_lanes.data(), hd, rd, interleaved,
+                                           cs.data(), sn.data(), hc::detail::rope_load<T>{},
+                                           hc::detail::rope_store<T>{}, lane, L);
+        }
+        CAPTURE(C);
+        CAPTURE(rd);
+        CAPTURE(interleaved);
+        CHECK(std::memcmp(by_chunks.data(), by_lanes.data(), hd * sizeof(T)) == 0);
+      };
+      compare.template operator()<4>();
+      compare.template operator()<8>();
     }
   }
 }

@@ -141,8 +141,9 @@ HYBRIDCACHE_HOST_DEVICE inline void rope_rotate_row_lane(const T* src, T* dst, s
   }
 }
 
-/// Consecutive pairs a lane takes at once in `rope_rotate_row_chunks` (the CUDA kernels move
-/// them with one vector load per half-split side, or one or two for an interleaved chunk).
+/// Default chunk of `rope_rotate_row_chunks`: consecutive pairs a lane takes at once (the CUDA
+/// kernels move a half-split side with one vector access, an interleaved chunk with one or two;
+/// `realign_keys` takes chunks of 8 for 16-bit keys).
 inline constexpr unsigned rope_chunk_pairs = 4;
 
 /// Element-wise `IO` for `rope_rotate_row_chunks`: N consecutive elements through `Load`/`Store`
@@ -168,7 +169,7 @@ struct rope_elementwise_io {
   }
 };
 
-/// `rope_rotate_row_lane` with whole chunks of C = `rope_chunk_pairs` consecutive pairs: lane
+/// `rope_rotate_row_lane` with whole chunks of C consecutive pairs: lane
 /// `lane` of `lanes` takes the chunks c ≡ lane (mod lanes), that is the pairs [C·c, C·c + C).
 /// A half-split chunk is C consecutive elements in each half (x at i, y at i + rotary_dim/2), an
 /// interleaved one the 2C consecutive elements from 2i, so each side is one contiguous run that
@@ -180,11 +181,10 @@ struct rope_elementwise_io {
 /// `src != dst`) go as in `rope_rotate_row_lane`.
 ///
 /// Precondition: (rotary_dim / 2) % C == 0 (the kernels fall back to `rope_rotate_row_lane`).
-template <class T, class IO>
+template <unsigned C = rope_chunk_pairs, class T, class IO>
 HYBRIDCACHE_HOST_DEVICE inline void rope_rotate_row_chunks(
     const T* src, T* dst, std::size_t head_dim, std::size_t rotary_dim, bool interleaved,
     const float* cs, const float* sn, const IO& io, unsigned lane, unsigned lanes) noexcept {
-  constexpr unsigned C = rope_chunk_pairs;
   const std::size_t half = rotary_dim / 2;
   const std::size_t step = std::size_t{C} * lanes;
   for (std::size_t i = std::size_t{lane} * C; i < half; i += step) {

@@ -126,9 +126,9 @@ bool row_starts_aligned(const V& v, std::size_t bytes) {
 /// start 16-byte aligned. Then every chunk side (C or 2C elements from a multiple of C) is
 /// aligned to its own width: 8 bytes for a half-split 16-bit side, 16 or 32 for the others.
 template <class V>
-bool rope_rows_vectorizable(const V& v, std::size_t rotary_dim) {
-  return (rotary_dim / 2) % hybridcache::detail::rope_chunk_pairs == 0 &&
-         row_starts_aligned(v, rope_vector_align);
+bool rope_rows_vectorizable(const V& v, std::size_t rotary_dim,
+                            unsigned chunk = hybridcache::detail::rope_chunk_pairs) {
+  return (rotary_dim / 2) % chunk == 0 && row_starts_aligned(v, rope_vector_align);
 }
 
 /// The widest `row_copy` mode both views' rows of `row_elems` contiguous elements allow.
@@ -239,12 +239,12 @@ struct rope_vector_io {
 
 /// `rope_row_lanes` on the vector path (`rope_rows_vectorizable` holds for the row's view):
 /// the host's `rope_rotate_row_chunks` with `rope_vector_io`.
-template <class T>
+template <class T, unsigned C>
 __device__ inline void rope_row_chunks(const rope_row_plan& plan, bool interleaved, const T* src,
                                        T* dst, const float* cs, const float* sn, unsigned lane) {
-  hybridcache::detail::rope_rotate_row_chunks(src, dst, plan.head_dim, plan.rotary_dim, interleaved,
-                                              cs, sn, rope_vector_io<T>{}, lane,
-                                              plan.lanes_per_row);
+  hybridcache::detail::rope_rotate_row_chunks<C>(src, dst, plan.head_dim, plan.rotary_dim,
+                                                 interleaved, cs, sn, rope_vector_io<T>{}, lane,
+                                                 plan.lanes_per_row);
 }
 
 }  // namespace cuda::detail

@@ -14,8 +14,9 @@
 /// Work: one read and one write of every key (and value) element, so the kernels are
 /// memory-bound; the figure of merit is GB/s against `cudaMemcpy` of the same bytes
 /// (bench/cuda/cuda_bench.cu). L lanes rotate one head vector together (`rope_plan.cuh`). Where
-/// the rows are 16-byte aligned and rotary_dim/2 is a multiple of 4, lane l takes the chunks of
-/// 4 consecutive pairs c ≡ l (mod L) with vector loads and stores (`rope_rotate_row_chunks`);
+/// the rows are 16-byte aligned and rotary_dim/2 is a multiple of the chunk C, lane l takes the
+/// chunks of C consecutive pairs c ≡ l (mod L) with vector loads and stores
+/// (`rope_rotate_row_chunks`; C = 8 for 16-bit keys in `realign_keys` where it fits, else 4);
 /// otherwise the pairs i ≡ l (mod L) one element at a time (`rope_rotate_row_lane`). Values are
 /// copied in 16-byte vectors where their rows allow it. Both paths use the host's
 /// `rope_rotate_pair`, fed cos/sin from the host's `rope_theta` / `rope_delta_sincos` (angle
@@ -58,7 +59,7 @@ struct rope_rows_args {
 template <class T>
 __global__ void __launch_bounds__(rope_block_threads)
     realign_keys_kernel(rope_rows_args<T> a, rope_row_plan plan,
-                        hybridcache::detail::rope_frequency freq, bool interleaved, bool vec,
+                        hybridcache::detail::rope_frequency freq, bool interleaved, unsigned vec,
                         std::int64_t delta) {
   extern __shared__ __align__(256) unsigned char smem[];
   const std::size_t half = plan.rotary_dim / 2;
@@ -73,8 +74,10 @@ __global__ void __launch_bounds__(rope_block_threads)
     const std::size_t t = row_div(r, a.heads), h = r - t * a.heads;
     const T* src = a.src + t * a.src_s0 + h * a.src_s1;
     T* dst = a.dst + t * a.dst_s0 + h * a.dst_s1;
-    if (vec) {
-      rope_row_chunks<T>(plan, interleaved, src, dst, cs, sn, lane);
+    if (vec == 8) {
+      rope_row_chunks<T, 8>(plan, interleaved, src, dst, cs, sn, lane);
+    } else if (vec == 4) {
+      rope_row_chunks<T, 4>(plan, interleaved, src, dst, cs, sn, lane);
     } else {
       rope_row_lanes<T>(plan, interleaved, src, dst, cs, sn, lane);
     }
@@ -140,7 +143,7 @@ __global__ void __launch_bounds__(rope_block_threads)
         const KT* ks = a.k_src + o * a.ks[0] + t * a.ks[1] + h * a.ks[2];
         KT* kd = a.k_dst + w * a.kd[0] + t * a.kd[1] + h * a.kd[2];
         if (k_vec) {
-          rope_row_chunks<KT>(plan, interleaved, ks, kd, cs, sn, lane);
+          rope_row_chunks<KT, 4>(plan, interleaved, ks, kd, cs, sn, lane);
         } else {
           rope_row_lanes<KT>(plan, interleaved, ks, kd, cs, sn, lane);
         }
@@ -160,9 +163,9 @@ __global__ void __launch_bounds__(rope_block_threads)
 }
 
 /// Host side: the plan, or invalid_argument when the cos/sin table exceeds its shared memory.
-inline rope_row_plan rope_plan_or_throw(const rope_params& params) {
-  const rope_row_plan plan =
-      make_rope_row_plan(params.head_dim, params.rotary_dim, hybridcache::detail::rope_lane_group);
+inline rope_row_plan rope_plan_or_throw(const rope_params& params,
+                                        unsigned group = hybridcache::detail::rope_lane_group) {
+  const rope_row_plan plan = make_rope_row_plan(params.head_dim, params.rotary_dim, group);
   if (!plan.fits) {
     hybridcache::detail::throw_invalid("params.rotary_dim", params.rotary_dim,
                                        "needs a cos/sin table larger than the CUDA backend's " +
@@ -176,6 +179,18 @@ inline rope_row_plan rope_plan_or_throw(const rope_params& params) {
 inline unsigned rope_grid(std::size_t items) {
   constexpr std::size_t cap = 8192;
   return static_cast<unsigned>(items == 0 ? 1 : (items < cap ? items : cap));
+}
+
+/// Pairs per chunk of the vector path for keys of type T in views `a` and `b` (0: the
+/// element-wise path): 16-bit keys take 8 (16-byte sides) where the rows allow, else 4.
+template <class A, class B>
+unsigned rope_chunk_for(const A& a, const B& b, std::size_t rotary_dim) {
+  using T = typename B::value_type;
+  const unsigned wide = sizeof(T) == 2 ? 8u : 4u;
+  for (const unsigned c : {wide, 4u})
+    if (rope_rows_vectorizable(a, rotary_dim, c) && rope_rows_vectorizable(b, rotary_dim, c))
+      return c;
+  return 0;
 }
 
 template <class Src, class Dst>
@@ -213,7 +228,9 @@ requires detail::rope_view_pair<Src, Dst, 3> cudaError_t realign_keys(const rope
   detail::check_head_axis(dst, "dst", params.head_dim);
   cuda::detail::check_same_extents(src, dst, 2);
   using T = typename Dst::value_type;
-  const auto plan = cuda::detail::rope_plan_or_throw(params);
+  const unsigned vec = cuda::detail::rope_chunk_for(src, dst, params.rotary_dim);
+  const auto plan =
+      cuda::detail::rope_plan_or_throw(params, vec ? vec : hybridcache::detail::rope_lane_group);
   const std::size_t rows = src.extent(0) * src.extent(1);
   if (rows == 0) return cudaSuccess;
   cuda::detail::rope_rows_args<T> a{src.data(),    dst.data(),    src.extent(0), src.extent(1),
@@ -222,9 +239,7 @@ requires detail::rope_view_pair<Src, Dst, 3> cudaError_t realign_keys(const rope
       cuda::detail::rope_grid(cuda::detail::ceil_div(rows, cuda::detail::rope_rows_per_item));
   cuda::detail::realign_keys_kernel<T>
       <<<grid, cuda::detail::rope_block_threads, plan.shared_bytes, stream>>>(
-          a, plan, params.frequency_params(), params.layout == rope_layout::interleaved,
-          cuda::detail::rope_rows_vectorizable(src, params.rotary_dim) &&
-              cuda::detail::rope_rows_vectorizable(dst, params.rotary_dim),
+          a, plan, params.frequency_params(), params.layout == rope_layout::interleaved, vec,
           delta);
   return cuda::detail::last_launch_error();
 }
@@ -314,9 +329,11 @@ requires detail::rope_view_pair<KSrc, KDst, 4> && detail::rope_view_pair<VSrc, V
   using Id = typename Table::value_type;
   const auto plan = cuda::detail::rope_plan_or_throw(params);
   if (nb == 0 || heads == 0) return cudaSuccess;
-  const cuda::detail::row_copy v_mode = cuda::detail::rows_movable(v_src, v_dst, vdim);
+  // Chunks of 4 pairs here for every key type: with the 8-pair path beside it the kernel needed
+  // 92 registers instead of 64 and ran slower on an H200 (docs/cuda.md).
   const bool k_vec = cuda::detail::rope_rows_vectorizable(k_src, params.rotary_dim) &&
                      cuda::detail::rope_rows_vectorizable(k_dst, params.rotary_dim);
+  const cuda::detail::row_copy v_mode = cuda::detail::rows_movable(v_src, v_dst, vdim);
   cuda::detail::rope_pages_args<KT, VT, Id> a{};
   a.k_src = k_src.data();
   a.k_dst = k_dst.data();
