@@ -324,12 +324,14 @@ TEST_CASE("trtllm: periodic, offsets from start and end, save-last and branch sn
 // ---------------------------------------------------------------- Marconi
 
 TEST_CASE("marconi: a hit refreshes only the deepest matched node") {
-  // α = 0 (recency only), B = 4, M = 3, logical clock: +1 per match, insert and eviction.
-  //   r0 a1 a2 P=9:       match t=1, insert t=2 → a2@2
-  //   r1 a1..a4 P=17:     match t=3 (a2 ← 3), insert t=4 → a4@4
-  //   r2 x1 x2 P=9:       match t=5, insert t=6 → x2@6        (full)
-  //   r3 a1..a6 P=25:     match t=7 (a4 ← 7; a2 stays 3), insert t=8, evict t=9:
-  //                       1/(9−3) < 1/(9−6) < 1/(9−7) → a2 goes. (Refreshing a2 too: x2 goes.)
+  // α = 0 (recency only), B = 4, M = 3, logical clock: +1 per match, the insert's own match
+  // (which refreshes the deepest held node on the inserted sequence), insert and eviction.
+  //   r0 a1 a2 P=9:       match t=1, insert's match t=2, insert t=3 → a2@3
+  //   r1 a1..a4 P=17:     match t=4 (a2 ← 4), insert's match t=5 (a2 ← 5), insert t=6 → a4@6
+  //   r2 x1 x2 P=9:       match t=7, insert's match t=8, insert t=9 → x2@9      (full)
+  //   r3 a1..a6 P=25:     match t=10 (a4 ← 10; a2 stays 5), insert's match t=11 (a4 ← 11),
+  //                       insert t=12, evict t=13: 1/(13−5) < 1/(13−9) < 1/(13−11) → a2 goes.
+  //                       (Refreshing a2 at the hit too: x2 goes.)
   hand_trace h(4);
   h.add(chain("a", 2), 9);
   h.add(chain("a", 4), 17);
@@ -394,6 +396,120 @@ TEST_CASE("marconi: the branch-off state of a split edge, checkpointed during th
       CHECK(r.metrics().chunk_boundaries == 1.0);
     }
   });
+}
+
+TEST_CASE("marconi: the insert's own match refreshes the deepest held node of the sequence") {
+  // α = 0, B = 4, M = 3 (`insert` re-matches prompt + output, radix_cache_hybrid.py l.158).
+  //   r0 b1..b4 P=13 O=3: match 1, insert's match 2, insert 3 → b4@3
+  //   r1 c1 c2 P=8:       match 4, insert's match 5, insert 6 → c2@6
+  //   r2 c1 d2 d3 P=12:   match 7 (m = 1 inside the edge c1 c2: branch-off at c1); insert's match
+  //                       8, insert 9, evict 10 for two states: b4 (oldest) → c1@10, d3@10
+  //   r3 c1 c2 P=5 O=3:   match 11 (k = 1: c1 ← 11), insert's match 12 refreshes c2 (← 12),
+  //                       which lies past the prompt; insert 13, evict 14 (Marconi evicts on
+  //                       every insert into a full tree): c1 has two held children, so d3 (10)
+  //                       goes before c2 (12) and c2 is already held: {c1, c2}.
+  //   Without the insert's refresh c2 (6) went and was stored again: {c1, c2, d3}.
+  hand_trace h(4);
+  h.add(chain("b", 4), 13, 3);
+  h.add(chain("c", 2), 8);
+  h.add({"c1", "d2", "d3"}, 12);
+  h.add(chain("c", 2), 5, 3);
+  hc::marconi_policy p(0.0, false);
+  replay(h, p, 3, [&](std::size_t i, const hc::tree_replayer& r) {
+    if (i == 2) {
+      CHECK_FALSE(r.pool().holds(h.at(chain("b", 4))));
+      CHECK(r.pool().holds(h.at({"c1"})));
+      CHECK(r.pool().holds(h.at({"c1", "d2", "d3"})));
+    }
+    if (i == 3) {
+      CHECK(r.last_resume() == 1);
+      CHECK(r.pool().size() == 2);
+      CHECK(r.pool().holds(h.at({"c1"})));
+      CHECK(r.pool().holds(h.at(chain("c", 2))));
+      CHECK_FALSE(r.pool().holds(h.at({"c1", "d2", "d3"})));
+    }
+  });
+}
+
+TEST_CASE("marconi: a state evicted with one held child passes its fresher access time on") {
+  // FLOPs(n, p) = n, state bytes only (efficiency ∝ blocks saved over the nearest held
+  // ancestor), B = 4, M = 3, α = 0.5. `_evict_intermediate_node` merges the victim into its
+  // child, which keeps the later access time (l.424).
+  //   r0 c1 x2 x3 P=9 O=3: x3@3.  r1 c1 P=4: branch-off c1@6.  r2 b1 P=4: b1@9.
+  //   r3 b1 b2 y3 P=9 O=3: match 10 (k = 1, b1 ← 10), insert's match 11 (b1 ← 11), insert 12,
+  //      evict 13 among c1 (1 child), x3, b1: efficiency 1, 2, 1 → 0, 1, 0; recency 1/7, 1/10,
+  //      1/2 → 0.107, 0, 1; scores 0.107, 0.5, 1 → c1 goes and x3 takes its time: x3@6. y3@13.
+  //   r4 a1 a2 P=5 O=3: insert 16, evict 17 among x3, b1 (1 child), y3: efficiency 3, 1, 2 → 1,
+  //      0, 0.5; recency 1/11, 1/6, 1/4 → 0, 0.476, 1; scores 0.5, 0.476, 1.25 → b1 goes.
+  //   With x3 still at 3: recency 1/14, 1/6, 1/4 → 0, 0.533, 1; scores 0.5, 0.533, 1.25 → x3.
+  hand_trace h(4);
+  h.add({"c1", "x2", "x3"}, 9, 3);
+  h.add({"c1"}, 4);
+  h.add({"b1"}, 4);
+  h.add({"b1", "b2", "y3"}, 9, 3);
+  h.add({"a1", "a2"}, 5, 3);
+  hc::tree_cost_model cost;
+  cost.flops_per_token = 1.0;
+  cost.flops_per_pair = 0.0;
+  cost.model.attention_layers = 0;
+  cost.model.linear_layers = 1;
+  hc::marconi_policy p(0.5, false, cost);
+  replay(
+      h, p, 3,
+      [&](std::size_t i, const hc::tree_replayer& r) {
+        if (i == 3) CHECK_FALSE(r.pool().holds(h.at({"c1"})));
+        if (i != 4) return;
+        CHECK(r.pool().holds(h.at({"c1", "x2", "x3"})));
+        CHECK_FALSE(r.pool().holds(h.at({"b1"})));
+        CHECK(r.pool().holds(h.at({"b1", "b2", "y3"})));
+        CHECK(r.pool().holds(h.at({"a1", "a2"})));
+      },
+      cost);
+}
+
+TEST_CASE("marconi, joint KV budget: stale KV becomes state room, as one byte budget frees it") {
+  // One state = one KV block (16 bytes each), B = 4, M = 2, KV share 6 blocks: 8 units in all.
+  // Marconi keeps no KV without a state below it (`_delete_leaf` frees the leaf's KV with it).
+  //   r0 c1..c4 x5 x6 P=24: 6 blocks + x6's state = 7 units.
+  //   r1 b1..b4 y5 P=17 O=3: 11 blocks + 1 state > 8. No stateless KV leaf: the row names its
+  //      victim, x6 (`shed_state`); then x6, x5, c4 go as stateless leaves (8 units, no room).
+  //      At the insert, c3 goes too (`grow`) and y5 is stored.
+  //   r2 b1..b4 z5 z6 P=24: m = 4 ends inside b4 → y5: branch-off at b4. c2 and c1 go at the
+  //      allocation (7 blocks + y5). Room for two: y5 is evicted and its KV freed → b4, z6.
+  // Leaving KV to the LRU and not growing, the row held no state after r1 or r2: the stale KV
+  // left no room.
+  hand_trace h(4);
+  h.add(cat(chain("c", 4), {"x5", "x6"}), 24);
+  h.add(cat(chain("b", 4), {"y5"}), 17, 3);
+  h.add(cat(chain("b", 4), {"z5", "z6"}), 24);
+  hc::tree_cost_model cost;
+  cost.model = hc::model_shape{};
+  cost.model.linear_layers = 1;
+  cost.model.linear_heads = 1;
+  cost.model.linear_key_dim = 1;
+  cost.model.linear_value_dim = 8;  // 16 bytes
+  cost.model.attention_layers = 1;
+  cost.model.kv_heads = 1;
+  cost.model.head_dim = 1;  // 4 bytes per token, 16 per block
+  cost.model.bytes_per_element = 2;
+  cost.kv.mode = hc::kv_mode::joint;
+  cost.kv.bytes = 16.0 * 6;
+  hc::marconi_policy p(0.0, false, cost);
+  replay(
+      h, p, 2,
+      [&](std::size_t i, const hc::tree_replayer& r) {
+        if (i == 0) CHECK(r.pool().holds(h.at(cat(chain("c", 4), {"x5", "x6"}))));
+        if (i == 1) {
+          CHECK(r.pool().size() == 1);
+          CHECK(r.pool().holds(h.at(cat(chain("b", 4), {"y5"}))));
+        }
+        if (i == 2) {
+          CHECK(r.pool().size() == 2);
+          CHECK(r.pool().holds(h.at(chain("b", 4))));
+          CHECK(r.pool().holds(h.at(cat(chain("b", 4), {"z5", "z6"}))));
+        }
+      },
+      cost);
 }
 
 TEST_CASE("marconi: α tuned on a bootstrap window of 5x the requests before the first eviction") {
@@ -496,6 +612,27 @@ TEST_CASE("llamacpp: live-slot reuse, and checkpoints past the divergence are in
     }
   });
   CHECK(k == std::vector<std::size_t>{0, 3, 1});
+}
+
+TEST_CASE("llamacpp: a checkpoint at the restore point survives its own replacement") {
+  // One slot, B = 4, n_ubatch 8, n_batch 16.
+  //   r0 a1 a2 a3 P=10 O=2: checkpoint at P − 4 = 6 tokens (block 1); live a3.
+  //   r1 a1 c2 c3 P=10 O=2: common prefix 1 → restores the checkpoint at block 1 (k = 1). Its
+  //      own checkpoint at 6 tokens is again block 1: it supersedes the old one (same tokens),
+  //      and the engine's new one is a fresh copy, so a1 stays held. (Releasing the old
+  //      reference first left a1 with none: the state left the pool and the checkpoint with it.)
+  //   r2 a1 d2 d3 P=10: restores block 1 again, k = 1 (it was 0).
+  hand_trace h(4);
+  h.add(chain("a", 3), 10, 2);
+  h.add(cat(chain("a", 1), {"c2", "c3"}), 10, 2);
+  h.add(cat(chain("a", 1), {"d2", "d3"}), 10, 2);
+  hc::llamacpp_policy p(32, 8, 16, 8192, 1);
+  std::vector<std::size_t> k;
+  replay(h, p, 64, [&](std::size_t i, const hc::tree_replayer& r) {
+    k.push_back(r.last_resume());
+    if (i == 1) CHECK(r.pool().holds(h.at(chain("a", 1))));
+  });
+  CHECK(k == std::vector<std::size_t>{0, 1, 1});
 }
 
 TEST_CASE("llamacpp cache_ram: a prompt extending a cached one resumes fully") {

@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -179,6 +180,7 @@ class scan_marconi final : public hc::tree_policy {
   }
   void after_prefill(const hc::tree_step& s) override {
     if (branch_ == 0) return;
+    insert_match(s.path());
     ++clock_;
     make_room(2);
     const auto v = s.path()[branch_ - 1];
@@ -195,6 +197,7 @@ class scan_marconi final : public hc::tree_policy {
       tuned_ = true;
     }
     if (branch_ == 0) {
+      insert_match(path);
       ++clock_;
       make_room(1);
     }
@@ -207,15 +210,56 @@ class scan_marconi final : public hc::tree_policy {
     ts_[v] = clock_;
   }
   void on_dropped(std::uint32_t v) override { held_.erase(v); }
+  hc::kv_order kv_eviction() const override {
+    return ctx_.kv == hc::kv_mode::joint ? hc::kv_order::stateless_first : hc::kv_order::lru;
+  }
+  std::uint32_t shed_state() override {
+    if (held_.empty()) return hc::tree_trace::no_parent;
+    const auto v = pick();
+    forget(v);
+    return v;
+  }
   double alpha() const { return alpha_; }
 
  private:
+  void insert_match(std::span<const std::uint32_t> path) {
+    ++clock_;
+    const std::size_t d = hc::deepest_held(*ctx_.pool, path, path.size());
+    if (d > 0) ts_[path[d - 1]] = clock_;
+  }
   void make_room(std::size_t need) {
     auto& pool = *ctx_.pool;
+    if (ctx_.grow && pool.size() + need > pool.capacity()) ctx_.grow(need);
     if (pool.size() + need <= pool.capacity()) return;
     ++clock_;
     if (window_ == 0) window_ = multiplier_ * seen_;
-    while (!held_.empty() && pool.size() + need > pool.capacity()) evict_one();
+    while (!held_.empty() && pool.size() + need > pool.capacity()) {
+      const auto v = pick();
+      ctx_.pool->remove(v);
+      forget(v);
+      if (ctx_.grow && pool.size() + need > pool.capacity()) ctx_.grow(need);
+    }
+  }
+  /// Off the books; with one branch of held states below, those whose nearest held ancestor
+  /// was `v` (the node Marconi merges `v` into) keep the later access time.
+  void forget(std::uint32_t v) {
+    std::set<std::uint32_t> tops;  // the first node below v on each branch to a held state
+    std::vector<std::uint32_t> below;
+    for (const auto x : held_) {
+      if (x == v) continue;
+      std::uint32_t c = x, a = ctx_.trace->parent(x);
+      while (a != hc::tree_trace::no_parent && a != v && !ctx_.pool->holds(a)) {
+        c = a;
+        a = ctx_.trace->parent(a);
+      }
+      if (a == v) {
+        tops.insert(c);
+        below.push_back(x);
+      }
+    }
+    held_.erase(v);
+    if (tops.size() == 1)
+      for (const auto x : below) ts_[x] = std::max(ts_[x], ts_[v]);
   }
   static void normalize(std::vector<double>& x) {
     if (x.size() > 1) {
@@ -228,7 +272,7 @@ class scan_marconi final : public hc::tree_policy {
     }
     std::fill(x.begin(), x.end(), 1.0);
   }
-  void evict_one() {
+  std::uint32_t pick() {
     const auto& t = *ctx_.trace;
     const std::vector<std::uint32_t> held(held_.begin(), held_.end());
     std::vector<double> anc_depth(held.size(), 0.0);
@@ -266,8 +310,7 @@ class scan_marconi final : public hc::tree_policy {
     std::size_t best = 0;
     for (std::size_t c = 1; c < cand.size(); ++c)
       if (alpha_ * eff[c] + rec[c] < alpha_ * eff[best] + rec[best]) best = c;
-    ctx_.pool->remove(held[cand[best]]);
-    held_.erase(held[cand[best]]);
+    return held[cand[best]];
   }
   double tune(std::size_t end) {
     const auto& t = *ctx_.trace;

@@ -513,6 +513,15 @@ class trtllm_policy final : public lru_engine_policy {
 /// and keeps the one that saved the most prefill FLOPs over the last `tuning_last` of them (ties:
 /// the smallest α). Without `tune`, α stays fixed (the in-sample upper-bound row and the
 /// tuning replays themselves).
+///
+/// As in the artifact (`radix_cache_hybrid.py`, re-read on 2026-11-30 at ruipeterpan/marconi
+/// 08016617): the insert's own prefix match ticks the clock and refreshes the deepest held node
+/// on the inserted sequence before the insert evicts; a state evicted with one held child
+/// passes its timestamp to that child when fresher (`_evict_intermediate_node` merges the two
+/// nodes, keeping the later access time). Under a joint KV budget Marconi keeps no KV without a
+/// state below it and frees a leaf's KV with its state, in one byte budget: the row asks for
+/// stateless KV leaves first, turns stateless KV into state room before it evicts a state, and
+/// names its own victim when every evictable KV leaf holds a state (`shed_state`).
 class marconi_policy final : public tree_policy {
  public:
   /// `cost`: the cost model of the replay (KV bytes per token, FLOPs, the KV budget of the
@@ -597,9 +606,11 @@ class marconi_policy final : public tree_policy {
       }
     }
   }
-  /// `insert` with a branch-off: room for both states, then the branch-off state.
+  /// `insert` with a branch-off: the insert's prefix match (a tick, the deepest held node on the
+  /// prompt refreshed), room for both states, then the branch-off state.
   void after_prefill(const tree_step& s) override {
     if (branch_ == 0) return;
+    insert_match(s.path());
     ++clock_;  // insert
     make_room(2);
     const auto v = s.path()[branch_ - 1];
@@ -619,6 +630,7 @@ class marconi_policy final : public tree_policy {
           std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     }
     if (branch_ == 0) {
+      insert_match(path);
       ++clock_;  // insert
       make_room(1);
     }
@@ -632,21 +644,47 @@ class marconi_policy final : public tree_policy {
   void on_dropped(std::uint32_t v) override {
     if (held_.holds(v)) remove_state(v);
   }
+  /// Joint KV budget: stateless leaves first (Marconi frees a leaf's KV with its state and keeps
+  /// no KV without a state below it); otherwise the engines' LRU.
+  [[nodiscard]] kv_order kv_eviction() const override {
+    return ctx_.kv == kv_mode::joint ? kv_order::stateless_first : kv_order::lru;
+  }
+  /// Joint KV budget, every evictable KV leaf holding a state: the row's own victim (the lowest
+  /// score, as `evict_v2` picks it), taken off its books; the engine drops it.
+  [[nodiscard]] std::uint32_t shed_state() override {
+    if (held_.empty()) return tree_trace::no_parent;
+    const std::uint32_t v = pick();
+    forget(v);
+    return v;
+  }
 
  private:
+  /// The insert's `match_prefix` over the inserted sequence: the clock ticks and the deepest
+  /// held node on it is refreshed.
+  void insert_match(std::span<const std::uint32_t> path) {
+    ++clock_;
+    const std::size_t d = deepest_held(*ctx_.pool, path, path.size());
+    if (d > 0) touch(path[d - 1], clock_);
+  }
   static void check_alpha(const std::string& what, double a) {
     if (!(a >= 0.0) || !std::isfinite(a))
       hybridcache::detail::throw_invalid(what, a, "must be finite and >= 0");
   }
   /// `evict`: called once per insertion that would overflow (the clock ticks; the first call
   /// fixes the bootstrap window), then `evict_v2` until `need` states fit.
+  ///
+  /// Joint KV budget: stateless KV (the edge of a state just evicted included) becomes state
+  /// room first (`tree_context::grow`), as Marconi's one byte budget frees a leaf's KV with it.
   void make_room(std::size_t need) {
     auto& pool = *ctx_.pool;
-    const std::size_t cap = pool.capacity();
-    if (pool.size() + need <= cap) return;
+    if (ctx_.grow && pool.size() + need > pool.capacity()) ctx_.grow(need);
+    if (pool.size() + need <= pool.capacity()) return;
     ++clock_;
     if (window_ == 0) window_ = multiplier_ * seen_;
-    while (!held_.empty() && pool.size() + need > cap) evict_one();
+    while (!held_.empty() && pool.size() + need > pool.capacity()) {
+      evict_one();
+      if (ctx_.grow && pool.size() + need > pool.capacity()) ctx_.grow(need);
+    }
   }
   /// One `evict_v2` step (see the class comment): the candidate with the lowest
   /// α · norm(eff) + norm(recency), ties to the lowest id (the first in the artifact's scan).
@@ -659,10 +697,13 @@ class marconi_policy final : public tree_policy {
   /// operation of the score is monotone in its arguments under rounding), so none is lower or
   /// ties. Each score is computed as the full scan computes it; same victim, same arithmetic.
   void evict_one() {
-    if (by_eff_.empty()) {
-      evict_scan();
-      return;
-    }
+    const std::uint32_t v = pick();
+    ctx_.pool->remove(v);
+    forget(v);
+  }
+  /// The victim `evict_v2` picks (held_ not empty).
+  [[nodiscard]] std::uint32_t pick() {
+    if (by_eff_.empty()) return pick_scan();
     const double elo = by_eff_.begin()->first, ehi = by_eff_.rbegin()->first;
     const double rlo = recency(by_ts_.begin()->first), rhi = recency(by_ts_.rbegin()->first);
     const bool many = by_eff_.size() > 1;
@@ -694,14 +735,12 @@ class marconi_policy final : public tree_policy {
       ++ie;
       ++it;
     }
-    ctx_.pool->remove(best);
-    remove_state(best);
+    return best;
   }
   /// The full scan over the held states in ascending id order (all of them are candidates: only
   /// when none has at most one child, which a non-empty tree of held states never has).
-  void evict_scan() {
+  [[nodiscard]] std::uint32_t pick_scan() const {
     const auto& held = held_.nodes();
-    if (held.empty()) return;
     double elo = eff_[held.front()], ehi = elo;
     std::uint64_t tlo = ts_[held.front()], thi = tlo;
     for (auto v : held) {
@@ -726,8 +765,15 @@ class marconi_policy final : public tree_policy {
         first = false;
       }
     }
-    ctx_.pool->remove(best);
-    remove_state(best);
+    return best;
+  }
+  /// Takes the row's victim `v` off the books (`_evict_intermediate_node` / `_delete_leaf`):
+  /// with one held child, the child, which Marconi merges `v` into, keeps the later of the two
+  /// access times.
+  void forget(std::uint32_t v) {
+    merge_ts_ = held_.children(v) == 1 ? ts_[v] : 0;
+    remove_state(v);
+    merge_ts_ = 0;
   }
   /// The recency score of a state last touched at `ts`: 1 / (now − ts).
   [[nodiscard]] double recency(std::uint64_t ts) const noexcept {
@@ -772,11 +818,12 @@ class marconi_policy final : public tree_policy {
     if (in_cand_[x] != 0 && held_.children(x) <= 1) {
       rekey(by_eff_, eff_[x], e, x);
       eff_[x] = e;
-      return;
+    } else {
+      leave(x);
+      eff_[x] = e;
+      enter(x);
     }
-    leave(x);
-    eff_[x] = e;
-    enter(x);
+    if (merge_ts_ > ts_[x]) touch(x, merge_ts_);  // merged into x (`forget`)
   }
   /// Held `x`'s children changed: it may enter or leave the candidates.
   void kids_changed(std::uint32_t x) {
@@ -852,6 +899,7 @@ class marconi_policy final : public tree_policy {
   std::vector<std::uint64_t> seen_at_;  ///< evict_one's visit stamps
   std::uint64_t scan_epoch_ = 0;
   std::uint64_t clock_ = 0;
+  std::uint64_t merge_ts_ = 0;  ///< `forget`: the access time the merged child inherits
   std::size_t seen_ = 0, window_ = 0, budget_ = 0, branch_ = 0;
   bool tuned_ = false;
   double tune_ns_ = 0.0;  ///< the tuning replays' wall time
@@ -1054,8 +1102,15 @@ class llamacpp_policy final : public tree_policy {
     h.path.assign(path.begin(), path.end());
     for (const auto& c : planned_) {
       if (c.block == 0) continue;
+      // A state already held gets the new checkpoint's reference before `create_checkpoint`
+      // may release the only other one (a superseded, thinned or FIFO-dropped checkpoint at the
+      // restore point): the engine's new checkpoint is a fresh copy of the live state, never
+      // lost with the old one. A new state takes its room after the releases, as before.
+      const auto v = path[c.block - 1];
+      const bool was_held = ctx_.pool->holds(v);
+      if (was_held) ++refs_[v];
       create_checkpoint(h, c, s.index);
-      if (!hold(path[c.block - 1], c.block > resumed_)) {
+      if (!was_held && !hold(v, c.block > resumed_)) {
         h.ckpts.pop_back();  // no room: the checkpoint is not kept
       }
     }
