@@ -635,6 +635,23 @@ TEST_CASE("llamacpp: a checkpoint at the restore point survives its own replacem
   CHECK(k == std::vector<std::size_t>{0, 1, 1});
 }
 
+TEST_CASE("llamacpp: a checkpoint where earlier prompts diverged (the user-message start)") {
+  // One slot, B = 4, n_ubatch 8, n_batch 16. Sessions share a system prompt s1 s2 (8 tokens)
+  // and differ in the user message after it, where the engine checkpoints (a user-message
+  // start). The trace has no message boundaries: a node where earlier requests took different
+  // children stands in for one.
+  //   r0 s1 s2 a3 P=10 O=2: checkpoint at P − 4 = 6 (block 1).
+  //   r1 s1 s2 b3: restores block 1 (k = 1); checkpoint at 6 again. At its end s2 is a fork.
+  //   r2 s1 s2 c3: k = 1; the fork at 8 tokens is a user start: checkpoint at 8 (block 2).
+  //   r3 s1 s2 d3: restores block 2 (k = 2). Without the fork, block 1 again (k = 1).
+  hand_trace h(4);
+  for (const char* u : {"a3", "b3", "c3", "d3"}) h.add({"s1", "s2", u}, 10, 2);
+  hc::llamacpp_policy p(32, 8, 16, 8192, 1);
+  std::vector<std::size_t> k;
+  replay(h, p, 64, [&](std::size_t, const hc::tree_replayer& r) { k.push_back(r.last_resume()); });
+  CHECK(k == std::vector<std::size_t>{0, 1, 1, 2});
+}
+
 TEST_CASE("llamacpp cache_ram: a prompt extending a cached one resumes fully") {
   // Four slots (auto), B = 4. Conversations A … E, one turn each (P=10, O=2, 3 blocks), then A's
   // second turn (P=22). Without the prompt cache, E took A's slot (LRU) and A's state is gone:

@@ -920,8 +920,12 @@ class marconi_policy final : public tree_policy {
 /// contains are removed; a request's slot first loads the entry that keeps the larger fraction
 /// of both (`f_keep` ≥ 0.25), which leaves the cache.
 ///
-/// User-message starts: the trace has no turns, so the end of an earlier request on this path
-/// (its prompt + output tokens) stands in for the start of the next user message.
+/// User-message starts: the trace has no turns, so two places on this path stand in for the
+/// start of a user message: the end of an earlier request (its prompt + output tokens: the next
+/// turn's message starts there) and a block where earlier requests took different next blocks
+/// (a fork seen at their `finish`: sessions that share a system prompt or a document diverge at
+/// the message after it, where the engine checkpoints). A fork can also fall inside a message,
+/// where the engine would not checkpoint; that errs towards the engine.
 ///
 /// The budget of M states binds before the engine's own limits do: a new state first evicts the
 /// oldest checkpoint of any slot or entry, then the oldest cache entry, then the least recently
@@ -961,6 +965,8 @@ class llamacpp_policy final : public tree_policy {
     ctx_ = ctx;
     refs_.assign(ctx.trace->node_count(), 0);
     ended_.assign(ctx.trace->node_count(), 0);
+    first_child_.assign(ctx.trace->node_count(), none);
+    forks_.assign(ctx.trace->node_count(), 0);
     slots_.assign(n_slots_, holder{});
     cache_.clear();
     maybe_empty_.clear();
@@ -1056,8 +1062,10 @@ class llamacpp_policy final : public tree_policy {
     for (std::size_t j = 1; j <= path.size(); ++j) {
       const std::size_t t = ended_[path[j - 1]];
       if (t > k * B && t < P) users.push_back(t);
+      if (forks_[path[j - 1]] != 0 && j * B > k * B && j * B < P) users.push_back(j * B);
     }
     std::sort(users.begin(), users.end());
+    users.erase(std::unique(users.begin(), users.end()), users.end());
     const std::size_t last_user = users.empty() ? P + 1 : users.back();
     const auto is_user = [&](std::size_t q) {
       return std::binary_search(users.begin(), users.end(), q);
@@ -1132,6 +1140,13 @@ class llamacpp_policy final : public tree_policy {
     h.path.assign(path.begin(), path.end());
     h.tokens = s.prompt_tokens + s.request->output_tokens;  // known at the request's end
     h.last_used = static_cast<std::int64_t>(clock_);
+    for (std::size_t j = 1; j < path.size(); ++j) {
+      auto& first = first_child_[path[j - 1]];
+      if (first == none)
+        first = path[j];
+      else if (first != path[j])
+        forks_[path[j - 1]] = 1;
+    }
     if (!path.empty()) {
       ended_[path.back()] = h.tokens;
       h.live = hold(path.back(), path.size() > resumed_);
@@ -1557,6 +1572,8 @@ class llamacpp_policy final : public tree_policy {
   tree_context ctx_{};
   std::vector<std::uint32_t> refs_;
   std::vector<std::size_t> ended_;  ///< per node: tokens of an earlier request ending there
+  std::vector<std::uint32_t> first_child_;  ///< per node: the first child a request took
+  std::vector<std::uint8_t> forks_;         ///< per node: earlier requests diverged below it
   std::vector<holder> slots_;
   entry_list cache_;  ///< the prompt cache, oldest first (increasing `stamp`)
   /// Cache entries that may hold no state (`on_dropped` removes those that do).
