@@ -749,6 +749,114 @@ TEST_CASE("library_policy: under a joint budget its states take their M share ba
   CHECK(p.kv_eviction() == hc::kv_order::lru);
 }
 
+namespace {
+/// Forwards every call to a `library_policy` (stateless leaves first) and watches the states its
+/// own ranking displaces while it offers its own (`after_prefill`, `finish`; the engine's drops
+/// are told apart through `on_dropped`). Its `tree_context::grow` is wrapped: after each call the
+/// tree is scanned, independently of the replay's bookkeeping, for a KV leaf off the running path
+/// that holds no state.
+struct displace_watch final : hc::tree_policy {
+  displace_watch() : inner({}, "hybridcache", false, hc::kv_order::stateless_first, true) {}
+  std::string name() const override { return inner.name(); }
+  void reset(const hc::tree_context& c) override {
+    ctx = c;
+    hc::tree_context wrapped = c;
+    wrapped.grow = [this, g = c.grow](std::size_t n) {
+      if (ctx.pool->size() >= ctx.budget) ++grows_beyond_m;
+      const std::size_t room = g(n);
+      if (room == 0) {
+        exhausted = true;
+        if (stateless_leaf_left()) ++grows_stopped_early;
+      }
+      return room;
+    };
+    inner.reset(wrapped);
+  }
+  std::size_t resume(const hc::tree_step& s) override { return inner.resume(s); }
+  void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& p) override {
+    inner.plan_prefill(s, p);
+  }
+  void after_prefill(const hc::tree_step& s) override {
+    offering(s, [&] { inner.after_prefill(s); });
+  }
+  void on_decode_block(const hc::tree_step& s, std::size_t j) override {
+    offering(s, [&] { inner.on_decode_block(s, j); });
+  }
+  void finish(const hc::tree_step& s) override {
+    offering(s, [&] { inner.finish(s); });
+  }
+  void on_dropped(std::uint32_t v) override {
+    dropped.push_back(v);
+    inner.on_dropped(v);
+  }
+  void on_evicted(std::uint32_t v) override { inner.on_evicted(v); }
+  std::pair<std::uint64_t, std::uint32_t> lru_state() const override { return inner.lru_state(); }
+  hc::kv_order kv_eviction() const override { return inner.kv_eviction(); }
+  std::uint32_t shed_state() override { return inner.shed_state(); }
+
+  /// A present KV leaf that holds no state and is not on the running request's path (stamped
+  /// before its first block, which its allocation stamped first).
+  [[nodiscard]] bool stateless_leaf_left() const {
+    const auto guard = ctx.tree->stamp(path.front());
+    for (std::uint32_t v = 0; v < ctx.trace->node_count(); ++v) {
+      if (ctx.trace->parent(v) == hc::tree_trace::no_parent) continue;  // a namespace root
+      if (ctx.tree->present(v) && !ctx.tree->has_children(v) && !ctx.pool->holds(v) &&
+          ctx.tree->stamp(v) < guard)
+        return true;
+    }
+    return false;
+  }
+  template <class F>
+  void offering(const hc::tree_step& s, F&& call) {
+    path.assign(s.path().begin(), s.path().end());
+    held.clear();
+    for (std::uint32_t v = 0; v < ctx.trace->node_count(); ++v)
+      if (ctx.pool->holds(v)) held.push_back(v);
+    dropped.clear();
+    exhausted = false;
+    call();
+    std::size_t displaced = 0;
+    for (const auto v : held)
+      if (!ctx.pool->holds(v) && std::find(dropped.begin(), dropped.end(), v) == dropped.end())
+        ++displaced;
+    displacements += displaced;
+    if (displaced > 0 && !exhausted) ++displaced_with_kv_left;
+  }
+
+  hc::library_policy inner;
+  hc::tree_context ctx{};
+  std::vector<std::uint32_t> path, held, dropped;
+  bool exhausted = false;
+  std::size_t grows_beyond_m = 0, grows_stopped_early = 0, displacements = 0;
+  std::size_t displaced_with_kv_left = 0;
+};
+}  // namespace
+
+TEST_CASE("library_policy: a joint pool displaces a held state only once no stateless KV is left") {
+  // KV below the deepest state of its path serves no resume, so under a joint pool any state is
+  // worth more than it: a state offered into a full pool takes its room from such KV first,
+  // however many states are held (before 2026-11-30 only while fewer than M were, so beyond M a
+  // new state displaced a held one while stateless KV stayed cached). Reference: an independent
+  // scan of the tree whenever `grow` finds no more room, and the pool's held set before and
+  // after each offering call.
+  const auto t = small_trace(13);
+  std::size_t beyond = 0, displacements = 0;
+  for (std::size_t M : {2, 4, 16}) {
+    CAPTURE(M);
+    hc::tree_options o;
+    o.cost = cost_for(hc::kv_mode::joint, t);
+    const auto usable = hc::usable_matches(t, o.cost);
+    displace_watch p;
+    (void)hc::replay_tree(t, p, M, usable, o.cost);
+    CHECK(p.grows_stopped_early == 0);     // grow stops only when no stateless leaf is left
+    CHECK(p.displaced_with_kv_left == 0);  // a displacement only after grow found no room
+    beyond += p.grows_beyond_m;
+    displacements += p.displacements;
+  }
+  CHECK(beyond > 0);         // states beyond M took their room from KV
+  CHECK(displacements > 0);  // and the ranking still displaced held states once KV ran out
+}
+
 TEST_CASE("re-plan time is reported apart: the exact policy's re-plans and Marconi's tuning") {
   const auto t = small_trace(5);
   hc::tree_options o;

@@ -28,12 +28,13 @@
 /// room the pool has for states, which changes per request (`set_capacity_bytes` at match time
 /// and again once the request's KV is allocated; the policy is built with the whole pool's
 /// capacity before any KV is cached). Under a joint budget a state offered into a full pool
-/// while fewer than M are held first takes its room back from the least recently used KV leaves
-/// (`tree_context::grow`; added after 0.2.0: in 0.2.0, cached KV kept the M states' share once it
-/// had spilled into it), in the row's KV order: with stateless leaves first (the default) only
-/// from KV that holds no state, so a held state is displaced by `admit`'s ranking, never by
-/// recency (after 0.2.1). States the engine drops with their KV are given back by `drop`, and
-/// every evicted KV leaf by `erase`.
+/// first takes its room back from the least recently used KV leaves (`tree_context::grow`; added
+/// after 0.2.0: in 0.2.0, cached KV kept the M states' share once it had spilled into it), in
+/// the row's KV order: with stateless leaves first (the default) only from KV that holds no
+/// state, so a held state is displaced by `admit`'s ranking, never by recency (after 0.2.1), and
+/// however many states are held (2026-11-30: before, only while fewer than M were); in LRU
+/// order only while fewer than M are held. States the engine drops with their KV are given back
+/// by `drop`, and every evicted KV leaf by `erase`.
 /// Under a joint KV budget the policy asks the engine to evict the cached KV leaves that hold no
 /// state first (`kv_order::stateless_first`, replay.hpp): an engine using the library knows which
 /// blocks hold a state (`state_policy::has_state`), and KV below the deepest held state of its
@@ -344,12 +345,16 @@ class library_policy final : public tree_policy {
     if (pol_->has_state(lib)) return;
     auto& pool = *ctx_.pool;
     // Joint KV budget: the pool was sized as the KV share plus M states' bytes, and cached KV
-    // spills into whatever states leave free. A state that finds the pool full while fewer than
-    // M are held takes its room back from the least recently used KV leaves (as the engine's
-    // one block pool hands a new block the least recently used cached one; with stateless
-    // leaves first, only from those); beyond M, or with no such KV left, it competes within
-    // the room it has.
-    if (ctx_.grow && pool.full() && pool.size() < ctx_.budget) {
+    // spills into whatever states leave free. A state that finds the pool full first takes its
+    // room back from the least recently used KV leaves, as the engine's one block pool hands a
+    // new block the least recently used cached one. With stateless leaves first (the default)
+    // only from those, and however many states are held: such KV serves no resume, so any
+    // state is worth more than it (docs/design/tree_safeguard.md §15). In the engines' LRU
+    // order (`hybridcache_lru_kv`) `grow` would also take leaves that hold states, by recency,
+    // so there it does so only while fewer than M are held. With no such KV left the state
+    // competes within the room it has (`admit`).
+    if (ctx_.grow && pool.full() &&
+        (kv_eviction() == kv_order::stateless_first || pool.size() < ctx_.budget)) {
       ctx_.grow(1);
       sync_capacity();
     }
