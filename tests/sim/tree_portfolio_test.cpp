@@ -751,10 +751,10 @@ TEST_CASE("library_policy: under a joint budget its states take their M share ba
 
 namespace {
 /// Forwards every call to a `library_policy` (stateless leaves first) and watches the states its
-/// own ranking displaces while it offers its own (`after_prefill`, `finish`; the engine's drops
-/// are told apart through `on_dropped`). Its `tree_context::grow` is wrapped: after each call the
-/// tree is scanned, independently of the replay's bookkeeping, for a KV leaf off the running path
-/// that holds no state.
+/// own ranking displaces while it offers its own (`after_prefill`, `on_decode_block`, `finish`;
+/// the engine's drops are told apart through `on_dropped`). Its `tree_context::grow` is wrapped:
+/// after each call the tree is scanned, independently of the replay's bookkeeping, for a KV leaf
+/// off the running path that holds no state.
 struct displace_watch final : hc::tree_policy {
   displace_watch() : inner({}, "hybridcache", false, hc::kv_order::stateless_first, true) {}
   std::string name() const override { return inner.name(); }
