@@ -656,17 +656,32 @@ TEST_CASE("portfolio: the library's row runs the exact policy at two memories") 
 }
 
 namespace {
-/// Forwards every call to a `library_policy` and counts the states the engine drops while the
-/// policy offers its own (`after_prefill`, `on_decode_block`, `finish`: the engine's drops there
-/// come from `tree_context::grow` alone).
-struct grow_watch final : hc::tree_policy {
-  explicit grow_watch(hc::kv_order kv) : inner({}, "hybridcache", false, kv, false) {}
+/// Forwards every call to a `library_policy`; the watches below override the calls they observe.
+struct library_forward : hc::tree_policy {
+  library_forward(hc::kv_order kv, bool charge) : inner({}, "hybridcache", false, kv, charge) {}
   std::string name() const override { return inner.name(); }
   void reset(const hc::tree_context& c) override { inner.reset(c); }
   std::size_t resume(const hc::tree_step& s) override { return inner.resume(s); }
   void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& p) override {
     inner.plan_prefill(s, p);
   }
+  void after_prefill(const hc::tree_step& s) override { inner.after_prefill(s); }
+  void on_decode_block(const hc::tree_step& s, std::size_t j) override {
+    inner.on_decode_block(s, j);
+  }
+  void finish(const hc::tree_step& s) override { inner.finish(s); }
+  void on_dropped(std::uint32_t v) override { inner.on_dropped(v); }
+  void on_evicted(std::uint32_t v) override { inner.on_evicted(v); }
+  std::pair<std::uint64_t, std::uint32_t> lru_state() const override { return inner.lru_state(); }
+  hc::kv_order kv_eviction() const override { return inner.kv_eviction(); }
+  std::uint32_t shed_state() override { return inner.shed_state(); }
+  hc::library_policy inner;
+};
+
+/// Counts the states the engine drops while the policy offers its own (`after_prefill`,
+/// `on_decode_block`, `finish`: the engine's drops there come from `tree_context::grow` alone).
+struct grow_watch final : library_forward {
+  explicit grow_watch(hc::kv_order kv) : library_forward(kv, false) {}
   void after_prefill(const hc::tree_step& s) override {
     offering = true;
     inner.after_prefill(s);
@@ -686,11 +701,6 @@ struct grow_watch final : hc::tree_policy {
     grow_drops += offering ? 1 : 0;
     inner.on_dropped(v);
   }
-  void on_evicted(std::uint32_t v) override { inner.on_evicted(v); }
-  std::pair<std::uint64_t, std::uint32_t> lru_state() const override { return inner.lru_state(); }
-  hc::kv_order kv_eviction() const override { return inner.kv_eviction(); }
-  std::uint32_t shed_state() override { return inner.shed_state(); }
-  hc::library_policy inner;
   bool offering = false;
   std::size_t grow_drops = 0;
 };
@@ -755,9 +765,8 @@ namespace {
 /// the engine's drops are told apart through `on_dropped`). Its `tree_context::grow` is wrapped:
 /// after each call the tree is scanned, independently of the replay's bookkeeping, for a KV leaf
 /// off the running path that holds no state.
-struct displace_watch final : hc::tree_policy {
-  displace_watch() : inner({}, "hybridcache", false, hc::kv_order::stateless_first, true) {}
-  std::string name() const override { return inner.name(); }
+struct displace_watch final : library_forward {
+  displace_watch() : library_forward(hc::kv_order::stateless_first, true) {}
   void reset(const hc::tree_context& c) override {
     ctx = c;
     hc::tree_context wrapped = c;
@@ -772,10 +781,6 @@ struct displace_watch final : hc::tree_policy {
     };
     inner.reset(wrapped);
   }
-  std::size_t resume(const hc::tree_step& s) override { return inner.resume(s); }
-  void plan_prefill(const hc::tree_step& s, std::vector<std::size_t>& p) override {
-    inner.plan_prefill(s, p);
-  }
   void after_prefill(const hc::tree_step& s) override {
     offering(s, [&] { inner.after_prefill(s); });
   }
@@ -789,10 +794,6 @@ struct displace_watch final : hc::tree_policy {
     dropped.push_back(v);
     inner.on_dropped(v);
   }
-  void on_evicted(std::uint32_t v) override { inner.on_evicted(v); }
-  std::pair<std::uint64_t, std::uint32_t> lru_state() const override { return inner.lru_state(); }
-  hc::kv_order kv_eviction() const override { return inner.kv_eviction(); }
-  std::uint32_t shed_state() override { return inner.shed_state(); }
 
   /// A present KV leaf that holds no state and is not on the running request's path (stamped
   /// before its first block, which its allocation stamped first).
@@ -823,7 +824,6 @@ struct displace_watch final : hc::tree_policy {
     if (displaced > 0 && !exhausted) ++displaced_with_kv_left;
   }
 
-  hc::library_policy inner;
   hc::tree_context ctx{};
   std::vector<std::uint32_t> path, held, dropped;
   bool exhausted = false;

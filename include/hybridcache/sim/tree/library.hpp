@@ -353,8 +353,9 @@ class library_policy final : public tree_policy {
     // order (`hybridcache_lru_kv`) `grow` would also take leaves that hold states, by recency,
     // so there it does so only while fewer than M are held. With no such KV left the state
     // competes within the room it has (`admit`).
+    // (`grow` is set under a joint budget only, where `kv_eviction()` is `kv_`.)
     if (ctx_.grow && pool.full() &&
-        (kv_eviction() == kv_order::stateless_first || pool.size() < ctx_.budget)) {
+        (kv_ == kv_order::stateless_first || pool.size() < ctx_.budget)) {
       ctx_.grow(1);
       sync_capacity();
     }

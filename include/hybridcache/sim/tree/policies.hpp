@@ -1062,7 +1062,7 @@ class llamacpp_policy final : public tree_policy {
     for (std::size_t j = 1; j <= path.size(); ++j) {
       const std::size_t t = ended_[path[j - 1]];
       if (t > k * B && t < P) users.push_back(t);
-      if (forks_[path[j - 1]] != 0 && j * B > k * B && j * B < P) users.push_back(j * B);
+      if (forks_[path[j - 1]] != 0 && j > k && j * B < P) users.push_back(j * B);
     }
     std::sort(users.begin(), users.end());
     users.erase(std::unique(users.begin(), users.end()), users.end());
