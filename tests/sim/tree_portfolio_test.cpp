@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hc = hybridcache;
@@ -126,6 +127,57 @@ TEST_CASE("portfolio: one candidate with room for every state is followed exactl
   CHECK(real.chunk_boundaries == a.chunk_boundaries);
   CHECK(p.stats().switches == 0);
   CHECK(p.stats().handover_loss == 0.0);
+}
+
+TEST_CASE("portfolio: the first leader is the one named, until the scores say otherwise") {
+  // Two candidates, room for every state: `vllm_all` keeps a state at every block, so it resumes
+  // every usable match in full and no candidate can lead it. Named first leader, it leads the
+  // whole trace and the real pool is its own replay (reference: it alone). Named second, the
+  // row starts with `vllm_align` and pays its misses before it switches (so the check can fail).
+  const auto t = small_trace(5);
+  hc::tree_options o;
+  const auto usable = hc::usable_matches(t, o.cost);
+  const std::size_t M = t.node_count();
+  auto alone = hc::make_tree_policy("vllm_all", o);
+  const auto a = hc::replay_tree(t, *alone, M, usable, o.cost);
+  double first_recompute[2] = {0.0, 0.0};
+  for (std::size_t first : {0, 1}) {
+    CAPTURE(first);
+    std::vector<std::unique_ptr<hc::tree_policy>> c;
+    c.push_back(hc::make_tree_policy("vllm_align", o));
+    c.push_back(hc::make_tree_policy("vllm_all", o));
+    hc::portfolio_policy p(std::move(c), "row", first);
+    const auto real = hc::replay_tree(t, p, M, usable, o.cost);
+    first_recompute[first] = real.recomputed_tokens;
+    if (first == 1) {
+      CHECK(p.stats().switches == 0);
+      CHECK(p.stats().led[1] == t.size());
+      CHECK(real.recomputed_tokens == a.recomputed_tokens);
+      CHECK(real.states_mean == a.states_mean);
+      CHECK(p.stats().handover_loss == 0.0);
+    } else {
+      CHECK(p.stats().led[0] > 0);
+    }
+  }
+  CHECK(first_recompute[0] > first_recompute[1]);
+  // The library's row: the long-memory candidate (1) leads first under unlimited and separate
+  // KV, the base-memory one (0) under a joint pool; `hybridcache_base_first` starts with the
+  // base one in every mode.
+  for (auto mode : {hc::kv_mode::unlimited, hc::kv_mode::separate, hc::kv_mode::joint}) {
+    CAPTURE(static_cast<int>(mode));
+    hc::tree_options m;
+    m.cost = cost_for(mode, t);
+    const auto u = hc::usable_matches(t, m.cost);
+    for (std::string_view name : {"hybridcache", "hybridcache_base_first"}) {
+      CAPTURE(name);
+      auto row = hc::make_tree_policy(name, m);
+      auto* p = dynamic_cast<hc::portfolio_policy*>(row.get());
+      REQUIRE(p != nullptr);
+      const hc::tree_replayer r(t, *p, 16, u, m.cost);  // resets the row: no request yet
+      const bool base = mode == hc::kv_mode::joint || name == "hybridcache_base_first";
+      CHECK(p->leader() == (base ? 0u : 1u));
+    }
+  }
 }
 
 TEST_CASE("portfolio: one candidate is reproduced exactly under every KV budget that binds") {
@@ -367,6 +419,9 @@ TEST_CASE("portfolio: bad construction is refused") {
   std::vector<std::unique_ptr<hc::tree_policy>> c;
   c.push_back(nullptr);
   CHECK_THROWS_AS(hc::portfolio_policy(std::move(c)), hc::invalid_argument);
+  std::vector<std::unique_ptr<hc::tree_policy>> one;
+  one.push_back(hc::make_tree_policy("vllm_all", hc::tree_options{}));
+  CHECK_THROWS_AS(hc::portfolio_policy(std::move(one), "row", 1), hc::invalid_argument);
 }
 
 namespace {

@@ -93,18 +93,22 @@ struct portfolio_stats {
 /// Candidate shadows + follow-the-lazy-leader + hand-over (see the file comment).
 class portfolio_policy final : public tree_policy {
  public:
-  /// `candidates` (≥ 1, online policies only), the first the initial leader; `name` the row.
-  /// @throws invalid_argument for no candidates or a null one.
+  /// `candidates` (≥ 1, online policies only); `name` the row; `initial` the candidate that
+  /// leads before any evidence (λ(0) of `leader_safeguard`).
+  /// @throws invalid_argument for no candidates, a null one, or `initial` out of range.
   explicit portfolio_policy(std::vector<std::unique_ptr<tree_policy>> candidates,
-                            std::string name = "hybridcache")
+                            std::string name = "hybridcache", std::size_t initial = 0)
       : name_(std::move(name)),
         candidates_(std::move(candidates)),
-        guard_(std::max<std::size_t>(candidates_.size(), 1)) {
+        guard_(std::max<std::size_t>(candidates_.size(), 1)),
+        initial_(initial) {
     if (candidates_.empty())
       hybridcache::detail::throw_invalid("candidates", 0, "must name at least one policy");
     for (const auto& c : candidates_)
       if (!c)
         hybridcache::detail::throw_invalid("candidates", "null", "must not hold a null policy");
+    if (initial >= candidates_.size())
+      hybridcache::detail::throw_invalid("initial", initial, "must be < the number of candidates");
   }
   [[nodiscard]] std::string name() const override { return name_; }
 
@@ -132,15 +136,15 @@ class portfolio_policy final : public tree_policy {
                                           ctx.begin, share ? kv_.get() : nullptr, lanes_.get()));
     }
     for (auto& sh : shadows_) sh->set_timing(false);  // the row's own replayer times them
-    guard_ = leader_safeguard(candidates_.size());
+    guard_ = leader_safeguard(candidates_.size(), initial_);
     losses_.assign(candidates_.size(), 0.0);
     resumed_.assign(candidates_.size(), 0);
     lru_.reset(ctx.trace->node_count());
     extras_.clear();
     is_extra_.assign(ctx.trace->node_count(), 0);
     lead_log_.clear();
-    shadows_.front()->log_states(&lead_log_);
-    leader_ = 0;
+    shadows_[initial_]->log_states(&lead_log_);
+    leader_ = initial_;
     pinned_ = tree_trace::no_parent;
     actual_loss_ = handover_loss_ = 0.0;
   }
@@ -412,6 +416,7 @@ class portfolio_policy final : public tree_policy {
   std::set<std::pair<std::uint64_t, std::uint32_t>> extras_;
   std::vector<std::uint8_t> is_extra_;   ///< per node: in `extras_`
   std::vector<std::uint32_t> lead_log_;  ///< the leader's held-set changes not yet read
+  std::size_t initial_ = 0;              ///< λ(0)
   std::size_t leader_ = 0, runner_ = 0;
   /// The running request's resume state (no_parent between requests and for a cold start).
   std::uint32_t pinned_ = tree_trace::no_parent;

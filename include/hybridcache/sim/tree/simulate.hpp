@@ -82,14 +82,17 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// since then the base-memory candidate runs without it, the long-memory one with it).
 /// `hybridcache_noclasses` = the row with its long-memory candidate on one P(hit | age) law for
 /// every state (`policy_options::age_classes` off: the row before age classes).
+/// `hybridcache_base_first` = the row with its base-memory candidate as the first leader in every
+/// KV mode (the row before the first leader was chosen per mode: the long-memory candidate leads
+/// first under unlimited and separate KV).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 17> tree_policy_variants{
+inline constexpr std::array<std::string_view, 18> tree_policy_variants{
     "hybridcache_exact",        "hybridcache_pool_memory", "hybridcache_one_memory",
     "hybridcache_shadows",      "hybridcache_base",        "hybridcache_prev",
     "hybridcache_noprior",      "hybridcache_norepeat",    "hybridcache_noage",
     "hybridcache_noprefill",    "hybridcache_nofill",      "hybridcache_nobranch",
     "hybridcache_admitall",     "hybridcache_lru_kv",      "hybridcache_nokvcharge",
-    "hybridcache_prefill_both", "hybridcache_noclasses"};
+    "hybridcache_prefill_both", "hybridcache_noclasses",   "hybridcache_base_first"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -147,7 +150,8 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
   if (name == "hybridcache" || name == "hybridcache_shadows" || name == "hybridcache_one_memory" ||
       name == "hybridcache_lru_kv" || name == "hybridcache_nokvcharge" ||
-      name == "hybridcache_prefill_both" || name == "hybridcache_noclasses") {
+      name == "hybridcache_prefill_both" || name == "hybridcache_noclasses" ||
+      name == "hybridcache_base_first") {
     // The library's row: the exact ΔE[r] policy and every faithful engine row, run in shadow;
     // the pool follows the lazy leader with a hand-over (sim/tree/portfolio.hpp).
     const auto kv = name == "hybridcache_lru_kv" ? kv_order::lru : kv_order::stateless_first;
@@ -169,7 +173,12 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
       c.push_back(
           std::make_unique<library_policy>(longer, "hybridcache_pool_memory", true, kv, charge));
     for (auto f : faithful_tree_policy_names) c.push_back(make_tree_policy(f, o));
-    return std::make_unique<portfolio_policy>(std::move(c), std::string(name));
+    // The first leader, before any evidence: under a joint pool the base-memory candidate,
+    // otherwise the long-memory one (the candidate that more often leads from the start there;
+    // docs/design/tree_safeguard.md §16, decided on the tuning families).
+    const std::size_t first =
+        two && o.cost.kv.mode != kv_mode::joint && name != "hybridcache_base_first" ? 1 : 0;
+    return std::make_unique<portfolio_policy>(std::move(c), std::string(name), first);
   }
   if (name == "hybridcache_exact")
     return std::make_unique<library_policy>(policy_options{}, "hybridcache_exact");
