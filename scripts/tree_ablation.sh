@@ -31,7 +31,7 @@ BUDGETS=${BUDGETS:-16,64,256,1024}
 # in `separate` and shared with states in `joint` (tree.csv's kv_evicted_blocks says how much).
 KV_BUDGET=${KV_BUDGET:-4GiB}
 SEED=${SEED:-1}
-VARIANTS=hybridcache_exact,hybridcache_pool_memory,hybridcache_one_memory,hybridcache_base,hybridcache_prev,hybridcache_noprior,hybridcache_norepeat,hybridcache_noage,hybridcache_noprefill,hybridcache_nofill,hybridcache_nobranch,hybridcache_admitall,hybridcache_lru_kv,hybridcache_nokvcharge,hybridcache_prefill_both,hybridcache_noclasses
+VARIANTS=hybridcache_exact,hybridcache_pool_memory,hybridcache_one_memory,hybridcache_base,hybridcache_prev,hybridcache_noprior,hybridcache_norepeat,hybridcache_noage,hybridcache_noprefill,hybridcache_nofill,hybridcache_nobranch,hybridcache_admitall,hybridcache_lru_kv,hybridcache_nokvcharge,hybridcache_prefill_both,hybridcache_noclasses,hybridcache_base_first
 ENGINES=vllm_align,vllm_align_dense,vllm_all,sglang_no_buffer,sglang_extra_buffer,sglang_extra_buffer_lazy,sglang_extra_buffer_cap,marconi,llamacpp,llamacpp_cache_ram,trtllm
 
 mkdir -p "$OUT"
