@@ -6,8 +6,8 @@ wins / ties / losses of `hybridcache` against the best faithful engine row are c
 mode with the results of record's rule (win below 0.99x, loss above 1.01x, both zero a tie; under
 a joint pool the avoidable prefill: usable tokens with KV unlimited minus resumed tokens), with
 the geometric mean of the ratio over the cells where that row recomputes more than 0.1 % of the
-usable tokens. They must equal the figures of OUT/seeds.md, which must also list exactly the lost cells. The seeds
-must give different traces (seed plumbing).
+usable tokens. They must equal the figures of OUT/seeds.md, which must also list exactly the lost
+cells. The seeds must give different traces (seed plumbing).
 """
 import csv
 import math
