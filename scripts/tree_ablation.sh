@@ -32,7 +32,9 @@ BUDGETS=${BUDGETS:-16,64,256,1024}
 KV_BUDGET=${KV_BUDGET:-4GiB}
 SEED=${SEED:-1}
 VARIANTS=hybridcache_exact,hybridcache_pool_memory,hybridcache_one_memory,hybridcache_base,hybridcache_prev,hybridcache_noprior,hybridcache_norepeat,hybridcache_noage,hybridcache_noprefill,hybridcache_nofill,hybridcache_nobranch,hybridcache_admitall,hybridcache_lru_kv,hybridcache_nokvcharge,hybridcache_prefill_both,hybridcache_noclasses,hybridcache_base_first
-ENGINES=vllm_align,vllm_align_dense,vllm_all,sglang_no_buffer,sglang_extra_buffer,sglang_extra_buffer_lazy,sglang_extra_buffer_cap,marconi,llamacpp,llamacpp_cache_ram,trtllm
+# The faithful engine rows, as the binary lists them (scripts/tree_cells.py).
+ENGINES=$(PYTHONPATH=scripts python3 -c \
+  'import sys, tree_cells; print(",".join(tree_cells.engine_rows(sys.argv[1])))' "$BIN")
 
 mkdir -p "$OUT"
 if [[ "${TABLE_ONLY:-0}" != 1 ]]; then
@@ -46,33 +48,20 @@ if [[ "${TABLE_ONLY:-0}" != 1 ]]; then
   echo "simulate: $(($(date +%s) - start)) s wall" >&2
 fi
 
-python3 - "$OUT/tree.csv" "$VARIANTS" "$ENGINES" <<'PY' | tee "$OUT/ablation.md"
-import csv, math, sys
-from collections import defaultdict
+PYTHONPATH=scripts python3 - "$OUT/tree.csv" "$VARIANTS" "$ENGINES" <<'PY' | tee "$OUT/ablation.md"
+import math, sys
+from tree_cells import engine_test, read_cells, verdict
 
 path, variants, engines = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(",")
-# The CSV names sglang_extra_buffer_cap after its path cap (sglang_extra_buffer_cap4).
-engine_ok = lambda p: p in engines or p.startswith("sglang_extra_buffer_cap")
-cells = defaultdict(dict)  # (kv mode, trace, budget) -> policy -> recomputed tokens
-records = list(csv.DictReader(open(path)))
-# ū: the usable match with KV unlimited (the same for every row), for the joint yardstick.
-usable = {(r["trace"], int(r["budget_states"])): float(r["usable_tokens"])
-          for r in records if r["kv_mode"] == "unlimited"}
-for r in records:
-    k = (r["kv_mode"], r["trace"], int(r["budget_states"]))
-    if r["kv_mode"] == "joint" and (k[1], k[2]) in usable:
-        cells[k][r["policy"]] = usable[(k[1], k[2])] - float(r["resumed_tokens"])
-    else:
-        cells[k][r["policy"]] = float(r["recomputed_tokens"])
+engine_ok = engine_test(engines)
+# cells[(kv mode, trace, budget)][policy]: recomputed tokens (joint: the avoidable prefill)
+cells, usable = read_cells(path, budget=int)
 modes = [m for m in ("unlimited", "separate", "joint") if any(k[0] == m for k in cells)]
 traces = sorted({k[1] for k in cells})
 budgets = sorted({k[2] for k in cells})
 rows = ["hybridcache"] + variants
 engine_names = sorted({p for c in cells.values() for p in c if engine_ok(p)})
 B = 64.0  # one block, so zero cells compare as equal
-
-def verdict(x, best):  # the rule of the results of record
-    return "win" if x < 0.99 * best else ("loss" if x > 1.01 * best else "tie")
 
 stats = {}  # (row, mode) -> (geomean ratio, w, t, l, cells)
 for mode in modes:

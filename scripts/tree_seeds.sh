@@ -49,15 +49,12 @@ if [[ "${TABLE_ONLY:-0}" != 1 ]]; then
   done
 fi
 
-python3 - "$OUT" "$SEEDS" <<'PY' | tee "$OUT/seeds.md"
-import csv, math, sys
-from collections import defaultdict
+PYTHONPATH=scripts python3 - "$OUT" "$SEEDS" "$BIN" <<'PY' | tee "$OUT/seeds.md"
+import math, sys
+from tree_cells import GEOMEAN_SHARE, engine_rows, engine_test, read_cells, verdict
 
 out, seeds = sys.argv[1], sys.argv[2].split(",")
-ENGINES = ["vllm_align", "vllm_align_dense", "vllm_all", "sglang_no_buffer", "sglang_extra_buffer",
-           "sglang_extra_buffer_lazy", "marconi", "llamacpp", "llamacpp_cache_ram", "trtllm"]
-# The CSV names sglang_extra_buffer_cap after its path cap (sglang_extra_buffer_cap4).
-engine_ok = lambda p: p in ENGINES or p.startswith("sglang_extra_buffer_cap")
+engine_ok = engine_test(engine_rows(sys.argv[3]))
 modes = ("unlimited", "separate", "joint")
 fmt = lambda x: f"{x / 1e6:.3f} M" if x >= 500 else f"{x:.0f} tok"
 
@@ -68,15 +65,7 @@ print("| seed | " + " | ".join(modes) + " |")
 print("|---:|" + "---|" * len(modes))
 losses = []
 for s in seeds:
-    records = list(csv.DictReader(open(f"{out}/seed_{s}/tree.csv")))
-    usable = {(r["trace"], r["budget_states"]): float(r["usable_tokens"])
-              for r in records if r["kv_mode"] == "unlimited"}
-    cells = defaultdict(dict)
-    for r in records:
-        k = (r["kv_mode"], r["trace"], r["budget_states"])
-        joint = k[0] == "joint"
-        cells[k][r["policy"]] = (usable[k[1:]] - float(r["resumed_tokens"]) if joint
-                                 else float(r["recomputed_tokens"]))
+    cells, usable = read_cells(f"{out}/seed_{s}/tree.csv")
     cols = []
     for m in modes:
         wtl, logs = [0, 0, 0], []
@@ -86,14 +75,14 @@ for s in seeds:
             eng = {p: v for p, v in c.items() if engine_ok(p)}
             bp = min(eng, key=eng.get)
             x, best = c["hybridcache"], eng[bp]
-            v = 1 if x == best == 0 else (0 if x < 0.99 * best else (2 if x > 1.01 * best else 1))
+            v = ("win", "tie", "loss").index(verdict(x, best))
             wtl[v] += 1
             if v == 2:
                 ratio = f"{x / best:.2f}x" if best > 0 else "-"
                 share = f"{100 * best / usable[k[1:]]:.3f} %"
                 losses.append(f"| {s} | {k[1]} | {m} | {k[2]} | {fmt(x)} | `{bp}` {fmt(best)} "
                               f"| {ratio} | {share} |")
-            if best > 0.001 * usable[k[1:]]:
+            if best > GEOMEAN_SHARE * usable[k[1:]]:
                 logs.append(math.log(max(x, 1.0) / best))
         gm = f"{math.exp(sum(logs) / len(logs)):.3f} ({len(logs)})" if logs else "-"
         cols.append(f"{wtl[0]}/{wtl[1]}/{wtl[2]}, {gm}")

@@ -385,8 +385,13 @@ hc::trace build_segments(const std::string& kind, const workload_options& w) {
 
 int run(std::span<const std::string_view> argv) {
   reject_unknown_options(argv);
-  const hybridcache_cli::args a(argv, {"no-plot", "quiet", "oracle"});
+  const hybridcache_cli::args a(argv, {"no-plot", "quiet", "oracle", "tree-list-policies"});
   if (!a.positional().empty()) throw usage_error{"unexpected argument '" + a.positional().front() + "'"};
+  if (a.has("tree-list-policies")) {  // a listing, not a run: no other option may come with it
+    if (argv.size() != 1) throw usage_error{"option --tree-list-policies takes no other option"};
+    hybridcache_cli::sim_tree::list_policies(stdout);
+    return 0;
+  }
   workload_options w;
   w.data = a.get("data") ? fs::path(*a.get("data")) : default_data_dir();
   if (auto q = a.get("queries")) w.queries = fs::path(*q);

@@ -15,6 +15,8 @@
 #include <hybridcache/sim/tree/families.hpp>
 #include <limits>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include "hybridcache/sim_output.hpp"
@@ -44,11 +46,16 @@ const char* const usage =
                       marconi marconi_insample llamacpp llamacpp_cache_ram trtllm
                       oracle oracle_exact
                       (+ hybridcache when the library's tree policy is built in; default all)
-                      (ablations, only when named: hybridcache_exact hybridcache_shadows
+                      (ablations, only when named: hybridcache_exact
+                      hybridcache_pool_memory hybridcache_one_memory hybridcache_shadows
                       hybridcache_base hybridcache_prev hybridcache_noprior
                       hybridcache_norepeat hybridcache_noage hybridcache_noprefill
                       hybridcache_nofill hybridcache_nobranch hybridcache_admitall
-                      hybridcache_lru_kv hybridcache_nokvcharge hybridcache_prefill_both)
+                      hybridcache_lru_kv hybridcache_nokvcharge hybridcache_prefill_both
+                      hybridcache_noclasses hybridcache_base_first)
+  --tree-list-policies print every name --tree-policies takes with its kind (library,
+                      engine: a faithful engine row and a candidate of the library's row,
+                      hindsight, reference: offline, ablation), one per line, and exit
   --tree-block B      tokens per tree node (default 64; mooncake is always 512)
   --tree-sessions N   synthetic multi-turn sessions (default 400); the families' sessions
                       (bursts for doc-qa-skewed and doc-qa-repeat, conversations for
@@ -244,6 +251,20 @@ std::string file_id(const std::string& name) {
 }
 
 }  // namespace
+
+void list_policies(std::FILE* out) {
+  const auto kind = [](std::string_view name) -> std::string_view {
+    if (name == "hybridcache") return "library";
+    if (std::find(hc::faithful_tree_policy_names.begin(), hc::faithful_tree_policy_names.end(),
+                  name) != hc::faithful_tree_policy_names.end())
+      return "engine";
+    if (name == "marconi_insample") return "hindsight";
+    if (name == "oracle" || name == "oracle_exact") return "reference";
+    throw std::logic_error("hybridcache: tree policy '" + std::string(name) + "' has no kind");
+  };
+  for (const auto name : hc::tree_policy_names) fmt::print(out, "{}\t{}\n", name, kind(name));
+  for (const auto name : hc::tree_policy_variants) fmt::print(out, "{}\tablation\n", name);
+}
 
 options parse(const hybridcache_cli::args& a) {
   options o;

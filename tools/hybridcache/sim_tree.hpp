@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <hybridcache/sim/tree/simulate.hpp>
 #include <optional>
@@ -44,6 +45,14 @@ struct workload {
   bool bytes_tokenizer = false;
   hybridcache::model_shape model = hybridcache::qwen3_5_0_8b;
 };
+
+/// Prints every name `--tree-policies` takes, one per line as `name<TAB>kind`, in report order
+/// then the ablations. Kinds: `library` (the library's row), `engine` (a faithful engine row:
+/// the yardstick of the library's row and one of its candidates, `faithful_tree_policy_names`),
+/// `hindsight` (an engine row tuned on the trace it is scored on), `reference` (offline) and
+/// `ablation` (`tree_policy_variants`, run only when named). Scripts read the engine rows from
+/// here rather than keeping their own list (scripts/tree_cells.py).
+void list_policies(std::FILE* out);
 
 /// Builds and replays every tree trace, prints the tables to stdout and returns the results.
 std::vector<hybridcache::tree_result> run(const options& o, const workload& w, bool progress);

@@ -34,3 +34,17 @@ foreach(_case IN ITEMS "needs_budget|--kv-mode joint|needs --kv-budget"
   set_tests_properties(cli/simulate/tree_kv_${_name} PROPERTIES
     PASS_REGULAR_EXPRESSION "${_msg}" LABELS "cli;sim")
 endforeach()
+
+# --tree-list-policies: every name --tree-policies takes, with its kind; the scripts read the
+# engine rows from it (scripts/tree_cells.py). Each listed name must also be in the usage text,
+# so the help cannot fall behind the list.
+add_test(NAME cli/simulate/tree_list_policies
+  COMMAND sh -c "\"$1\" simulate --tree-list-policies > list.txt && \"$1\" simulate --help > help.txt && test \"$(grep -c '	engine$' list.txt)\" = 11 && grep -qx 'marconi_insample	hindsight' list.txt && grep -qx 'oracle_exact	reference' list.txt && grep -qx 'hybridcache_base_first	ablation' list.txt && for n in $(cut -f1 list.txt); do grep -qw \"$n\" help.txt || { echo \"not in --help: $n\"; exit 1; }; done && cat list.txt" sh $<TARGET_FILE:hybridcache_cli>
+  WORKING_DIRECTORY "${_hc_tree_dir}")
+set_tests_properties(cli/simulate/tree_list_policies PROPERTIES
+  PASS_REGULAR_EXPRESSION "hybridcache	library" LABELS "cli;sim")
+add_test(NAME cli/simulate/tree_list_policies_alone
+  COMMAND sh -c "if \"$1\" simulate --tree-list-policies --quiet 2>&1; then exit 1; fi" sh $<TARGET_FILE:hybridcache_cli>
+  WORKING_DIRECTORY "${_hc_tree_dir}")
+set_tests_properties(cli/simulate/tree_list_policies_alone PROPERTIES
+  PASS_REGULAR_EXPRESSION "takes no other option" LABELS "cli;sim")
