@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hybridcache_test {
@@ -30,12 +31,15 @@ struct hand_trace {
     }
     return parent;
   }
-  /// A request whose full blocks are `names` (⌊(P + O)/B⌋ of them).
-  void add(const std::vector<std::string>& names, std::size_t prompt, std::size_t output = 0) {
+  /// A request whose full blocks are `names` (⌊(P + O)/B⌋ of them), with the positions where
+  /// its user messages start (`tree_request::user_starts`; none by default).
+  void add(const std::vector<std::string>& names, std::size_t prompt, std::size_t output = 0,
+           std::vector<std::size_t> user_starts = {}) {
     hybridcache::tree_request r;
     r.root = root;
     r.prompt_tokens = prompt;
     r.output_tokens = output;
+    r.user_starts = std::move(user_starts);
     std::vector<std::string> prefix;
     for (const auto& n : names) {
       prefix.push_back(n);

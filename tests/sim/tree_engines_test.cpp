@@ -652,6 +652,25 @@ TEST_CASE("llamacpp: a checkpoint where earlier prompts diverged (the user-messa
   CHECK(k == std::vector<std::size_t>{0, 1, 1, 2});
 }
 
+TEST_CASE("llamacpp: the trace's user-message starts, from the first request on") {
+  // The trace of the test above, now with its message boundaries: each request's user message
+  // starts at 8 tokens, after the system prompt. One slot, B = 4, n_ubatch 8, n_batch 16.
+  //   r0 s1 s2 a3 P=10 O=2: batches [0,6) (P − 4 = 6), [6,8) (the last user start breaks it),
+  //      [8,10). Checkpoints: 6 (near the end, the first) and 8 (the last user message): blocks
+  //      1 and 2; live a3.
+  //   r1 s1 s2 b3: restores block 2 (k = 2), the newest checkpoint within the common prefix.
+  // The fork stand-in alone first checkpoints at 8 during r2, so there k = {0, 1, 1, 2}.
+  hand_trace h(4);
+  for (const char* u : {"a3", "b3", "c3", "d3"}) h.add({"s1", "s2", u}, 10, 2, {8});
+  hc::llamacpp_policy p(32, 8, 16, 8192, 1);
+  std::vector<std::size_t> k;
+  replay(h, p, 64, [&](std::size_t i, const hc::tree_replayer& r) {
+    k.push_back(r.last_resume());
+    if (i == 0) CHECK(held_at(h, r, {"s1", "s2", "a3"}) == std::vector<std::size_t>{1, 2, 3});
+  });
+  CHECK(k == std::vector<std::size_t>{0, 2, 2, 2});
+}
+
 TEST_CASE("llamacpp cache_ram: a prompt extending a cached one resumes fully") {
   // Four slots (auto), B = 4. Conversations A … E, one turn each (P=10, O=2, 3 blocks), then A's
   // second turn (P=22). Without the prompt cache, E took A's slot (LRU) and A's state is gone:

@@ -188,6 +188,31 @@ TEST_CASE("tree trace: bad input is a typed error") {
   hc::multi_turn_options o;
   o.sessions = 0;
   CHECK_THROWS_AS(hc::synthetic_multi_turn(o), hybridcache::invalid_argument);
+  // User starts: strictly ascending, inside the prompt; nothing is added on a bad one.
+  const std::vector<std::size_t> late{8}, same{2, 2}, down{5, 3}, good{0, 3};
+  CHECK_THROWS_AS(b.add_tokens(x, 8, std::nullopt, 0.0, late), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(b.add_tokens(x, 8, std::nullopt, 0.0, same), hybridcache::invalid_argument);
+  CHECK_THROWS_AS(b.add_tokens(x, 8, std::nullopt, 0.0, down), hybridcache::invalid_argument);
+  CHECK(b.trace().size() == 0);
+  b.add_tokens(x, 8, std::nullopt, 0.0, good);
+  REQUIRE(b.trace().size() == 1);
+  CHECK(b.trace().requests()[0].user_starts == good);
+}
+
+TEST_CASE("tree trace: a text trace's query starts a user message") {
+  // System prompt (5 tokens) ++ query (3): one user start, at 5. A request that does not end
+  // with a query (no suffix) has none.
+  hc::trace text("t");
+  const auto sys = text.add_piece(iota_tokens(1, 5));
+  const auto q = text.add_piece(iota_tokens(100, 3));
+  text.add_request({.pieces = {sys, q}, .ends_with_query = true});
+  text.add_request({.pieces = {sys, q}});
+  text.add_request({.pieces = {q}, .ends_with_query = true});  // alone: no start past 0
+  const auto t = hc::from_trace(text, 4);
+  REQUIRE(t.size() == 3);
+  CHECK(t.requests()[0].user_starts == std::vector<std::size_t>{5});
+  CHECK(t.requests()[1].user_starts.empty());
+  CHECK(t.requests()[2].user_starts.empty());
 }
 
 TEST_CASE("tree trace: block ids share leading ids only") {
@@ -601,7 +626,32 @@ TEST_CASE("synthetic multi-turn: turn t+1 extends turn t's input and output") {
     CHECK(r.prompt_tokens > a.prompt_tokens + a.output_tokens);
     REQUIRE(r.path.size() >= a.path.size());
     CHECK(std::equal(a.path.begin(), a.path.end(), r.path.begin()));
+    // Its user messages: turn t's, then one where turn t's output ended.
+    auto expect = a.user_starts;
+    expect.push_back(a.prompt_tokens + a.output_tokens);
+    CHECK(r.user_starts == expect);
   }
+  REQUIRE(t.size() > 1);
+  CHECK(t.requests()[0].user_starts == std::vector<std::size_t>{o.system_tokens});
+}
+
+TEST_CASE("synthetic multi-turn: user starts with branches and compactions") {
+  // Every prompt's first user message follows the system prompt (a compaction's summary is a
+  // message of its own there), and its last one has at least user_min tokens: a branch edits the
+  // message it cuts into, so the edit's tokens follow that message's start.
+  hc::multi_turn_options o;
+  o.sessions = 60;
+  o.agent_fraction = 0.5;
+  o.branch_probability = 0.3;
+  const auto t = hc::synthetic_multi_turn(o);
+  std::size_t edits = 0;
+  for (const auto& r : t.requests()) {
+    REQUIRE_FALSE(r.user_starts.empty());
+    CHECK(r.user_starts.front() == o.system_tokens);
+    CHECK(r.prompt_tokens - r.user_starts.back() >= o.user_min);
+    if (r.prompt_tokens - r.user_starts.back() > o.user_max) ++edits;
+  }
+  CHECK(edits > 0);  // some branch kept more of the message it edits than one message can hold
 }
 
 TEST_CASE("modelled TTFT and FLOPs follow the cost model for one request") {

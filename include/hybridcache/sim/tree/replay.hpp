@@ -431,7 +431,8 @@ struct tree_cost_model {
 struct tree_step {
   std::size_t index = 0;  ///< request number in the trace
   /// The whole request (future included): offline references only; an online policy reads
-  /// `path()`, `prompt_tokens` and `root`.
+  /// `path()`, `prompt_tokens`, `user_starts()` and `root` (and the output's length once the
+  /// request ends).
   const tree_request* request = nullptr;
   std::uint32_t root = 0;         ///< the namespace's root node
   std::size_t prompt_tokens = 0;  ///< P
@@ -445,6 +446,11 @@ struct tree_step {
     return std::span<const std::uint32_t>(request->path).first(known);
   }
   [[nodiscard]] std::size_t blocks_known() const noexcept { return known; }
+  /// Where the prompt's user messages start, as the trace knows them (part of the prompt, so
+  /// known at match time; `tree_request::user_starts`).
+  [[nodiscard]] std::span<const std::size_t> user_starts() const noexcept {
+    return request->user_starts;
+  }
 };
 
 /// Everything a policy may read: the trace, the pool it manages, the tree (before the

@@ -53,6 +53,11 @@ struct tree_request {
   std::size_t prompt_tokens = 0;      ///< input tokens (>= 1)
   std::size_t output_tokens = 0;      ///< generated tokens (their KV and states follow the prompt)
   double arrival = 0.0;               ///< seconds
+  /// Token positions inside the prompt where the trace knows that a user-role message starts
+  /// (strictly ascending, each < `prompt_tokens`; empty when the trace does not say). llama.cpp's
+  /// server checkpoints there (`common_chat_msg_spans::is_user_start`, tools/server/
+  /// server-context.cpp); only `llamacpp_policy` reads them (sim/tree/policies.hpp).
+  std::vector<std::size_t> user_starts{};
 
   /// Full blocks inside the prompt, ⌊prompt/B⌋ (clamped to the path).
   [[nodiscard]] std::size_t prompt_blocks(std::size_t block) const noexcept {
@@ -114,7 +119,8 @@ class tree_trace {
   }
   /// Appends a request whose nodes already exist.
   /// @throws invalid_argument for 0 prompt tokens, a path longer than its tokens allow, a path
-  ///         that is not a chain from `root`, or a non-finite arrival.
+  ///         that is not a chain from `root`, a non-finite arrival, or user starts that are not
+  ///         strictly ascending inside the prompt.
   void add_request(tree_request r) {
     if (r.prompt_tokens == 0)
       hybridcache::detail::throw_invalid("request.prompt_tokens", r.prompt_tokens, "must be >= 1");
@@ -132,6 +138,13 @@ class tree_trace {
     }
     if (!std::isfinite(r.arrival))
       hybridcache::detail::throw_invalid("request.arrival", r.arrival, "must be finite");
+    for (std::size_t i = 0; i < r.user_starts.size(); ++i) {
+      if (r.user_starts[i] >= r.prompt_tokens ||
+          (i > 0 && r.user_starts[i] <= r.user_starts[i - 1]))
+        hybridcache::detail::throw_invalid(hybridcache::detail::indexed("request.user_starts", i),
+                                           r.user_starts[i],
+                                           "must be strictly ascending and < prompt_tokens");
+    }
     prompt_tokens_ += r.prompt_tokens;
     requests_.push_back(std::move(r));
   }
@@ -150,10 +163,14 @@ class tree_trace_builder {
  public:
   tree_trace_builder(std::string name, std::size_t block) : t_(std::move(name), block) {}
 
-  /// A request of `tokens` = prompt (the first `prompt_tokens`) ++ output, in namespace `ns`.
-  /// @throws invalid_argument when `prompt_tokens` is 0 or exceeds `tokens.size()`.
+  /// A request of `tokens` = prompt (the first `prompt_tokens`) ++ output, in namespace `ns`,
+  /// with the positions where its user messages start (`tree_request::user_starts`; empty: not
+  /// known).
+  /// @throws invalid_argument when `prompt_tokens` is 0 or exceeds `tokens.size()`, or for user
+  ///         starts that are not strictly ascending inside the prompt.
   void add_tokens(std::span<const token_id> tokens, std::size_t prompt_tokens,
-                  const std::optional<std::string>& ns = {}, double arrival = 0.0) {
+                  const std::optional<std::string>& ns = {}, double arrival = 0.0,
+                  std::span<const std::size_t> user_starts = {}) {
     if (prompt_tokens == 0 || prompt_tokens > tokens.size())
       hybridcache::detail::throw_invalid("prompt_tokens", prompt_tokens,
                                          "must be in [1, tokens.size()]");
@@ -163,6 +180,7 @@ class tree_trace_builder {
     r.prompt_tokens = prompt_tokens;
     r.output_tokens = tokens.size() - prompt_tokens;
     r.arrival = arrival;
+    r.user_starts.assign(user_starts.begin(), user_starts.end());
     namespace_key nk = ns ? namespace_key{}.with_tenant(*ns) : namespace_key{};
     digest h = hybridcache::root_key(hash_, nk);
     std::uint32_t prev = r.root;
@@ -237,13 +255,22 @@ class tree_trace_builder {
 /// Converts a `trace` (the text builders of sim/builders.hpp: L-Eval documents with their
 /// questions, system prompts with ShareGPT queries) into a tree trace of block size `block`: each
 /// request's tokens are its prompt, with no output. Requests shorter than 1 token are skipped.
+/// A request that `ends_with_query` gets one user start, where its query piece begins (after a
+/// non-empty prefix): the query is a user message of its own (system prompt, then the user's
+/// query; a document, then the question asked about it).
 inline tree_trace from_trace(const trace& t, std::size_t block) {
   tree_trace_builder b(t.name(), block);
   std::vector<token_id> buf;
   for (const auto& r : t.requests()) {
     t.materialize(r, buf);
     if (buf.empty()) continue;
-    b.add_tokens(buf, buf.size(), r.ns, r.arrival);
+    std::size_t query_start = 0;
+    if (r.ends_with_query && !r.pieces.empty())
+      query_start = buf.size() - t.piece(r.pieces.back()).size();
+    const std::size_t starts[1] = {query_start};
+    b.add_tokens(buf, buf.size(), r.ns, r.arrival,
+                 query_start > 0 && query_start < buf.size() ? std::span<const std::size_t>(starts)
+                                                             : std::span<const std::size_t>{});
   }
   return b.take();
 }
@@ -271,7 +298,9 @@ struct multi_turn_options {
 /// an earlier turn's prompt (a regenerate / edit: the history branches). Agent sessions rewrite
 /// the middle from their third turn on: the history after the system prompt is replaced by a
 /// fresh summary of 1/4 of its length (a compaction), and later turns extend that. Requests are
-/// sorted by arrival; everything is deterministic in `seed`.
+/// sorted by arrival; everything is deterministic in `seed`. Each request carries where its user
+/// messages start (`tree_request::user_starts`): each turn's new message, a compaction's summary
+/// (a message of its own); a branch edits the message it cuts into, so it adds none.
 /// @throws invalid_argument for 0 sessions/block/system prompts/turns or inverted ranges.
 inline tree_trace synthetic_multi_turn(const multi_turn_options& o = {}) {
   if (o.sessions == 0) hybridcache::detail::throw_invalid("sessions", o.sessions, "must be >= 1");
@@ -301,6 +330,7 @@ inline tree_trace synthetic_multi_turn(const multi_turn_options& o = {}) {
     double arrival;
     std::vector<token_id> tokens;
     std::size_t prompt;
+    std::vector<std::size_t> user_starts;
   };
   std::vector<pending> reqs;
   double start = 0.0;
@@ -310,26 +340,39 @@ inline tree_trace synthetic_multi_turn(const multi_turn_options& o = {}) {
     const auto& sys = systems[pick(rng)];
     const std::size_t turns = static_cast<std::size_t>(rng.between(1, o.max_turns));
     std::vector<std::vector<token_id>> prompts;  // prompt of each earlier turn
+    std::vector<std::vector<std::size_t>> prompt_users;  // and where its user messages start
     std::vector<token_id> history(sys.begin(), sys.end());
+    std::vector<std::size_t> users;  // user-message starts in history (the system prompt is not)
     double t = start;
     for (std::size_t turn = 0; turn < turns; ++turn) {
+      bool edit = false;  // the new tokens continue an earlier user message
       if (turn > 0 && prompts.size() > 1 && rng.uniform() < o.branch_probability) {
         // Branch: re-ask from an earlier turn's prompt minus its user message.
-        const auto& base = prompts[rng.below(prompts.size() - 1)];
+        const std::size_t b = rng.below(prompts.size() - 1);
+        const auto& base = prompts[b];
         history.assign(base.begin(), base.end() - static_cast<std::ptrdiff_t>(std::min(
                                                       base.size() - sys.size(), o.user_min)));
+        // The cut lies inside that turn's user message (or at its start): the new tokens edit it.
+        users = prompt_users[b];
+        while (!users.empty() && users.back() > history.size()) users.pop_back();
+        edit = !users.empty();
       } else if (agent && turn >= 2) {
-        // Compaction: the middle is rewritten as a summary; the system prompt stays.
+        // Compaction: the middle is rewritten as a summary; the system prompt stays. The summary
+        // is a user message of its own.
         const std::size_t middle = history.size() - sys.size();
         history.resize(sys.size());
+        users.assign(1, sys.size());
         fresh(history, std::max<std::size_t>(1, middle / 4));
       }
+      if (!edit && (users.empty() || users.back() != history.size()))
+        users.push_back(history.size());
       fresh(history, rng.between(o.user_min, o.user_max));
       const std::size_t prompt = history.size();
       std::vector<token_id> tokens = history;
       fresh(tokens, rng.between(o.output_min, o.output_max));
       prompts.push_back(history);
-      reqs.push_back({t, tokens, prompt});
+      prompt_users.push_back(users);
+      reqs.push_back({t, tokens, prompt, users});
       history = tokens;
       t += rng.exponential(1.0 / o.think_time);
     }
@@ -337,7 +380,8 @@ inline tree_trace synthetic_multi_turn(const multi_turn_options& o = {}) {
   std::stable_sort(reqs.begin(), reqs.end(),
                    [](const pending& a, const pending& b) { return a.arrival < b.arrival; });
   tree_trace_builder b("multi-turn", o.block);
-  for (const auto& r : reqs) b.add_tokens(r.tokens, r.prompt, std::nullopt, r.arrival);
+  for (const auto& r : reqs)
+    b.add_tokens(r.tokens, r.prompt, std::nullopt, r.arrival, r.user_starts);
   return b.take();
 }
 
