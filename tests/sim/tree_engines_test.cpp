@@ -671,6 +671,32 @@ TEST_CASE("llamacpp: the trace's user-message starts, from the first request on"
   CHECK(k == std::vector<std::size_t>{0, 2, 2, 2});
 }
 
+TEST_CASE("llamacpp: where the trace knows the messages, a fork inside a system prompt is none") {
+  // One slot, B = 4, n_ubatch 8, n_batch 16. Four system prompts s1 x2 x3 (12 tokens) share
+  // their first block, then a user message of 10 tokens: P = 22, O = 2, 6 blocks. Breaks at
+  // P − 12 = 10 and P − 4 = 18; the user message starts at 12 (the last one).
+  //   r0, r1: each resumes from scratch (the slot's checkpoints lie past the shared s1) and
+  //      checkpoints at 12 (the user start) and 18 (near the end). At r1's end s1 is a fork.
+  //   r2: with the trace's starts only 12 and 18 again, so r3 resumes from scratch (k = 0).
+  //      Without them (stand-ins), the fork at 4 tokens is a user start: a checkpoint at
+  //      block 1, and r3 resumes there (k = 1). The engine sees no user message at 4.
+  for (const bool known : {true, false}) {
+    CAPTURE(known);
+    hand_trace h(4);
+    for (const char* x : {"a", "b", "c", "d"}) {
+      const std::string p(x);
+      h.add({"s1", p + "2", p + "3", p + "u4", p + "u5", p + "u6"}, 22, 2,
+            known ? std::vector<std::size_t>{12} : std::vector<std::size_t>{});
+    }
+    hc::llamacpp_policy p(32, 8, 16, 8192, 1);
+    std::vector<std::size_t> k;
+    replay(h, p, 64,
+           [&](std::size_t, const hc::tree_replayer& r) { k.push_back(r.last_resume()); });
+    CHECK(k ==
+          (known ? std::vector<std::size_t>{0, 0, 0, 0} : std::vector<std::size_t>{0, 0, 0, 1}));
+  }
+}
+
 TEST_CASE("llamacpp cache_ram: a prompt extending a cached one resumes fully") {
   // Four slots (auto), B = 4. Conversations A … E, one turn each (P=10, O=2, 3 blocks), then A's
   // second turn (P=22). Without the prompt cache, E took A's slot (LRU) and A's state is gone:

@@ -212,6 +212,63 @@ TEST_CASE("tree families: agent-loop rewrites diverge at the rewrite point after
   CHECK(rewrites == 12);
 }
 
+TEST_CASE("tree families: user messages start after the system prompt and at each user turn") {
+  // Agent-loop, hand-sized as above but every compaction summarises: the task starts after the
+  // 1000-token system prompt, and from the third step on the summary (after system + task)
+  // starts one more message; calls and tool results start none.
+  hc::agent_loop_options o;
+  o.sessions = 3;
+  o.system_prompts = 1;
+  o.system_min = o.system_max = 1000;
+  o.task_min = o.task_max = 500;
+  o.steps_min = o.steps_max = 6;
+  o.rewrite_probability = 1.0;
+  o.truncate_fraction = 0.0;
+  o.keep_head_max = 0;
+  o.keep_tail = 1;
+  const auto d = hc::agent_loop(o);
+  const auto t = d.build(64);
+  for (std::size_t i = 0; i < d.requests.size(); ++i) {
+    const auto& q = d.requests[i];
+    const auto& starts = t.requests()[i].user_starts;
+    CHECK(starts == d.user_starts(i));
+    if (q.event == hc::family_event::rewrite)
+      CHECK(starts == std::vector<std::size_t>{1000, 1500});
+    else
+      CHECK(starts == std::vector<std::size_t>{1000});
+  }
+  // Every family: strictly ascending inside the prompt, the first where the system prompt ends,
+  // and (all but agent-loop, whose prompts end with a tool result) the last where the prompt's
+  // last piece, the user's question, instruction or message, begins.
+  for (auto name : hc::tree_family_names) {
+    CAPTURE(name);
+    const auto f = small(name, 3);
+    for (std::size_t i = 0; i < f.requests.size(); ++i) {
+      const auto& q = f.requests[i];
+      const auto starts = f.user_starts(i);
+      REQUIRE_FALSE(starts.empty());
+      CHECK(std::is_sorted(starts.begin(), starts.end()));
+      CHECK(std::adjacent_find(starts.begin(), starts.end()) == starts.end());
+      CHECK(starts.back() < q.prompt_tokens);
+      std::size_t system = 0;
+      for (const auto& x : q.tokens) {
+        if (x.role != hc::slice_role::system) break;
+        system += x.size();
+      }
+      CHECK(system > 0);
+      CHECK(starts.front() == system);
+      if (name == std::string_view("agent-loop")) continue;
+      std::size_t at = 0, last = 0;
+      for (const auto& x : q.tokens) {
+        if (at == q.prompt_tokens) break;
+        last = at;
+        at += x.size();
+      }
+      CHECK(starts.back() == last);
+    }
+  }
+}
+
 TEST_CASE("tree families: code-edit diverges at the edit position inside the file") {
   // One repository, one session, one core file of exactly 1000 tokens and no task files, every
   // turn edits: the next request diverges at system (100) + the edit position, which is < 1000 +

@@ -35,7 +35,11 @@
 /// with the generator's *promise* of how much each shares with one earlier request — the tests
 /// check it against the tokens), then `family_draft::build` interns the blocks into a
 /// `tree_trace`. Requests of different sessions interleave: sessions start by a Poisson process
-/// and each session's next request follows its previous one after an exponential gap.
+/// and each session's next request follows its previous one after an exponential gap. Each slice
+/// carries its role in the chat (`slice_role`): system-prompt slices, and the slices that start a
+/// user message (a task, a question, an instruction, a user turn, a compaction's summary); the
+/// message after the system prompt is the user's (passages, files, a document). `build` turns
+/// them into each request's `tree_request::user_starts`, where the llama.cpp rows checkpoint.
 ///
 /// Every size below is a default with its reason; none was tuned on a result table.
 
@@ -60,10 +64,16 @@
 
 HYBRIDCACHE_NAMESPACE_BEGIN
 
-/// Tokens [begin, end) of segment `segment` of a `family_draft`'s pool.
+/// What a slice is in the chat it belongs to, as far as llama.cpp's checkpoints care
+/// (`tree_request::user_starts`): part of the system prompt, the start of a user message, or
+/// anything else (a document or file inside a user message, a model's output, a tool result).
+enum class slice_role : std::uint8_t { other, system, user };
+
+/// Tokens [begin, end) of segment `segment` of a `family_draft`'s pool, and its role.
 struct token_slice {
   std::uint32_t segment = 0;
   std::size_t begin = 0, end = 0;
+  slice_role role = slice_role::other;
   [[nodiscard]] std::size_t size() const noexcept { return end - begin; }
 };
 
@@ -110,14 +120,35 @@ struct family_draft {
     }
   }
 
-  /// The tree trace of block size `block` (every request in the default namespace).
+  /// Where request `i`'s user messages start inside its prompt (`tree_request::user_starts`):
+  /// at each `user` slice, and at the first slice after the system prompt (the message after
+  /// it is the user's). Position 0 is never one (no checkpoint precedes the first token).
+  [[nodiscard]] std::vector<std::size_t> user_starts(std::size_t i) const {
+    const auto& r = requests.at(i);
+    std::vector<std::size_t> out;
+    std::size_t pos = 0;
+    slice_role prev = slice_role::other;
+    for (const auto& s : r.tokens) {
+      const bool starts = s.role == slice_role::user ||
+                          (prev == slice_role::system && s.role != slice_role::system);
+      if (starts && pos > 0 && pos < r.prompt_tokens && (out.empty() || out.back() != pos))
+        out.push_back(pos);
+      pos += s.size();
+      prev = s.role;
+    }
+    return out;
+  }
+
+  /// The tree trace of block size `block` (every request in the default namespace), with each
+  /// request's user starts.
   /// @throws invalid_argument when `block` is 0.
   [[nodiscard]] tree_trace build(std::size_t block) const {
     tree_trace_builder b(name, block);
     std::vector<token_id> buf;
     for (std::size_t i = 0; i < requests.size(); ++i) {
       materialize(i, buf);
-      b.add_tokens(buf, requests[i].prompt_tokens, std::nullopt, requests[i].arrival);
+      b.add_tokens(buf, requests[i].prompt_tokens, std::nullopt, requests[i].arrival,
+                   user_starts(i));
     }
     return b.take();
   }
@@ -131,17 +162,17 @@ class family_pool {
   explicit family_pool(std::string name) { d_.name = std::move(name); }
 
   /// A new segment of `n` never-seen tokens, as one slice.
-  token_slice fresh(std::size_t n) {
+  token_slice fresh(std::size_t n, slice_role role = slice_role::other) {
     std::vector<token_id> s(n);
     for (auto& t : s) t = next_++;
-    return add(std::move(s));
+    return add(std::move(s), role);
   }
   /// A new segment with the given tokens, as one slice.
-  token_slice add(std::vector<token_id> s) {
+  token_slice add(std::vector<token_id> s, slice_role role = slice_role::other) {
     const auto id = static_cast<std::uint32_t>(d_.segments.size());
     const std::size_t n = s.size();
     d_.segments.push_back(std::move(s));
-    return {id, 0, n};
+    return {id, 0, n, role};
   }
   [[nodiscard]] const std::vector<token_id>& segment(std::uint32_t id) const {
     return d_.segments.at(id);
@@ -292,7 +323,7 @@ inline family_draft agent_loop(const agent_loop_options& o = {}) {
   auto& reqs = pool.draft().requests;
   std::vector<token_slice> systems;
   for (std::size_t i = 0; i < o.system_prompts; ++i)
-    systems.push_back(pool.fresh(rng.between(o.system_min, o.system_max)));
+    systems.push_back(pool.fresh(rng.between(o.system_min, o.system_max), slice_role::system));
   const detail::zipf pick(o.system_prompts, 1.0);
   std::vector<std::size_t> last_first(o.system_prompts, family_request::npos);
 
@@ -300,8 +331,8 @@ inline family_draft agent_loop(const agent_loop_options& o = {}) {
   for (std::size_t s = 0; s < o.sessions; ++s) {
     start += rng.exponential(o.session_rate);
     const std::size_t sys = pick(rng);
-    const std::vector<token_slice> head{systems[sys],
-                                        pool.fresh(rng.between(o.task_min, o.task_max))};
+    const std::vector<token_slice> head{
+        systems[sys], pool.fresh(rng.between(o.task_min, o.task_max), slice_role::user)};
     const std::size_t head_tokens = total(head);
     std::vector<std::vector<token_slice>> items;  // the history
     const auto steps = static_cast<std::size_t>(rng.between(o.steps_min, o.steps_max));
@@ -353,7 +384,9 @@ inline family_draft agent_loop(const agent_loop_options& o = {}) {
         if (!truncate) {
           const auto n = std::max<std::size_t>(
               1, static_cast<std::size_t>(o.summary_ratio * static_cast<double>(middle)));
-          items.insert(items.begin() + static_cast<std::ptrdiff_t>(h), {pool.fresh(n)});
+          // The summary is a user message of its own (as a harness's compaction writes it).
+          items.insert(items.begin() + static_cast<std::ptrdiff_t>(h),
+                       {pool.fresh(n, slice_role::user)});
         }
         rewritten = true;
       }
@@ -419,7 +452,7 @@ inline family_draft rag_sessions(const rag_options& o = {}) {
   detail::rng rng(detail::derive_seed(o.seed, 0x4A6));
   detail::family_pool pool("rag");
   auto& reqs = pool.draft().requests;
-  const token_slice sys = pool.fresh(o.system_tokens);
+  const token_slice sys = pool.fresh(o.system_tokens, slice_role::system);
   std::vector<token_slice> corpus;  // index = popularity rank
   for (std::size_t p = 0; p < o.corpus; ++p)
     corpus.push_back(pool.fresh(rng.between(o.passage_min, o.passage_max)));
@@ -464,7 +497,7 @@ inline family_draft rag_sessions(const rag_options& o = {}) {
           ids.push_back(p);
         }
       }
-      history.push_back(pool.fresh(rng.between(o.question_min, o.question_max)));
+      history.push_back(pool.fresh(rng.between(o.question_min, o.question_max), slice_role::user));
       family_request q;
       q.arrival = t;
       q.session = static_cast<std::uint32_t>(s);
@@ -570,7 +603,7 @@ inline family_draft code_edit(const code_edit_options& o = {}) {
   detail::rng rng(detail::derive_seed(o.seed, 0xC0DE));
   detail::family_pool pool("code-edit");
   auto& reqs = pool.draft().requests;
-  const token_slice sys = pool.fresh(o.system_tokens);
+  const token_slice sys = pool.fresh(o.system_tokens, slice_role::system);
 
   // A file's versions form a chain; version v was made from v − 1 by an edit at `edit_at[v]`.
   // Every edit puts a fresh token at its position, so versions a < b first differ at the
@@ -640,7 +673,8 @@ inline family_draft code_edit(const code_edit_options& o = {}) {
     x.seen.clear();
     for (auto fi : x.files) x.seen.push_back(repo[fi].versions.size() - 1);
     detail::append(q.tokens, x.chat);
-    const token_slice instruction = pool.fresh(rng.between(o.instruction_min, o.instruction_max));
+    const token_slice instruction =
+        pool.fresh(rng.between(o.instruction_min, o.instruction_max), slice_role::user);
     q.tokens.push_back(instruction);
     q.prompt_tokens = total(q.tokens);
     const token_slice output = pool.fresh(rng.between(o.output_min, o.output_max));
@@ -741,7 +775,7 @@ inline family_draft doc_qa_skewed(const doc_qa_skewed_options& o = {}) {
   detail::rng rng(detail::derive_seed(o.seed, 0xD0C5));
   detail::family_pool pool(o.name);
   auto& reqs = pool.draft().requests;
-  const token_slice sys = pool.fresh(o.system_tokens);
+  const token_slice sys = pool.fresh(o.system_tokens, slice_role::system);
   std::vector<token_slice> docs;
   for (std::size_t d = 0; d < o.documents; ++d)
     docs.push_back(pool.fresh(detail::bounded_pareto(rng, o.length_alpha, o.doc_min, o.doc_max)));
@@ -749,7 +783,7 @@ inline family_draft doc_qa_skewed(const doc_qa_skewed_options& o = {}) {
   // The question pools (none by default, so the default draws are unchanged).
   std::vector<token_slice> questions;
   for (std::size_t k = 0; k < o.documents * o.question_pool; ++k)
-    questions.push_back(pool.fresh(rng.between(o.question_min, o.question_max)));
+    questions.push_back(pool.fresh(rng.between(o.question_min, o.question_max), slice_role::user));
 
   // Bursts overlap in time, so "the latest earlier request on the document" needs the requests in
   // arrival order: draw everything first, then link siblings after the sort.
@@ -778,7 +812,8 @@ inline family_draft doc_qa_skewed(const doc_qa_skewed_options& o = {}) {
         qi = d * o.question_pool + rng.below(o.question_pool);
         q.tokens.push_back(questions[qi]);
       } else {
-        q.tokens.push_back(pool.fresh(rng.between(o.question_min, o.question_max)));
+        q.tokens.push_back(
+            pool.fresh(rng.between(o.question_min, o.question_max), slice_role::user));
       }
       q.prompt_tokens = total(q.tokens);
       const token_slice answer = pool.fresh(rng.between(o.answer_min, o.answer_max));
@@ -926,7 +961,8 @@ inline family_draft prompt_library(const prompt_library_options& o = {}) {
   auto& reqs = pool.draft().requests;
   std::vector<token_slice> header;
   for (std::size_t v = 0; v < o.vendors; ++v)
-    header.push_back(pool.fresh(detail::log_uniform(rng, o.header_min, o.header_max)));
+    header.push_back(
+        pool.fresh(detail::log_uniform(rng, o.header_min, o.header_max), slice_role::system));
   struct app {
     std::size_t vendor = 0;
     token_slice body{};
@@ -936,11 +972,12 @@ inline family_draft prompt_library(const prompt_library_options& o = {}) {
   const detail::zipf vendor_pop(o.vendors, 1.0);
   for (auto& a : apps) {
     a.vendor = vendor_pop(rng);
-    a.body = pool.fresh(detail::log_uniform(rng, o.body_min, o.body_max));
+    a.body = pool.fresh(detail::log_uniform(rng, o.body_min, o.body_max), slice_role::system);
     if (rng.uniform() < o.variant_share) {
       const std::size_t n = rng.between(2, 3);
       for (std::size_t i = 0; i < n; ++i)
-        a.versions.push_back(pool.fresh(detail::log_uniform(rng, o.variant_min, o.variant_max)));
+        a.versions.push_back(
+            pool.fresh(detail::log_uniform(rng, o.variant_min, o.variant_max), slice_role::system));
     }
   }
   std::vector<std::size_t> at_rank(o.apps);  // the app at each popularity rank
@@ -969,7 +1006,8 @@ inline family_draft prompt_library(const prompt_library_options& o = {}) {
     double t = start;
     std::size_t prev = family_request::npos;
     for (std::size_t turn = 0; turn < turns; ++turn) {
-      history.push_back(pool.fresh(detail::log_uniform(rng, o.user_min, o.user_max)));
+      history.push_back(
+          pool.fresh(detail::log_uniform(rng, o.user_min, o.user_max), slice_role::user));
       family_request q;
       q.arrival = t;
       q.session = static_cast<std::uint32_t>(c);

@@ -921,14 +921,15 @@ class marconi_policy final : public tree_policy {
 /// of both (`f_keep` ≥ 0.25), which leaves the cache.
 ///
 /// User-message starts: the engine finds them with the chat template's delimiters (a tool result
-/// is not one). The row takes the starts the trace carries (`tree_request::user_starts`: each
-/// turn's message in the synthetic multi-turn trace, the query after a system prompt or a
-/// document) and, since a trace may not know them all (Mooncake's block hashes know none), two
-/// stand-ins beside them: the end of an earlier request (its prompt + output tokens: the next
-/// turn's message starts there) and a block where earlier requests took different next blocks
-/// (a fork seen at their `finish`: sessions that share a system prompt or a document diverge at
-/// the message after it, where the engine checkpoints). A stand-in can fall where the engine
-/// sees no user message (inside an edited message, at a tool result); that errs towards the
+/// is not one). A request whose trace carries them (`tree_request::user_starts`: each turn's
+/// message in the synthetic multi-turn trace and the tuning families, the query after a system
+/// prompt or a document) is checkpointed there and nowhere else, as the engine would. A request
+/// without them (Mooncake's block hashes know no messages) gets two stand-ins: the end of an
+/// earlier request (its prompt + output tokens: the next turn's message starts there) and a
+/// block where earlier requests took different next blocks (a fork seen at their `finish`:
+/// sessions that share a system prompt or a document diverge at the message after it, where the
+/// engine checkpoints). A stand-in can fall where the engine sees no user message (inside a
+/// system prompt that two prompts share the start of, at a tool result); that errs towards the
 /// engine, as every unknown here does.
 ///
 /// The budget of M states binds before the engine's own limits do: a new state first evicts the
@@ -1061,12 +1062,13 @@ class llamacpp_policy final : public tree_policy {
     planned_.clear();
     const auto path = s.path();
     const std::size_t B = ctx_.trace->block(), P = s.prompt_tokens, k = s.resumed;
-    // User-message starts on this prompt (see the class comment), in tokens: the trace's own,
-    // then the stand-ins.
+    // User-message starts on this prompt (see the class comment), in tokens: the trace's own
+    // where it has them, else the stand-ins.
     std::vector<std::size_t> users;
     for (const std::size_t q : s.user_starts())
       if (q > k * B && q < P) users.push_back(q);
-    for (std::size_t j = 1; j <= path.size(); ++j) {
+    const bool stand_ins = s.user_starts().empty();
+    for (std::size_t j = 1; stand_ins && j <= path.size(); ++j) {
       const std::size_t t = ended_[path[j - 1]];
       if (t > k * B && t < P) users.push_back(t);
       if (forks_[path[j - 1]] != 0 && j > k && j * B < P) users.push_back(j * B);
