@@ -40,6 +40,21 @@ std::size_t common_nodes(const std::vector<std::uint32_t>& a, const std::vector<
   return i;
 }
 
+/// Agent-loop, hand-sized: 3 sessions of one 1000-token harness, 500-token tasks, 6 steps, and
+/// every step compacts to system + task + the last item.
+hc::agent_loop_options every_step_compacts() {
+  hc::agent_loop_options o;
+  o.sessions = 3;
+  o.system_prompts = 1;
+  o.system_min = o.system_max = 1000;
+  o.task_min = o.task_max = 500;
+  o.steps_min = o.steps_max = 6;
+  o.rewrite_probability = 1.0;
+  o.keep_head_max = 0;
+  o.keep_tail = 1;
+  return o;
+}
+
 struct promise_counts {
   std::map<hc::family_event, std::size_t> events;
   std::size_t checked = 0;
@@ -185,16 +200,7 @@ TEST_CASE("tree families: agent-loop rewrites diverge at the rewrite point after
   // Hand-sized: one harness, every step compacts (probability 1), keep_head_max = 0, so each
   // compaction keeps system + task + the last item and the next request diverges right after
   // the task: the promise is system + task tokens, the same for every rewrite of a session.
-  hc::agent_loop_options o;
-  o.sessions = 3;
-  o.system_prompts = 1;
-  o.system_min = o.system_max = 1000;
-  o.task_min = o.task_max = 500;
-  o.steps_min = o.steps_max = 6;
-  o.rewrite_probability = 1.0;
-  o.keep_head_max = 0;
-  o.keep_tail = 1;
-  const auto d = hc::agent_loop(o);
+  const auto d = hc::agent_loop(every_step_compacts());
   REQUIRE(d.requests.size() == 18);
   std::size_t rewrites = 0;
   tokens a, b;
@@ -216,16 +222,8 @@ TEST_CASE("tree families: user messages start after the system prompt and at eac
   // Agent-loop, hand-sized as above but every compaction summarises: the task starts after the
   // 1000-token system prompt, and from the third step on the summary (after system + task)
   // starts one more message; calls and tool results start none.
-  hc::agent_loop_options o;
-  o.sessions = 3;
-  o.system_prompts = 1;
-  o.system_min = o.system_max = 1000;
-  o.task_min = o.task_max = 500;
-  o.steps_min = o.steps_max = 6;
-  o.rewrite_probability = 1.0;
+  auto o = every_step_compacts();
   o.truncate_fraction = 0.0;
-  o.keep_head_max = 0;
-  o.keep_tail = 1;
   const auto d = hc::agent_loop(o);
   const auto t = d.build(64);
   for (std::size_t i = 0; i < d.requests.size(); ++i) {
