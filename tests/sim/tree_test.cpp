@@ -188,12 +188,21 @@ TEST_CASE("tree trace: bad input is a typed error") {
   hc::multi_turn_options o;
   o.sessions = 0;
   CHECK_THROWS_AS(hc::synthetic_multi_turn(o), hybridcache::invalid_argument);
-  // User starts: strictly ascending, inside the prompt; nothing is added on a bad one.
+  // User starts: strictly ascending, inside the prompt; nothing is added on a bad one, not even
+  // a node of its blocks.
   const std::vector<std::size_t> late{8}, same{2, 2}, down{5, 3}, good{0, 3};
+  const std::size_t nodes = b.trace().node_count();
   CHECK_THROWS_AS(b.add_tokens(x, 8, std::nullopt, 0.0, late), hybridcache::invalid_argument);
   CHECK_THROWS_AS(b.add_tokens(x, 8, std::nullopt, 0.0, same), hybridcache::invalid_argument);
   CHECK_THROWS_AS(b.add_tokens(x, 8, std::nullopt, 0.0, down), hybridcache::invalid_argument);
   CHECK(b.trace().size() == 0);
+  CHECK(b.trace().node_count() == nodes);
+  hc::tree_request bad;
+  bad.root = b.trace().root_of(std::nullopt);
+  bad.prompt_tokens = 4;
+  bad.user_starts = {3, 1};
+  CHECK_THROWS_WITH_AS(b.trace().add_request(bad), doctest::Contains("request.user_starts[1]"),
+                       hybridcache::invalid_argument);
   b.add_tokens(x, 8, std::nullopt, 0.0, good);
   REQUIRE(b.trace().size() == 1);
   CHECK(b.trace().requests()[0].user_starts == good);

@@ -97,6 +97,17 @@ class tree_trace {
   /// Total prompt tokens over all requests.
   [[nodiscard]] std::size_t prompt_tokens() const noexcept { return prompt_tokens_; }
 
+  /// @throws invalid_argument (naming `what`[i]) unless `starts` is strictly ascending and every
+  ///         start is < `prompt_tokens` (`tree_request::user_starts`).
+  static void check_user_starts(std::span<const std::size_t> starts, std::size_t prompt_tokens,
+                                const char* what) {
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      if (starts[i] >= prompt_tokens || (i > 0 && starts[i] <= starts[i - 1]))
+        hybridcache::detail::throw_invalid(hybridcache::detail::indexed(what, i), starts[i],
+                                           "must be strictly ascending and < prompt_tokens");
+    }
+  }
+
   /// Node bookkeeping for builders: a new node under `parent` (a root when `no_parent`).
   std::uint32_t new_node(std::uint32_t parent, std::uint32_t ns_index) {
     if (parent_.size() >= no_parent)
@@ -138,13 +149,7 @@ class tree_trace {
     }
     if (!std::isfinite(r.arrival))
       hybridcache::detail::throw_invalid("request.arrival", r.arrival, "must be finite");
-    for (std::size_t i = 0; i < r.user_starts.size(); ++i) {
-      if (r.user_starts[i] >= r.prompt_tokens ||
-          (i > 0 && r.user_starts[i] <= r.user_starts[i - 1]))
-        hybridcache::detail::throw_invalid(hybridcache::detail::indexed("request.user_starts", i),
-                                           r.user_starts[i],
-                                           "must be strictly ascending and < prompt_tokens");
-    }
+    check_user_starts(r.user_starts, r.prompt_tokens, "request.user_starts");
     prompt_tokens_ += r.prompt_tokens;
     requests_.push_back(std::move(r));
   }
@@ -174,6 +179,8 @@ class tree_trace_builder {
     if (prompt_tokens == 0 || prompt_tokens > tokens.size())
       hybridcache::detail::throw_invalid("prompt_tokens", prompt_tokens,
                                          "must be in [1, tokens.size()]");
+    // Before any block is interned: a rejected request leaves the trie as it was.
+    tree_trace::check_user_starts(user_starts, prompt_tokens, "user_starts");
     const std::size_t b = t_.block();
     tree_request r;
     r.root = t_.root_of(ns);
