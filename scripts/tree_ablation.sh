@@ -18,7 +18,8 @@
 # Environment: HYBRIDCACHE_BIN (default build/release/bin/hybridcache), FAMILIES (comma list; the
 # sixth family, doc-qa-repeat, is not in the default so that the documented tables stay reproducible),
 # BUDGETS (default 16,64,256,1024), KV_BUDGET (default 4GiB), SEED (default 1), SESSIONS (optional
-# --tree-sessions, for a quick run), TABLE_ONLY=1 (only re-tabulate OUT/tree.csv).
+# --tree-sessions, for a quick run), TABLE_ONLY=1 (only re-tabulate OUT/tree.csv; the binary is
+# still asked which rows are the faithful engine rows: scripts/tree_cells.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-out/tree_ablation}

@@ -18,7 +18,8 @@
 # Environment: HYBRIDCACHE_BIN (default build/release/bin/hybridcache), DATA (default
 # ../shared/data; traces whose files are absent are skipped with a note), SEEDS (default
 # 1,2,3,4,5,6), KV_BUDGET (default 4GiB), SESSIONS (optional --tree-sessions, multi-turn's
-# sessions, for a quick run), TABLE_ONLY=1 (only re-tabulate OUT/seed_*/tree.csv).
+# sessions, for a quick run), TABLE_ONLY=1 (only re-tabulate OUT/seed_*/tree.csv; the binary is
+# still asked which rows are the faithful engine rows: scripts/tree_cells.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-out/tree_seeds}
