@@ -770,6 +770,30 @@ TEST_CASE("the library's policy filling free memory: a later branch resumes at a
   }
 }
 
+TEST_CASE("the library's policy with message_branch: the user-message start is the branch point") {
+  // The trace of the test above, without `fill_free`, now with its messages: both prompts start
+  // a user message at 12 tokens (block 3), after a shared system prompt. With `message_branch`
+  // R1's plan adds that block as its branch point (no divergence was seen yet, so the learned
+  // law offers none): R1 holds j = 3, 5 (the prompt's tail) and 6 (the request end), and R2,
+  // which leaves R1 after block 3, resumes there. Without it: j = 5 and 6, and R2 starts from
+  // the root.
+  hc::tree_trace_builder b("messages", 4);
+  const std::vector<std::size_t> starts{12};
+  b.add_tokens(iota_tokens(1, 24), 20, std::nullopt, 0.0, starts);
+  b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(60, 12)), 24, std::nullopt, 0.0, starts);
+  for (bool messages : {true, false}) {
+    CAPTURE(messages);
+    hybridcache::policy_options o;
+    o.fill_free = false;
+    hc::library_policy p(o, "hybridcache_messages", false, hc::kv_order::stateless_first, true,
+                         messages);
+    const auto r = run(b.trace(), p, 4);
+    CHECK(r.held[0] == (messages ? std::vector<bool>{false, false, true, false, true, true}
+                                 : std::vector<bool>{false, false, false, false, true, true}));
+    CHECK(r.resumes[1] == (messages ? 3u : 0u));
+  }
+}
+
 TEST_CASE("static optimum: the best fixed set for the realised matches") {
   // B = 4, document D = 1..12 under three questions of 4 tokens: requests 1 and 2 match D's three
   // blocks (usable ⌊15/4⌋ = 3). One state at D's end serves both: 0 recomputed; none: 2 · 12.

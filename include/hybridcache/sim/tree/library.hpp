@@ -91,13 +91,21 @@ class library_policy final : public tree_policy {
   /// KV its gap keeps alone (`policy_options::kv_block_bytes` = B · KV bytes per token); off, by
   /// the state's bytes alone (the row before the joint charge, added after 0.2.0;
   /// `hybridcache_nokvcharge`).
+  /// `message_branch`: the engine knows where the prompt's user messages start
+  /// (`tree_step::user_starts()`, from its chat template) and offers the deepest one beyond the
+  /// resume point, inside the usable end and floored to the block grid, as the prefill's branch
+  /// point (`state_policy::note_branch_point`) in place of the learned one: requests that share
+  /// a system prompt or a document leave it where the next message starts. Off by default; the
+  /// ablation row `hybridcache_messages` runs it in the long-memory candidate (2026-11-30, ninth
+  /// session; docs/tree_simulation.md, "User-message starts as branch points").
   explicit library_policy(policy_options base = {}, std::string name = "hybridcache",
                           bool pool_memory = false, kv_order kv = kv_order::stateless_first,
-                          bool kv_charge = true)
+                          bool kv_charge = true, bool message_branch = false)
       : base_(base),
         name_(std::move(name)),
         pool_memory_(pool_memory),
         kv_charge_(kv_charge),
+        message_branch_(message_branch),
         kv_(kv) {}
 
   /// γ' with 1/(1 − γ') = 1/(1 − γ) + M: an EW memory of the base window plus one observation
@@ -178,9 +186,17 @@ class library_policy final : public tree_policy {
     grid_.clear();
     for (std::size_t j = s.resumed + 1; j <= s.prompt_blocks; ++j) grid_.push_back(j * B);
     for (auto p : pol_->prefill_plan(m_, s.prompt_tokens, grid_)) planned_.push_back(p / B);
-    // The learned branch point (policy_options::branch_prior), announced with the plan.
+    // The learned branch point (policy_options::branch_prior), announced with the plan; or,
+    // with `message_branch`, the deepest user-message start the request carries.
     branch_ = 0;
-    if (const auto q = pol_->branch_point(m_, s.prompt_tokens, grid_)) {
+    std::optional<std::size_t> point;
+    if (message_branch_ && pol_->options().branch_prior) {
+      const std::size_t u = s.prompt_tokens == 0 ? 0 : (s.prompt_tokens - 1) / B;
+      for (const std::size_t t : s.user_starts())
+        if (t / B > s.resumed && t / B < u) point = t / B * B;
+    }
+    if (!point) point = pol_->branch_point(m_, s.prompt_tokens, grid_);
+    if (const auto q = point) {
       branch_ = *q / B;
       const auto at = std::lower_bound(planned_.begin(), planned_.end(), branch_);
       if (at == planned_.end() || *at != branch_) planned_.insert(at, branch_);
@@ -368,6 +384,7 @@ class library_policy final : public tree_policy {
   std::string name_;
   bool pool_memory_ = false;
   bool kv_charge_ = true;
+  bool message_branch_ = false;
   kv_order kv_ = kv_order::stateless_first;
   tree_context ctx_{};
   std::unique_ptr<state_policy> pol_;

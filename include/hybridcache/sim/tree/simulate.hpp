@@ -84,15 +84,19 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// every state (`policy_options::age_classes` off: the row before age classes).
 /// `hybridcache_base_first` = the row with its base-memory candidate as the first leader in every
 /// KV mode (the row before the first leader was chosen per mode: the long-memory candidate leads
-/// first under unlimited and separate KV).
+/// first under unlimited and separate KV). `hybridcache_messages` = the row with its long-memory
+/// candidate taking the deepest user-message start of each prompt as its branch point
+/// (`library_policy`'s `message_branch`; a candidate for the default, measured on the tuning
+/// families only so far).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 18> tree_policy_variants{
+inline constexpr std::array<std::string_view, 19> tree_policy_variants{
     "hybridcache_exact",        "hybridcache_pool_memory", "hybridcache_one_memory",
     "hybridcache_shadows",      "hybridcache_base",        "hybridcache_prev",
     "hybridcache_noprior",      "hybridcache_norepeat",    "hybridcache_noage",
     "hybridcache_noprefill",    "hybridcache_nofill",      "hybridcache_nobranch",
     "hybridcache_admitall",     "hybridcache_lru_kv",      "hybridcache_nokvcharge",
-    "hybridcache_prefill_both", "hybridcache_noclasses",   "hybridcache_base_first"};
+    "hybridcache_prefill_both", "hybridcache_noclasses",   "hybridcache_base_first",
+    "hybridcache_messages"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -151,7 +155,7 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   if (name == "hybridcache" || name == "hybridcache_shadows" || name == "hybridcache_one_memory" ||
       name == "hybridcache_lru_kv" || name == "hybridcache_nokvcharge" ||
       name == "hybridcache_prefill_both" || name == "hybridcache_noclasses" ||
-      name == "hybridcache_base_first") {
+      name == "hybridcache_base_first" || name == "hybridcache_messages") {
     // The library's row: the exact ΔE[r] policy and every faithful engine row, run in shadow;
     // the pool follows the lazy leader with a hand-over (sim/tree/portfolio.hpp).
     const auto kv = name == "hybridcache_lru_kv" ? kv_order::lru : kv_order::stateless_first;
@@ -169,9 +173,12 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
     // §13; decided on the tuning families).
     policy_options longer;
     longer.age_classes = name != "hybridcache_noclasses";
+    // User-message starts as branch points, in the long-memory candidate: an ablation row for
+    // now (`hybridcache_messages`; docs/tree_simulation.md, "User-message starts as branch
+    // points"), not yet the default.
     if (two)
-      c.push_back(
-          std::make_unique<library_policy>(longer, "hybridcache_pool_memory", true, kv, charge));
+      c.push_back(std::make_unique<library_policy>(longer, "hybridcache_pool_memory", true, kv,
+                                                   charge, name == "hybridcache_messages"));
     for (auto f : faithful_tree_policy_names) c.push_back(make_tree_policy(f, o));
     // The first leader, before any evidence: under a joint pool the base-memory candidate,
     // otherwise the long-memory one (the candidate that more often leads from the start there;
