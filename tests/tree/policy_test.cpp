@@ -1566,6 +1566,75 @@ TEST_CASE("branch point: typed errors, nothing changed") {
   CHECK_FALSE(quiet.branch_point(m2, 6, ok).has_value());
 }
 
+TEST_CASE("message branch point: the deepest user start past the resume, against brute force") {
+  // B = 4. Random prompts under a few shared prefixes, with states admitted on their blocks so
+  // matches resume at random depths; each prompt carries random user starts. The brute force
+  // walks the blocks from the last usable one down to the resume and returns the first block
+  // some start falls in (scanning token by token, not by dividing).
+  const std::size_t B = 4;
+  auto o = legacy({.block_size = B, .state_bytes = 1, .capacity_bytes = 16, .replan_every = 0});
+  o.branch_prior = true;
+  auto off = o;
+  off.branch_prior = false;
+  hc::state_policy pol(o), quiet(off);
+  std::mt19937 rng(11);
+  int found = 0, none = 0, resumed = 0;
+  for (int step = 0; step < 500; ++step) {
+    std::vector<token_id> p(1 + rng() % 60);
+    const token_id family = static_cast<token_id>(rng() % 3);
+    for (std::size_t i = 0; i < p.size(); ++i)
+      p[i] = i < 24 ? family * 100 + static_cast<token_id>(i) : static_cast<token_id>(rng() % 5);
+    const std::size_t P = p.size();
+    std::vector<std::size_t> starts;
+    for (std::size_t t = 0; t < P; ++t)
+      if (rng() % 9 == 0) starts.push_back(t);
+    const auto m = pol.match(ns_of(0), std::span<const token_id>(p).first(P - 1));
+    if (m.resume_tokens > 0) ++resumed;
+    const auto got = pol.message_branch_point(m, P, starts);
+    std::optional<std::size_t> want;
+    const std::size_t last = (P - 1) / B;  // the prompt's last usable block, u
+    for (std::size_t q = last; want == std::nullopt && q-- > m.resume_tokens / B + 1;)
+      for (std::size_t t = q * B; t < (q + 1) * B; ++t)
+        if (std::find(starts.begin(), starts.end(), t) != starts.end()) want = q * B;
+    CHECK(got == want);
+    (want ? found : none) += 1;
+    const auto mq = quiet.match(ns_of(0), std::span<const token_id>(p).first(P - 1));
+    CHECK_FALSE(quiet.message_branch_point(mq, P, starts).has_value());
+    quiet.unpin(mq.resume_node);
+    pol.unpin(m.resume_node);
+    const auto path = pol.insert(ns_of(0), p);
+    (void)quiet.insert(ns_of(0), p);
+    for (std::size_t i = 0; i < path.size(); ++i)
+      if (rng() % 4 == 0) (void)pol.admit(path[i], 1);
+  }
+  CHECK(found > 100);
+  CHECK(none > 50);
+  CHECK(resumed > 50);  // the resume bound is exercised
+}
+
+TEST_CASE("message branch point: typed errors, nothing changed") {
+  auto o = legacy({.block_size = 2, .state_bytes = 1, .capacity_bytes = 4, .replan_every = 0});
+  o.branch_prior = true;
+  hc::state_policy pol(o);
+  const auto p = seq({1, 2, 3, 4, 5, 6, 7, 8});
+  const auto m = pol.match(ns_of(0), p);
+  const std::size_t nodes = pol.node_count();
+  const std::vector<std::size_t> over{2, 8};  // 8 is not below prompt_tokens
+  CHECK_THROWS_AS((void)pol.message_branch_point(m, 8, over), hc::invalid_argument);
+  auto bad = m;
+  bad.matched_tokens = 4;  // path size 0 ≠ 4 / 2
+  const std::vector<std::size_t> ok{3, 5};
+  CHECK_THROWS_AS((void)pol.message_branch_point(bad, 8, ok), hc::invalid_argument);
+  CHECK_FALSE(pol.message_branch_point(m, 0, {}).has_value());
+  // u = ⌊7/2⌋ = 3: the start at 5 floors to block 2 (token 4), the deepest that qualifies.
+  CHECK(pol.message_branch_point(m, 8, ok) == std::optional<std::size_t>(4));
+  const std::vector<std::size_t> tail{6, 7};  // in block 3 = u: never the branch point
+  CHECK_FALSE(pol.message_branch_point(m, 8, tail).has_value());
+  pol.unpin(m.resume_node);
+  CHECK(pol.node_count() == nodes);
+  CHECK(pol.state_count() == 0);
+}
+
 TEST_CASE("admit_path: the states admit would hold, the same victims after, typed errors") {
   // Two policies fed the same requests (random paths under a few shared prefixes, matches that
   // leave weights, some states). Then each new path's nodes from some depth down are admitted:

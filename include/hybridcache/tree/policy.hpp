@@ -43,7 +43,9 @@
 ///    the block grid) where the engine should snapshot: planned nodes on the replayed path, the
 ///    junction where the request leaves the cached tree, and the deepest new position (tail);
 ///    `branch_point(m, prompt_len, chunk_ends)` → one more: where later requests are likely to
-///    leave this prompt (the learned branch point, `branch_prior`).
+///    leave this prompt (the learned branch point, `branch_prior`); or, from an engine that
+///    knows where the prompt's user messages start, `message_branch_point(m, prompt_len,
+///    user_starts)` in its place (the deepest start past the resume).
 /// 3. `insert(ns, tokens)` → node ids of the request's blocks; `admit(node, bytes)` for each
 ///    snapshot the engine stored → the victims to free first (by exact ΔE[r] per byte times
 ///    P(hit | age), never pinned) and whether it was admitted (a full pool refuses a state no
@@ -595,6 +597,37 @@ class basic_state_policy {
       }
     }
     if (best && !branch_state_pays(*best / B - m.resume_tokens / B)) return std::nullopt;
+    return best;
+  }
+
+  /// The branch point an engine that knows its prompt's user messages offers in place of the
+  /// learned one (`branch_point`): of the `user_starts` (token positions where a user message
+  /// of the prompt begins, from the engine's chat template), floored to the block grid,
+  ///
+  ///   q = max { ⌊t/B⌋·B : t ∈ user_starts, m.resume_tokens/B < ⌊t/B⌋ < u },
+  ///
+  /// u = ⌊(prompt_tokens − 1)/B⌋ as in `branch_point`: the deepest message start past the
+  /// resume point whose block is not the prompt's last. Requests that share a system prompt, a
+  /// document or earlier turns leave the prompt where a message starts, so that start is where a
+  /// later request's match most often ends. No gate: whether the state stays is decided by
+  /// `admit` (`admit_by_value`), as for any snapshot. Snapshot it like the plan and call
+  /// `note_branch_point` on its node before `admit`. Nothing with `branch_prior` off, for an
+  /// empty prompt, or when no start qualifies. Measured: the library's simulator row takes it
+  /// (docs/tree_simulation.md, "User-message starts as branch points"). O(|user_starts|).
+  /// @throws invalid_argument as `prefill_plan`, or for a start ≥ prompt_tokens.
+  [[nodiscard]] std::optional<std::size_t> message_branch_point(
+      const match_result& m, std::size_t prompt_tokens,
+      std::span<const std::size_t> user_starts) const {
+    const std::size_t B = opts_.block_size;
+    check_fits(m, prompt_tokens);
+    for (auto t : user_starts)
+      if (t >= prompt_tokens)
+        hybridcache::detail::throw_invalid("user_starts", t, "is not below prompt_tokens");
+    if (!opts_.branch_prior || prompt_tokens == 0) return std::nullopt;
+    const std::size_t u = (prompt_tokens - 1) / B, lo = m.resume_tokens / B;
+    std::optional<std::size_t> best;
+    for (auto t : user_starts)
+      if (t / B > lo && t / B < u && (!best || t / B * B > *best)) best = t / B * B;
     return best;
   }
 

@@ -93,8 +93,9 @@ class library_policy final : public tree_policy {
   /// `hybridcache_nokvcharge`).
   /// `message_branch`: the engine knows where the prompt's user messages start
   /// (`tree_step::user_starts()`, from its chat template) and offers the deepest one beyond the
-  /// resume point, inside the usable end and floored to the block grid, as the prefill's branch
-  /// point (`state_policy::note_branch_point`) in place of the learned one: requests that share
+  /// resume point, inside the usable end and floored to the block grid
+  /// (`state_policy::message_branch_point`), as the prefill's branch point
+  /// (`state_policy::note_branch_point`) in place of the learned one: requests that share
   /// a system prompt or a document leave it where the next message starts. Off by default; the
   /// ablation row `hybridcache_messages` runs it in the long-memory candidate (2026-11-30, ninth
   /// session; docs/tree_simulation.md, "User-message starts as branch points").
@@ -190,11 +191,7 @@ class library_policy final : public tree_policy {
     // with `message_branch`, the deepest user-message start the request carries.
     branch_ = 0;
     std::optional<std::size_t> point;
-    if (message_branch_ && pol_->options().branch_prior) {
-      const std::size_t u = s.prompt_tokens == 0 ? 0 : (s.prompt_tokens - 1) / B;
-      for (const std::size_t t : s.user_starts())
-        if (t / B > s.resumed && t / B < u) point = t / B * B;
-    }
+    if (message_branch_) point = pol_->message_branch_point(m_, s.prompt_tokens, s.user_starts());
     if (!point) point = pol_->branch_point(m_, s.prompt_tokens, grid_);
     if (const auto q = point) {
       branch_ = *q / B;
