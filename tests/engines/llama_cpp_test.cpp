@@ -153,6 +153,47 @@ TEST_CASE("granite-hybrid (Mamba2 + attention): cached prefills equal uncached o
   CHECK(f.one_shot_max_abs <= 1e-3 * f.logit_scale);
 }
 
+TEST_CASE("user-message starts: the first request snapshots where its message starts") {
+  // A 40-token system prompt, then a user message; B = 16. Given the start 40, the first request
+  // snapshots block 2 (token 32, the start floored to the grid), so a second user's request on
+  // the same system prompt resumes at 32 with logits equal, bit for bit, to an uncached prefill
+  // at the same chunk ends. Without the starts the first request has no learned branch point
+  // yet (no divergence seen), so the second resumes from nothing. The free room is not filled
+  // (`fill_free` off), so the first request snapshots only its plan and its branch point.
+  hc::llama_cpp_model model(model_path("qwen35-tiny.gguf"));
+  std::vector<hc::token_id> system(40), first(40), second(40);
+  for (std::size_t i = 0; i < 40; ++i) {
+    system[i] = static_cast<hc::token_id>(3 + i * 11 % 200);
+    first[i] = static_cast<hc::token_id>(5 + i * 7 % 300);
+    second[i] = static_cast<hc::token_id>(9 + i * 13 % 250);
+  }
+  auto a = system, b = system;
+  a.insert(a.end(), first.begin(), first.end());
+  b.insert(b.end(), second.begin(), second.end());
+  const std::vector<std::size_t> starts{40};
+  for (const bool known : {true, false}) {
+    CAPTURE(known);
+    // Without filling the free room, so the first request snapshots only what the plan names.
+    hc::policy_options o{.block_size = 16, .state_bytes = 128 << 10, .capacity_bytes = 8 << 20};
+    o.fill_free = false;
+    hc::state_policy pol(o);
+    hc::llama_cpp_engine eng(model, pol, {.chunk_tokens = 64, .context_tokens = 512});
+    const auto ra =
+        eng.prefill(hc::namespace_key{}, a, known ? starts : std::vector<std::size_t>{});
+    const bool at_start =
+        std::find(ra.snapshots.begin(), ra.snapshots.end(), 32) != ra.snapshots.end();
+    CHECK(at_start == known);
+    const auto rb =
+        eng.prefill(hc::namespace_key{}, b, known ? starts : std::vector<std::size_t>{});
+    CHECK(rb.resume_tokens == (known ? 32u : 0u));
+    hc::state_policy unused({.block_size = 16, .state_bytes = 1, .capacity_bytes = 1});
+    hc::llama_cpp_engine ref(model, unused, {.chunk_tokens = 64, .context_tokens = 512});
+    const auto same = ref.prefill_uncached(b, rb.chunk_ends);
+    REQUIRE(same.size() == rb.logits.size());
+    CHECK(std::memcmp(same.data(), rb.logits.data(), same.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("bad input: typed errors, and the policy is left consistent") {
   const std::string qwen = model_path("qwen35-tiny.gguf");
   const std::string granite = model_path("granite-hybrid-tiny.gguf");
@@ -189,6 +230,19 @@ TEST_CASE("bad input: typed errors, and the policy is left consistent") {
     } catch (const hc::invalid_argument& e) {
       CHECK(e.argument() == "prompt[57]");
       CHECK(e.value() == std::to_string(model.vocab_size()));
+    }
+    CHECK(pol.node_count() == 0);
+    CHECK(pol.observations() == 0);
+  }
+
+  SUBCASE("a user start not below the prompt's length, before the policy is touched") {
+    const std::vector<std::size_t> starts{40, 100};
+    try {
+      (void)eng.prefill(ns, prompt, starts);
+      FAIL("no exception");
+    } catch (const hc::invalid_argument& e) {
+      CHECK(e.argument() == "user_starts[1]");
+      CHECK(e.value() == "100");
     }
     CHECK(pol.node_count() == 0);
     CHECK(pol.observations() == 0);

@@ -52,11 +52,12 @@ std::unique_ptr<hc::portfolio_policy> make_portfolio(
 // The exact policy alone with an EW memory of `window` observations (γ = 1 − 1/window).
 hc::tree_metrics exact_with_window(const hc::tree_trace& t, double window, std::size_t M,
                                    const std::vector<std::size_t>& usable,
-                                   const hc::tree_cost_model& cost, bool age_classes = false) {
+                                   const hc::tree_cost_model& cost, bool age_classes = false,
+                                   bool messages = false) {
   hc::policy_options o;
   o.gamma = 1.0 - 1.0 / window;
   o.age_classes = age_classes;
-  hc::library_policy p(o, "reference");
+  hc::library_policy p(o, "reference", false, hc::kv_order::stateless_first, true, messages);
   return hc::replay_tree(t, p, M, usable, cost);
 }
 
@@ -632,16 +633,17 @@ TEST_CASE("replay: evict_kv_leaf evicts a named leaf off the running path, and n
 TEST_CASE("portfolio: the library's row runs the exact policy at two memories") {
   // make_tree_policy("hybridcache"): candidate 0 is the exact policy at the base EW memory
   // without the prefill-end prior, candidate 1 the default with its memory lengthened by the
-  // budget, 1/(1 − γ') = 1/(1 − γ) + M, and its age classes on, then the eleven engine rows.
-  // Reference for candidate 1: a library_policy built with γ' written out by hand and
-  // `age_classes`, replayed alone; the ablation row `hybridcache_noclasses` runs it without.
+  // budget, 1/(1 − γ') = 1/(1 − γ) + M, its age classes on and the user-message starts as its
+  // branch points, then the eleven engine rows. Reference for candidate 1: a library_policy
+  // built with γ' written out by hand, `age_classes` and `message_branch`, replayed alone; the
+  // ablation rows `hybridcache_noclasses` and `hybridcache_nomessages` run it without each.
   CHECK(hc::library_policy::pool_window(0.99, 156) == doctest::Approx(1.0 - 1.0 / 256.0));
   CHECK(hc::library_policy::pool_window(0.5, 0) == doctest::Approx(0.5));
   CHECK(hc::library_policy::pool_window(1.0, 64) == 1.0);  // no decay stays no decay
   const auto t = small_trace(9);
   hc::tree_options o;
   const auto usable = hc::usable_matches(t, o.cost);
-  std::size_t classes_differ = 0;
+  std::size_t classes_differ = 0, messages_differ = 0;
   for (std::size_t M : {16, 256}) {
     CAPTURE(M);
     auto row = hc::make_tree_policy("hybridcache", o);
@@ -652,15 +654,27 @@ TEST_CASE("portfolio: the library's row runs the exact policy at two memories") 
     CHECK(p->stats().candidates[0] == "hybridcache");
     CHECK(p->stats().candidates[1] == "hybridcache_pool_memory");
     const auto alone =
-        exact_with_window(t, 100.0 + static_cast<double>(M), M, usable, o.cost, true);
+        exact_with_window(t, 100.0 + static_cast<double>(M), M, usable, o.cost, true, true);
     const auto shadow = p->shadow(1).metrics();
     CHECK(shadow.recomputed_tokens == alone.recomputed_tokens);
     CHECK(shadow.states_mean == alone.states_mean);
+    auto learned = hc::make_tree_policy("hybridcache_nomessages", o);
+    auto* pl = dynamic_cast<hc::portfolio_policy*>(learned.get());
+    REQUIRE(pl != nullptr);
+    (void)hc::replay_tree(t, *pl, M, usable, o.cost);
+    const auto no_messages =
+        exact_with_window(t, 100.0 + static_cast<double>(M), M, usable, o.cost, true);
+    CHECK(pl->shadow(1).metrics().recomputed_tokens == no_messages.recomputed_tokens);
+    CHECK(pl->shadow(1).metrics().states_mean == no_messages.states_mean);
+    if (no_messages.recomputed_tokens != alone.recomputed_tokens ||
+        no_messages.states_mean != alone.states_mean)
+      ++messages_differ;
     auto flat = hc::make_tree_policy("hybridcache_noclasses", o);
     auto* pf = dynamic_cast<hc::portfolio_policy*>(flat.get());
     REQUIRE(pf != nullptr);
     (void)hc::replay_tree(t, *pf, M, usable, o.cost);
-    const auto one_law = exact_with_window(t, 100.0 + static_cast<double>(M), M, usable, o.cost);
+    const auto one_law =
+        exact_with_window(t, 100.0 + static_cast<double>(M), M, usable, o.cost, false, true);
     CHECK(pf->shadow(1).metrics().recomputed_tokens == one_law.recomputed_tokens);
     CHECK(pf->shadow(1).metrics().states_mean == one_law.states_mean);
     if (one_law.recomputed_tokens != alone.recomputed_tokens ||
@@ -682,7 +696,8 @@ TEST_CASE("portfolio: the library's row runs the exact policy at two memories") 
     CHECK(pb->shadow(0).metrics().recomputed_tokens ==
           hc::replay_tree(t, with_prior, M, usable, o.cost).recomputed_tokens);
   }
-  CHECK(classes_differ >= 1);  // the classes change the replay, so the checks can fail
+  CHECK(classes_differ >= 1);   // the classes change the replay, so the checks can fail
+  CHECK(messages_differ >= 1);  // and so do the message starts
   // Under a joint KV budget the long memory counts every state the whole pool can hold,
   // C = ⌊(KV share + M states' bytes) / state bytes⌋ (the pool's capacity before any KV), not M.
   hc::tree_options j;
@@ -698,12 +713,13 @@ TEST_CASE("portfolio: the library's row runs the exact policy at two memories") 
     auto* p = dynamic_cast<hc::portfolio_policy*>(row.get());
     REQUIRE(p != nullptr);
     (void)hc::replay_tree(t, *p, M, ju, j.cost);
-    const auto alone = exact_with_window(t, 100.0 + static_cast<double>(C), M, ju, j.cost, true);
+    const auto alone =
+        exact_with_window(t, 100.0 + static_cast<double>(C), M, ju, j.cost, true, true);
     const auto shadow = p->shadow(1).metrics();
     CHECK(shadow.resumed_tokens == alone.resumed_tokens);
     CHECK(shadow.states_mean == alone.states_mean);
     // The window of M instead: a different replay (so the check can fail), at one M at least.
-    const auto w = exact_with_window(t, 100.0 + static_cast<double>(M), M, ju, j.cost, true);
+    const auto w = exact_with_window(t, 100.0 + static_cast<double>(M), M, ju, j.cost, true, true);
     if (w.resumed_tokens != shadow.resumed_tokens || w.states_mean != shadow.states_mean)
       ++windows_differ;
   }

@@ -41,7 +41,7 @@ every request's prompt is prefilled, resuming from the snapshot the policy chose
   --policy P[,P...]       rows, each on the same model (default library):
                           library   the library's tree policy through its adapter
                                     (engines/llama_cpp.hpp), a byte budget (--capacity-mib),
-                                    prefill only
+                                    prefill only; given the trace's user-message starts
                           none      no cache
                           any tree policy of `simulate` (hybridcache, vllm_align, vllm_all,
                                     sglang_no_buffer, sglang_extra_buffer, trtllm, marconi,
@@ -286,8 +286,10 @@ int run(std::span<const std::string_view> argv) {
                   .count();
           q.llama_ms = q.ttft_ms;
         } else {
-          const auto r = eng.prefill(
-              hc::namespace_key{}.with_tenant("ns" + std::to_string(reqs[i].root)), prompt);
+          // The trace's user-message starts, as an engine knows them from its chat template.
+          const auto r =
+              eng.prefill(hc::namespace_key{}.with_tenant("ns" + std::to_string(reqs[i].root)),
+                          prompt, reqs[i].user_starts);
           q.resume = r.resume_tokens;
           q.ttft_ms = 1e3 * (r.restore_seconds + r.prefill_seconds + r.decision_seconds);
           q.decision_ms = 1e3 * r.decision_seconds;

@@ -18,7 +18,9 @@
 ///    chunk by chunk with `llama_decode`. A recurrent state cannot be rolled back, so a snapshot
 ///    can only be taken at a chunk end the engine scheduled: the plan is made before the prefill.
 ///    The policy's learned branch point (`branch_point`, policy_options::branch_prior), if any,
-///    joins the plan and is noted (`note_branch_point`) before its snapshot is admitted.
+///    joins the plan and is noted (`note_branch_point`) before its snapshot is admitted. A caller
+///    that knows where the prompt's user messages start (its chat template) passes them, and the
+///    deepest one past the resume point (`message_branch_point`) is the branch point instead.
 /// 3. After the chunk that ends at a planned position p, the sequence is saved
 ///    (`llama_state_seq_get_data`): its KV over [0, p) and its recurrent state at p.
 /// 4. `insert` the prompt, `admit` each snapshot with its actual size (the victims' snapshots
@@ -333,12 +335,20 @@ class llama_cpp_engine {
       : model_(&model), policy_(&policy), opts_(opts), ctx_(checked(model, policy, opts)) {}
 
   /// Prefills `prompt` under namespace `ns` through the cache (see the file comment).
-  /// @throws invalid_argument for an empty prompt, a prompt longer than context_tokens or a
-  ///         token id outside the vocabulary (before the policy is touched);
-  ///         not_found_error if the policy resumes from a node whose snapshot this engine does
-  ///         not hold (freed or never stored); error if llama_decode fails.
-  llama_cpp_result prefill(const namespace_key& ns, std::span<const token_id> prompt) {
+  /// `user_starts`: the token positions where the prompt's user messages begin, if the caller
+  /// knows them (empty: the learned branch point alone; `state_policy::message_branch_point`).
+  /// @throws invalid_argument for an empty prompt, a prompt longer than context_tokens, a
+  ///         token id outside the vocabulary or a user start not below the prompt's length
+  ///         (before the policy is touched); not_found_error if the policy resumes from a node
+  ///         whose snapshot this engine does not hold (freed or never stored); error if
+  ///         llama_decode fails.
+  llama_cpp_result prefill(const namespace_key& ns, std::span<const token_id> prompt,
+                           std::span<const std::size_t> user_starts = {}) {
     check_prompt(prompt);
+    for (std::size_t i = 0; i < user_starts.size(); ++i)
+      if (user_starts[i] >= prompt.size())
+        detail::throw_invalid(detail::indexed("user_starts", i), user_starts[i],
+                              "is not below the prompt's length " + std::to_string(prompt.size()));
     const std::size_t P = prompt.size(), B = policy_->options().block_size;
     llama_cpp_result r;
     r.prompt_tokens = P;
@@ -347,8 +357,10 @@ class llama_cpp_engine {
     std::vector<std::size_t> candidates;
     for (std::size_t p = (m.resume_tokens / B + 1) * B; p <= P; p += B) candidates.push_back(p);
     std::vector<std::size_t> plan = policy_->prefill_plan(m, P, candidates);
-    // The learned branch point (policy_options::branch_prior) is snapshotted like the plan.
-    const std::optional<std::size_t> branch = policy_->branch_point(m, P, candidates);
+    // The branch point is snapshotted like the plan: the deepest user-message start past the
+    // resume, else the learned one (policy_options::branch_prior).
+    std::optional<std::size_t> branch = policy_->message_branch_point(m, P, user_starts);
+    if (!branch) branch = policy_->branch_point(m, P, candidates);
     if (branch && !std::binary_search(plan.begin(), plan.end(), *branch))
       plan.insert(std::lower_bound(plan.begin(), plan.end(), *branch), *branch);
     r.decision_seconds += seconds_since(t);

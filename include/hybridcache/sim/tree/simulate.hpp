@@ -84,10 +84,10 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// every state (`policy_options::age_classes` off: the row before age classes).
 /// `hybridcache_base_first` = the row with its base-memory candidate as the first leader in every
 /// KV mode (the row before the first leader was chosen per mode: the long-memory candidate leads
-/// first under unlimited and separate KV). `hybridcache_messages` = the row with its long-memory
-/// candidate taking the deepest user-message start of each prompt as its branch point
-/// (`library_policy`'s `message_branch`; a candidate for the default, measured on the tuning
-/// families only so far).
+/// first under unlimited and separate KV). `hybridcache_nomessages` = the row with its
+/// long-memory candidate on the learned branch point alone (`library_policy`'s `message_branch`
+/// off: the row before it took the deepest user-message start of each prompt as its branch
+/// point, 2026-12-01).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
 inline constexpr std::array<std::string_view, 19> tree_policy_variants{
     "hybridcache_exact",        "hybridcache_pool_memory", "hybridcache_one_memory",
@@ -96,7 +96,7 @@ inline constexpr std::array<std::string_view, 19> tree_policy_variants{
     "hybridcache_noprefill",    "hybridcache_nofill",      "hybridcache_nobranch",
     "hybridcache_admitall",     "hybridcache_lru_kv",      "hybridcache_nokvcharge",
     "hybridcache_prefill_both", "hybridcache_noclasses",   "hybridcache_base_first",
-    "hybridcache_messages"};
+    "hybridcache_nomessages"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -155,7 +155,7 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   if (name == "hybridcache" || name == "hybridcache_shadows" || name == "hybridcache_one_memory" ||
       name == "hybridcache_lru_kv" || name == "hybridcache_nokvcharge" ||
       name == "hybridcache_prefill_both" || name == "hybridcache_noclasses" ||
-      name == "hybridcache_base_first" || name == "hybridcache_messages") {
+      name == "hybridcache_base_first" || name == "hybridcache_nomessages") {
     // The library's row: the exact ΔE[r] policy and every faithful engine row, run in shadow;
     // the pool follows the lazy leader with a hand-over (sim/tree/portfolio.hpp).
     const auto kv = name == "hybridcache_lru_kv" ? kv_order::lru : kv_order::stateless_first;
@@ -173,12 +173,12 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
     // §13; decided on the tuning families).
     policy_options longer;
     longer.age_classes = name != "hybridcache_noclasses";
-    // User-message starts as branch points, in the long-memory candidate: an ablation row for
-    // now (`hybridcache_messages`; docs/tree_simulation.md, "User-message starts as branch
-    // points"), not yet the default.
+    // User-message starts as branch points, in the long-memory candidate (docs/tree_simulation.md,
+    // "User-message starts as branch points"; decided on the tuning families, checked on the
+    // held-out seeds).
     if (two)
       c.push_back(std::make_unique<library_policy>(longer, "hybridcache_pool_memory", true, kv,
-                                                   charge, name == "hybridcache_messages"));
+                                                   charge, name != "hybridcache_nomessages"));
     for (auto f : faithful_tree_policy_names) c.push_back(make_tree_policy(f, o));
     // The first leader, before any evidence: under a joint pool the base-memory candidate,
     // otherwise the long-memory one (the candidate that more often leads from the start there;
@@ -192,7 +192,8 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   if (name == "hybridcache_pool_memory") {
     policy_options longer;
     longer.age_classes = true;
-    return std::make_unique<library_policy>(longer, "hybridcache_pool_memory", true);
+    return std::make_unique<library_policy>(longer, "hybridcache_pool_memory", true,
+                                            kv_order::stateless_first, true, true);
   }
   if (name.rfind("hybridcache_", 0) == 0) {
     policy_options b;
