@@ -256,6 +256,15 @@ inline void bind_tree(nb::module_& m) {
           "The learned branch point of the prefill (a chunk end to snapshot too), or None: also "
           "None when the pool is full and the branch state would be its first victim.")
       .def(
+          "message_branch_point",
+          [](const hc::state_policy& p, const hc::match_result& r, std::size_t prompt_tokens,
+             nb::handle user_starts) -> std::optional<std::size_t> {
+            return p.message_branch_point(r, prompt_tokens, to_ids(user_starts, "user_starts"));
+          },
+          "m"_a, "prompt_tokens"_a, "user_starts"_a,
+          "The deepest user-message start past the resume point, floored to the block grid, "
+          "whose block is not the prompt's last (offer it in place of branch_point), or None.")
+      .def(
           "insert",
           [](hc::state_policy& p, const hc::namespace_key& ns, nb::handle tokens) {
             const token_ids tk = to_token_ids(tokens);

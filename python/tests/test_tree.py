@@ -453,6 +453,36 @@ def test_branch_point_option():
     assert tree.policy_options().branch_prior is True  # the default, added after 0.2.0
 
 
+def test_message_branch_point():
+    # B = 4, a 10-token system prompt then a user message at 10: the start floors to block 2
+    # (token 8); a second user's request on the same system prompt resumes there once the state
+    # is admitted. A start in the prompt's last usable block, or before the resume, is no point.
+    o = tree.policy_options(block_size=4, state_bytes=1, capacity_bytes=64, replan_every=0,
+                            fill_free=False)
+    pol = tree.state_policy(o)
+    ns = segment.namespace_key()
+    system = list(range(10))
+    a = system + [100 + i for i in range(12)]
+    m = pol.match(ns, a[:-1])
+    assert pol.message_branch_point(m, len(a), [10]) == 8
+    assert pol.message_branch_point(m, len(a), [1, 10, 21]) == 8  # 21 is in block 5 = u
+    path = pol.insert(ns, a)
+    pol.note_branch_point(int(path[8 // 4 - 1]))
+    assert pol.admit(int(path[8 // 4 - 1]), 1).admitted
+    pol.unpin(m.resume_node)
+    b = system + [200 + i for i in range(12)]
+    m = pol.match(ns, b[:-1])
+    assert m.resume_tokens == 8
+    assert pol.message_branch_point(m, len(b), [10]) is None  # not past the resume
+    with pytest.raises(hc.InvalidArgument):
+        pol.message_branch_point(m, len(b), [22])  # not below the prompt's length
+    pol.unpin(m.resume_node)
+    off = tree.state_policy(tree.policy_options(block_size=4, state_bytes=1, capacity_bytes=64,
+                                                branch_prior=False))
+    m = off.match(ns, a[:-1])
+    assert off.message_branch_point(m, len(a), [10]) is None
+
+
 def test_kv_block_bytes_option():
     # The joint KV charge (tests/tree/eviction_test.cpp has the brute force): 0 by default, set
     # by keyword or attribute; a policy builds from it.

@@ -87,7 +87,7 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// first under unlimited and separate KV). `hybridcache_nomessages` = the row with its
 /// long-memory candidate on the learned branch point alone (`library_policy`'s `message_branch`
 /// off: the row before it took the deepest user-message start of each prompt as its branch
-/// point, 2026-12-01).
+/// point; the default since 2026-11-30, tenth session).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
 inline constexpr std::array<std::string_view, 19> tree_policy_variants{
     "hybridcache_exact",        "hybridcache_pool_memory", "hybridcache_one_memory",
