@@ -97,8 +97,9 @@ class library_policy final : public tree_policy {
   /// (`state_policy::message_branch_point`), as the prefill's branch point
   /// (`state_policy::note_branch_point`) in place of the learned one: requests that share
   /// a system prompt or a document leave it where the next message starts. Off by default; the
-  /// ablation row `hybridcache_messages` runs it in the long-memory candidate (2026-11-30, ninth
-  /// session; docs/tree_simulation.md, "User-message starts as branch points").
+  /// library's row runs it in its long-memory candidate (since 2026-11-30, tenth session; the
+  /// ablation row without it is `hybridcache_nomessages`; docs/tree_simulation.md,
+  /// "User-message starts as branch points").
   explicit library_policy(policy_options base = {}, std::string name = "hybridcache",
                           bool pool_memory = false, kv_order kv = kv_order::stateless_first,
                           bool kv_charge = true, bool message_branch = false)
