@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <random>
+#include <span>
 #include <vector>
 
 #include <hybridcache/segment/keys.hpp>
@@ -25,21 +26,29 @@ constexpr std::size_t block = 16;
 
 struct workload {
   std::vector<std::vector<hc::token_id>> requests;
+  std::vector<std::vector<std::size_t>> user_starts;  ///< per request (make_workload only)
   std::size_t blocks = 0;
 };
 
 workload make_workload(std::size_t n_requests) {
   std::mt19937 rng(7);
   std::vector<std::vector<hc::token_id>> system(4), sessions(64);
+  std::vector<std::vector<std::size_t>> starts(64);
   for (auto& s : system)
     for (int i = 0; i < 512; ++i) s.push_back(static_cast<hc::token_id>(rng() % 50000));
   workload w;
   for (std::size_t r = 0; r < n_requests; ++r) {
-    auto& s = sessions[rng() % sessions.size()];
-    if (s.empty() || s.size() > 6000) s = system[rng() % system.size()];
+    const std::size_t k = rng() % sessions.size();
+    auto& s = sessions[k];
+    if (s.empty() || s.size() > 6000) {
+      s = system[rng() % system.size()];
+      starts[k].clear();
+    }
+    starts[k].push_back(s.size());             // this turn's user message starts here
     const std::size_t add = 64 + rng() % 512;  // user turn + previous answer
     for (std::size_t i = 0; i < add; ++i) s.push_back(static_cast<hc::token_id>(rng() % 50000));
     w.requests.push_back(s);
+    w.user_starts.push_back(starts[k]);
     w.blocks += s.size() / block;
   }
   return w;
@@ -137,8 +146,50 @@ void replan(benchmark::State& state) {
   state.counters["nodes"] = static_cast<double>(pol.node_count());
 }
 
+// The branch point of each request, after the workload has taught the policy where requests
+// leave cached paths (a pool of 256 states, full): the learned one (`branch_point`, over every
+// block-grid chunk end past the resume, with its victim search when the pool is full) beside the
+// one from the request's user-message starts (`message_branch_point`, one pass over the starts).
+// ns per request; the matches are taken once, before timing.
+void branch_point_per_request(benchmark::State& state) {
+  const bool messages = state.range(0) == 1;
+  const auto w = make_workload(2000);
+  const hc::namespace_key ns{};
+  std::vector<std::size_t> chunks;
+  hc::state_policy pol(
+      {.block_size = block, .state_bytes = 1, .capacity_bytes = 256, .replan_every = 0});
+  for (const auto& r : w.requests) one_request(pol, ns, r, chunks);
+  std::vector<hc::match_result> ms;
+  std::vector<std::vector<std::size_t>> grids;
+  for (const auto& r : w.requests) {
+    ms.push_back(pol.match(ns, std::span<const hc::token_id>(r).first(r.size() - 1)));
+    pol.unpin(ms.back().resume_node);
+    auto& g = grids.emplace_back();
+    for (std::size_t p = (ms.back().resume_tokens / block + 1) * block; p <= r.size(); p += block)
+      g.push_back(p);
+  }
+  std::size_t found = 0;
+  for (auto _ : state) {
+    found = 0;
+    for (std::size_t i = 0; i < ms.size(); ++i) {
+      const std::size_t P = w.requests[i].size();
+      const auto q = messages ? pol.message_branch_point(ms[i], P, w.user_starts[i])
+                              : pol.branch_point(ms[i], P, grids[i]);
+      found += q.has_value();
+      benchmark::DoNotOptimize(q);
+    }
+  }
+  state.counters["ns_per_request"] = benchmark::Counter(
+      static_cast<double>(ms.size()) * static_cast<double>(state.iterations()) * 1e-9,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["found"] = static_cast<double>(found);
+  state.SetLabel(messages ? "message_branch_point (user starts)"
+                          : "branch_point (learned, every grid end)");
+}
+
 }  // namespace
 
+BENCHMARK(branch_point_per_request)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(policy_per_block)->Arg(256)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
 BENCHMARK(policy_per_block_fresh)->Unit(benchmark::kMillisecond);
 BENCHMARK(hashing_per_block)->Unit(benchmark::kMillisecond);
