@@ -135,13 +135,18 @@ void hashing_per_block(benchmark::State& state) {
   state.SetLabel("baseline: chained block keys only");
 }
 
-void replan(benchmark::State& state) {
-  const auto w = make_workload(2000);
-  const hc::namespace_key ns{};
+// A pool of 256 states (full) after the workload's requests, re-plans off: the policy the
+// re-plan and branch-point benchmarks time.
+hc::state_policy taught(const workload& w) {
   std::vector<std::size_t> chunks;
   hc::state_policy pol(
       {.block_size = block, .state_bytes = 1, .capacity_bytes = 256, .replan_every = 0});
-  for (const auto& r : w.requests) one_request(pol, ns, r, chunks);
+  for (const auto& r : w.requests) one_request(pol, hc::namespace_key{}, r, chunks);
+  return pol;
+}
+
+void replan(benchmark::State& state) {
+  auto pol = taught(make_workload(2000));
   for (auto _ : state) benchmark::DoNotOptimize(pol.replan());
   state.counters["nodes"] = static_cast<double>(pol.node_count());
 }
@@ -155,10 +160,7 @@ void branch_point_per_request(benchmark::State& state) {
   const bool messages = state.range(0) == 1;
   const auto w = make_workload(2000);
   const hc::namespace_key ns{};
-  std::vector<std::size_t> chunks;
-  hc::state_policy pol(
-      {.block_size = block, .state_bytes = 1, .capacity_bytes = 256, .replan_every = 0});
-  for (const auto& r : w.requests) one_request(pol, ns, r, chunks);
+  auto pol = taught(w);
   std::vector<hc::match_result> ms;
   std::vector<std::vector<std::size_t>> grids;
   for (const auto& r : w.requests) {
