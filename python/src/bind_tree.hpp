@@ -256,6 +256,13 @@ inline void bind_tree(nb::module_& m) {
           "The learned branch point of the prefill (a chunk end to snapshot too), or None: also "
           "None when the pool is full and the branch state would be its first victim.")
       .def(
+          "prefill_end",
+          [](const hc::state_policy& p, const hc::match_result& r, std::size_t prompt_tokens)
+              -> std::optional<std::size_t> { return p.prefill_end(r, prompt_tokens); },
+          "m"_a, "prompt_tokens"_a,
+          "Where to snapshot the prefill's end for the prefill-end prior: the prompt's usable end "
+          "floor((P - 1) / B) * B, where a re-ask resumes, if past the resume; else None.")
+      .def(
           "message_branch_point",
           [](const hc::state_policy& p, const hc::match_result& r, std::size_t prompt_tokens,
              nb::handle user_starts) -> std::optional<std::size_t> {

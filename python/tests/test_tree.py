@@ -483,6 +483,30 @@ def test_message_branch_point():
     assert off.message_branch_point(m, len(a), [10]) is None
 
 
+def test_prefill_end():
+    # B = 4: a re-ask of a 12-token prompt resumes at most at floor(11/4)*4 = 8, a 13-token one
+    # at 12; past the resume only, and only with the prefill-end prior on (the default).
+    pol = tree.state_policy(tree.policy_options(block_size=4, state_bytes=1, capacity_bytes=64,
+                                                fill_free=False))
+    ns = segment.namespace_key()
+    p = list(range(1, 13))
+    m = pol.match(ns, p[:-1])
+    assert pol.prefill_end(m, 12) == 8
+    assert pol.prefill_end(m, 13) == 12
+    assert pol.prefill_end(m, 4) is None  # floor(3/4) = 0: nothing past the resume
+    path = pol.insert(ns, p)
+    pol.note_prefill_end(int(path[8 // 4 - 1]))
+    assert pol.admit(int(path[8 // 4 - 1]), 1).admitted
+    pol.unpin(m.resume_node)
+    m = pol.match(ns, p[:-1])  # the same prompt again
+    assert m.resume_tokens == 8
+    assert pol.prefill_end(m, 12) is None  # the state is there already
+    pol.unpin(m.resume_node)
+    off = tree.state_policy(tree.policy_options(block_size=4, state_bytes=1, capacity_bytes=64,
+                                                prefill_prior=False))
+    assert off.prefill_end(off.match(ns, p[:-1]), 12) is None
+
+
 def test_kv_block_bytes_option():
     # The joint KV charge (tests/tree/eviction_test.cpp has the brute force): 0 by default, set
     # by keyword or attribute; a policy builds from it.

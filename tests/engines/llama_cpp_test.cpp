@@ -194,6 +194,37 @@ TEST_CASE("user-message starts: the first request snapshots where its message st
   }
 }
 
+TEST_CASE("a re-asked prompt of whole blocks resumes at its usable end, bit for bit") {
+  // P = 64 tokens, B = 16: a re-ask computes at least the last token, so it can resume at most at
+  // ⌊63/16⌋·16 = 48. The first request snapshots there (`prefill_end`, with the prefill-end prior
+  // on; free room is not filled, so only the plan decides), and the re-ask resumes at 48 with
+  // logits equal, bit for bit, to an uncached prefill at the same chunk ends. With the prior off
+  // the plan's tail is 64, which the re-ask cannot use: it starts from nothing.
+  hc::llama_cpp_model model(model_path("qwen35-tiny.gguf"));
+  std::vector<hc::token_id> prompt(64);
+  for (std::size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<hc::token_id>(7 + i * 17 % 400);
+  for (const bool prior : {true, false}) {
+    CAPTURE(prior);
+    hc::policy_options o{.block_size = 16, .state_bytes = 128 << 10, .capacity_bytes = 8 << 20};
+    o.fill_free = false;
+    o.prefill_prior = prior;
+    hc::state_policy pol(o);
+    hc::llama_cpp_engine eng(model, pol, {.chunk_tokens = 64, .context_tokens = 512});
+    const auto first = eng.prefill(hc::namespace_key{}, prompt);
+    const bool at_48 =
+        std::find(first.snapshots.begin(), first.snapshots.end(), 48) != first.snapshots.end();
+    CHECK(at_48 == prior);
+    const auto again = eng.prefill(hc::namespace_key{}, prompt);
+    CHECK(again.resume_tokens == (prior ? 48u : 0u));
+    hc::state_policy unused({.block_size = 16, .state_bytes = 1, .capacity_bytes = 1});
+    hc::llama_cpp_engine ref(model, unused, {.chunk_tokens = 64, .context_tokens = 512});
+    const auto same = ref.prefill_uncached(prompt, again.chunk_ends);
+    REQUIRE(same.size() == again.logits.size());
+    CHECK(std::memcmp(same.data(), again.logits.data(), same.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("bad input: typed errors, and the policy is left consistent") {
   const std::string qwen = model_path("qwen35-tiny.gguf");
   const std::string granite = model_path("granite-hybrid-tiny.gguf");

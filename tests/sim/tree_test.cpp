@@ -681,10 +681,13 @@ TEST_CASE("modelled TTFT and FLOPs follow the cost model for one request") {
 
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
 TEST_CASE("the library's policy through its public API: tail snapshot, budget, namespaces") {
-  // B = 4. R1 = 1..16 (prompt 12, output 4): the policy snapshots the tail (j = n = 4). R2 extends
-  // R1's prompt and output: it resumes from R1's tail (usable ⌊23/4⌋ = 5 > 4).
+  // B = 4. R1 = 1..16 (prompt 13, output 3): the policy snapshots the tail (j = n = 4). R2 extends
+  // R1's prompt and output: it resumes from R1's tail (usable ⌊23/4⌋ = 5 > 4). (A prompt of 13
+  // tokens, so its usable end ⌊12/4⌋ = 3 is its last full block: the prefill end and the plan's
+  // tail are one state. The aligned case is the test "…puts the prefill end where a re-ask
+  // resumes".)
   hc::tree_trace_builder b("lib", 4);
-  b.add_tokens(iota_tokens(1, 16), 12, std::string("t1"));
+  b.add_tokens(iota_tokens(1, 16), 13, std::string("t1"));
   b.add_tokens(cat(iota_tokens(1, 16), iota_tokens(40, 8)), 24, std::string("t1"));
   b.add_tokens(cat(iota_tokens(1, 16), iota_tokens(40, 8)), 24, std::string("t2"));
   hc::library_policy p;
@@ -699,15 +702,16 @@ TEST_CASE("the library's policy through its public API: tail snapshot, budget, n
 }
 
 TEST_CASE("the library's policy plans the prompt's tail at match time: a re-ask resumes there") {
-  // B = 4. R1 = 1..16 (prompt 12 = 3 blocks, output 4). Causal: at match time the prefill plan
-  // over the prompt's grid (4, 8, 12] has the prompt's tail j = 3 (the deepest new position),
+  // B = 4. R1 = 1..16 (prompt 13: 3 full blocks, usable end ⌊12/4⌋ = 3; output 3). Causal: at
+  // match time the prefill plan over the prompt's grid (4, 8, 12] has the prompt's tail j = 3
+  // (the deepest new position, also the prefill end),
   // admitted after the prefill (a pool of 2 has room); at the end the request's tail j = 4 is
   // admitted too. R2 re-asks R1's prompt with another answer (1..12 ++ 50..57, prompt 20):
   // usable min(3, ⌊19/4⌋) = 3, so it resumes at 3 (before the causal protocol it resumed at 0:
   // the plan then ran over the whole path and its tail was j = 4; the separate offer of the
   // prefill's end that fixed it then, `library_policy`'s `prefill_end`, was removed in 0.2).
   hc::tree_trace_builder b("reask", 4);
-  b.add_tokens(iota_tokens(1, 16), 12);
+  b.add_tokens(iota_tokens(1, 16), 13);
   b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 8)), 20);
   hybridcache::policy_options o;
   o.fill_free = false;  // free room would hold j = 3 anyway (see the fill_free test below)
@@ -716,6 +720,27 @@ TEST_CASE("the library's policy plans the prompt's tail at match time: a re-ask 
   CHECK(r.resumes[1] == 3u);
   CHECK(r.held[0] == std::vector<bool>{false, false, true, true});
   CHECK(r.metrics.states_peak <= 2);
+}
+
+TEST_CASE("the library's policy puts the prefill end where a re-ask resumes: P a multiple of B") {
+  // B = 4. R1's prompt is 1..12 (P = 12, three full blocks), output 13..16; R2 asks the same
+  // prompt again (another answer). R2 may resume at most ⌊11/4⌋ = 2 blocks: one prompt token is
+  // always computed. The prefill-end prior goes to that block, so R2 resumes at 2. The prompt's
+  // last full block (3) serves only longer prompts; with the prior off nothing is at block 2
+  // (the plan's tail is block 3, free room is not filled), and R2 starts from the root.
+  hc::tree_trace_builder b("reask_aligned", 4);
+  b.add_tokens(iota_tokens(1, 16), 12);
+  b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 4)), 12);
+  for (const bool prior : {true, false}) {
+    CAPTURE(prior);
+    hybridcache::policy_options o;
+    o.fill_free = false;
+    o.prefill_prior = prior;
+    hc::library_policy p(o, "hybridcache");
+    const auto r = run(b.trace(), p, 4);
+    CHECK(r.resumes[1] == (prior ? 2u : 0u));
+    CHECK(r.held[0][1] == prior);  // block 2, the usable end of R1's prompt
+  }
 }
 
 TEST_CASE("the library's policy admits by value: a full pool keeps a prompt end over a new tail") {
@@ -727,7 +752,7 @@ TEST_CASE("the library's policy admits by value: a full pool keeps a prompt end 
   // re-asks the prompt, resumes at a3 (3 blocks). With `admit_by_value` off (0.2.0 and 0.2.1)
   // a4 displaces a3, and R2 finds no state on its usable path (a4 lies beyond it): 0.
   hc::tree_trace_builder b("reask1", 4);
-  b.add_tokens(iota_tokens(1, 16), 12);
+  b.add_tokens(iota_tokens(1, 16), 13);
   b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 8)), 20);
   for (const bool by_value : {true, false}) {
     CAPTURE(by_value);
@@ -748,9 +773,11 @@ TEST_CASE("the library's policy filling free memory: a later branch resumes at a
   // `fill_free`, F = 4 − 1 = 3 of the other 4 positions, the ⌈i·4/3⌉-th for i = 1..3: j = 2, 3,
   // 4 (the pool is then full). Decode block 6: no free room, nothing offered. Request end: the
   // tail j = 6 (fresh-end prior) is offered to the full pool; the held states' regions have no
-  // weight, so the least recently admitted, j = 2, goes. Without `fill_free`: j = 5, then 6.
-  // R2 = 1..12 ++ 60..71 (prompt 24) leaves R1 after block 3 (usable 3): it resumes at 3 with
-  // the filled states, from the root without them.
+  // weight, so the least recently admitted, j = 2, goes. Without `fill_free`: the tail j = 5 and
+  // the prefill end j = 4 (the prompt's usable end ⌊19/4⌋: P = 20 is a multiple of B, so a
+  // re-ask resumes one block before its last full block), then 6. R2 = 1..12 ++ 60..71 (prompt
+  // 24) leaves R1 after block 3 (usable 3): it resumes at 3 with the filled states, from the
+  // root without them.
   hc::tree_trace_builder b("branch", 4);
   b.add_tokens(iota_tokens(1, 24), 20);
   b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(60, 12)), 24);
@@ -761,11 +788,12 @@ TEST_CASE("the library's policy filling free memory: a later branch resumes at a
     hc::library_policy p(o, "hybridcache_fill");
     const auto r = run(b.trace(), p, 4);
     CHECK(r.held[0] == (fill ? std::vector<bool>{false, false, true, true, true, true}
-                             : std::vector<bool>{false, false, false, false, true, true}));
+                             : std::vector<bool>{false, false, false, true, true, true}));
     CHECK(r.resumes[1] == (fill ? 3u : 0u));
-    // Extra chunk boundaries (announced j with 4j < P): R1 j = 2, 3, 4 (j = 5 is P = 20 itself);
-    // R2 with fill: its tail j = 6 (= P) only, the pool being full; without: the junction j = 3.
-    CHECK(r.metrics.chunk_boundaries == (fill ? 3.0 : 1.0));
+    // Extra chunk boundaries (announced j with 4j < P): R1 j = 2, 3, 4 with fill (j = 5 is
+    // P = 20 itself), its prefill end j = 4 without; R2 its prefill end j = 5 (⌊23/4⌋) with and
+    // without fill (its tail j = 6 is P = 24), and without fill also the junction j = 3.
+    CHECK(r.metrics.chunk_boundaries == (fill ? 4.0 : 3.0));
     CHECK(r.metrics.states_peak <= 4);
   }
 }
@@ -774,9 +802,9 @@ TEST_CASE("the library's policy with message_branch: the user-message start is t
   // The trace of the test above, without `fill_free`, now with its messages: both prompts start
   // a user message at 12 tokens (block 3), after a shared system prompt. With `message_branch`
   // R1's plan adds that block as its branch point (no divergence was seen yet, so the learned
-  // law offers none): R1 holds j = 3, 5 (the prompt's tail) and 6 (the request end), and R2,
-  // which leaves R1 after block 3, resumes there. Without it: j = 5 and 6, and R2 starts from
-  // the root.
+  // law offers none): R1 holds j = 3, 4 (the prefill end, ⌊19/4⌋), 5 (the prompt's tail) and 6
+  // (the request end), and R2, which leaves R1 after block 3, resumes there. Without it: j = 4,
+  // 5 and 6, and R2 starts from the root.
   hc::tree_trace_builder b("messages", 4);
   const std::vector<std::size_t> starts{12};
   b.add_tokens(iota_tokens(1, 24), 20, std::nullopt, 0.0, starts);
@@ -788,8 +816,8 @@ TEST_CASE("the library's policy with message_branch: the user-message start is t
     hc::library_policy p(o, "hybridcache_messages", false, hc::kv_order::stateless_first, true,
                          messages);
     const auto r = run(b.trace(), p, 4);
-    CHECK(r.held[0] == (messages ? std::vector<bool>{false, false, true, false, true, true}
-                                 : std::vector<bool>{false, false, false, false, true, true}));
+    CHECK(r.held[0] == (messages ? std::vector<bool>{false, false, true, true, true, true}
+                                 : std::vector<bool>{false, false, false, true, true, true}));
     CHECK(r.resumes[1] == (messages ? 3u : 0u));
   }
 }

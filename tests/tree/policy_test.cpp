@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <span>
@@ -1610,6 +1611,53 @@ TEST_CASE("message branch point: the deepest user start past the resume, against
   CHECK(found > 100);
   CHECK(none > 50);
   CHECK(resumed > 50);  // the resume bound is exercised
+}
+
+TEST_CASE("prefill end: the deepest block-grid position a re-ask can resume at, brute force") {
+  // Random block sizes, prompt lengths and resume points. The brute force walks the token
+  // positions down from P − 1 (a re-ask computes at least the prompt's last token) and takes the
+  // first one on the block grid; it counts only past the resume, and only with the prior on.
+  std::mt19937 rng(5);
+  int found = 0, none = 0, aligned = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::size_t B = 1 + rng() % 8;
+    auto o = legacy({.block_size = B, .state_bytes = 1, .capacity_bytes = 64, .replan_every = 0});
+    o.prefill_prior = trial % 5 != 0;
+    hc::state_policy pol(o);
+    // A cached path of random length with a state at a random depth, so matches resume there.
+    std::vector<token_id> cached(B * (rng() % 6));
+    std::iota(cached.begin(), cached.end(), token_id{1});
+    const auto path = pol.insert(ns_of(0), cached);
+    if (!path.empty()) (void)pol.admit(path[rng() % path.size()], 1);
+    auto p = cached;
+    for (std::size_t n = 1 + rng() % 40; n > 0; --n) p.push_back(static_cast<token_id>(1000 + n));
+    if (trial % 3 == 0) p.resize(p.size() / B * B + (p.size() < B ? B : 0));  // P = k·B
+    const std::size_t P = p.size();
+    const auto m = pol.match(ns_of(0), std::span<const token_id>(p).first(P - 1));
+    std::optional<std::size_t> want;
+    for (std::size_t q = P - 1; q > 0 && !want; --q)
+      if (q % B == 0) want = q;
+    if (want && (*want <= m.resume_tokens || !o.prefill_prior)) want.reset();
+    CHECK(pol.prefill_end(m, P) == want);
+    (want ? found : none) += 1;
+    if (want && P % B == 0) ++aligned;
+    pol.unpin(m.resume_node);
+  }
+  CHECK(found > 100);
+  CHECK(none > 30);
+  CHECK(aligned > 20);  // the case where the usable end is not the last full block
+  // Typed errors: a match that does not fit the prompt.
+  auto on = legacy({.block_size = 2, .state_bytes = 1, .capacity_bytes = 4});
+  on.prefill_prior = true;
+  hc::state_policy pol(on);
+  auto m = pol.match(ns_of(0), seq({1, 2, 3, 4}));
+  auto bad = m;
+  bad.matched_tokens = 4;
+  CHECK_THROWS_AS((void)pol.prefill_end(bad, 6), hc::invalid_argument);
+  CHECK_FALSE(pol.prefill_end(m, 0).has_value());
+  CHECK(pol.prefill_end(m, 6) == std::optional<std::size_t>(4));  // ⌊5/2⌋·2
+  CHECK(pol.prefill_end(m, 5) == std::optional<std::size_t>(4));  // ⌊4/2⌋·2
+  pol.unpin(m.resume_node);
 }
 
 TEST_CASE("message branch point: typed errors, nothing changed") {

@@ -21,6 +21,8 @@
 ///    joins the plan and is noted (`note_branch_point`) before its snapshot is admitted. A caller
 ///    that knows where the prompt's user messages start (its chat template) passes them, and the
 ///    deepest one past the resume point (`message_branch_point`) is the branch point instead.
+///    The prompt's usable end (`prefill_end`: where a re-ask resumes) joins the plan too, noted
+///    (`note_prefill_end`) before its snapshot is admitted.
 /// 3. After the chunk that ends at a planned position p, the sequence is saved
 ///    (`llama_state_seq_get_data`): its KV over [0, p) and its recurrent state at p.
 /// 4. `insert` the prompt, `admit` each snapshot with its actual size (the victims' snapshots
@@ -361,8 +363,12 @@ class llama_cpp_engine {
     // resume, else the learned one (policy_options::branch_prior).
     std::optional<std::size_t> branch = policy_->message_branch_point(m, P, user_starts);
     if (!branch) branch = policy_->branch_point(m, P, candidates);
-    if (branch && !std::binary_search(plan.begin(), plan.end(), *branch))
-      plan.insert(std::lower_bound(plan.begin(), plan.end(), *branch), *branch);
+    // And the prefill's end for the prefill-end prior: the prompt's usable end, where a re-ask
+    // resumes (policy_options::prefill_prior).
+    const std::optional<std::size_t> end = policy_->prefill_end(m, P);
+    for (const auto& q : {branch, end})
+      if (q && !std::binary_search(plan.begin(), plan.end(), *q))
+        plan.insert(std::lower_bound(plan.begin(), plan.end(), *q), *q);
     r.decision_seconds += seconds_since(t);
     r.matched_tokens = m.matched_tokens;
     r.resume_tokens = m.resume_tokens;
@@ -428,7 +434,7 @@ class llama_cpp_engine {
 
     t = clock::now();
     const std::vector<node_id> path = policy_->insert(ns, prompt);
-    if (!path.empty()) policy_->note_prefill_end(path.back());
+    if (end) policy_->note_prefill_end(path[*end / B - 1]);
     if (branch) policy_->note_branch_point(path[*branch / B - 1]);
     for (auto& s : snaps) {
       r.snapshots.push_back(s.position);

@@ -50,8 +50,9 @@
 ///    snapshot the engine stored → the victims to free first (by exact ΔE[r] per byte times
 ///    P(hit | age), never pinned) and whether it was admitted (a full pool refuses a state no
 ///    match has ended at that is worth no more than the first victim, `admit_by_value`; the
-///    engine then discards the snapshot), with `note_prefill_end(v)` before offering the prompt's
-///    last full block v and `note_branch_point(v)` before offering the branch point's;
+///    engine then discards the snapshot), with `note_prefill_end(v)` before offering the state at
+///    `prefill_end(m, prompt_len)` (the prompt's usable end, where a re-ask resumes) and
+///    `note_branch_point(v)` before offering the branch point's;
 ///    `unpin(m.resume_node)` once the state was loaded.
 /// Under external pressure: `evict(bytes)`. When the engine drops KV of a leaf: `erase(node)`.
 /// Node ids carry their slot's generation: any call given the id of an erased node throws
@@ -171,8 +172,8 @@ struct policy_options {
   /// would drop it. On by default since 0.2; false: ΔE[r] per byte alone (the ablation row
   /// `hybridcache_noage`).
   bool age_value = true;
-  /// Prefill-end prior: `note_prefill_end(v)` gives the end v of a request's prompt (the
-  /// prefill's end, which a re-asked prompt resumes at), if no match has ended there yet, the
+  /// Prefill-end prior: `note_prefill_end(v)` gives the end v of a request's prompt (its usable
+  /// end, `prefill_end`: where a re-asked prompt resumes), if no match has ended there yet, the
   /// pseudo-observation π_P = p̂_P · min(1, 1/((1 − γ) D̂_P)) · (mass of one observation now),
   /// learned apart from the turn ends of `fresh_prior`: p̂_P = (h_P + 1)/(n_P + 2) the EW (γ per
   /// noted prefill end) share of such ends that a later match ended at, D̂_P their EW mean age
@@ -533,8 +534,28 @@ class basic_state_policy {
     return true;
   }
 
-  /// The engine's prefill of the current request ends at `node` (the prompt's last full block,
-  /// a node of the last `insert`): with `prefill_prior` on and no match ended there yet (no
+  /// Where the engine snapshots the prefill's end for the prefill-end prior (`prefill_prior`):
+  /// the deepest position a re-ask of this prompt can resume at, its usable end
+  ///
+  ///   e = ⌊(prompt_tokens − 1)/B⌋ · B,
+  ///
+  /// if it lies past `m.resume_tokens`. That is the prompt's last full block unless
+  /// prompt_tokens is a multiple of B: then a re-ask, which computes at least the prompt's last
+  /// token, resumes one block earlier, and a state at the last full block serves only longer
+  /// prompts. Snapshot e with the plan and call `note_prefill_end` on its node before `admit`.
+  /// Nothing with `prefill_prior` off, for a prompt of at most B tokens, or when e ≤ the resume.
+  /// O(1). @throws invalid_argument as `prefill_plan`.
+  [[nodiscard]] std::optional<std::size_t> prefill_end(const match_result& m,
+                                                       std::size_t prompt_tokens) const {
+    check_fits(m, prompt_tokens);
+    if (!opts_.prefill_prior || prompt_tokens == 0) return std::nullopt;
+    const std::size_t B = opts_.block_size, e = (prompt_tokens - 1) / B * B;
+    if (e <= m.resume_tokens) return std::nullopt;
+    return e;
+  }
+
+  /// The engine's prefill of the current request ends at `node` (the node of `prefill_end`, a
+  /// node of the last `insert`): with `prefill_prior` on and no match ended there yet (no
   /// weight, no prior), it gets the prefill-end prior π_P (policy_options::prefill_prior), so a
   /// later `admit(node, …)` values the state by the chance that the prompt is asked again.
   /// Call it before offering that state to `admit`. O(depth of node) (the state above it).

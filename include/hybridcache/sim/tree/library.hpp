@@ -16,7 +16,8 @@
 /// 3. after the prefill: `extend_keys` of the prompt's blocks (no end noted yet) → the policy's
 ///    nodes; `admit(node, state_bytes)` per planned snapshot → victims, freed from the pool first
 ///    (with `prefill_prior`, the default, also `note_prefill_end` and the offer of the prompt's
-///    last full block, announced at match time whenever it lies beyond the resume point);
+///    usable end ⌊(P − 1)/B⌋, where a re-ask resumes: `state_policy::prefill_end`, announced at
+///    match time whenever it lies beyond the resume point);
 /// 4. each decode block end j (n unknown): `extend_keys` of block j; with `fill_free`, the state
 ///    is offered to `admit` while the pool has free room for it beyond the one state the request
 ///    end will offer (so it displaces nothing: fill_free's rule, online);
@@ -199,8 +200,16 @@ class library_policy final : public tree_policy {
       const auto at = std::lower_bound(planned_.begin(), planned_.end(), branch_);
       if (at == planned_.end() || *at != branch_) planned_.insert(at, branch_);
     }
-    if (pol_->options().prefill_prior && s.prompt_blocks > s.resumed)
-      planned_.push_back(s.prompt_blocks);
+    // The prefill's end for the prefill-end prior: the prompt's usable end, where a re-ask
+    // resumes (state_policy::prefill_end).
+    end_ = 0;
+    if (const auto e = pol_->prefill_end(m_, s.prompt_tokens)) {
+      end_ = std::min(*e / B, s.prompt_blocks);  // a trace's path may end inside the prompt
+      if (end_ > s.resumed)
+        planned_.push_back(end_);
+      else
+        end_ = 0;
+    }
     positions.insert(positions.end(), planned_.begin(), planned_.end());
   }
 
@@ -212,17 +221,15 @@ class library_policy final : public tree_policy {
     // The match found the first blocks' nodes: walk only the blocks the prefill added.
     lib_ = pol_->extend_keys(ns_of(s), m_.path, keys_);
     for (std::size_t i = 0; i < lib_.size(); ++i) map(lib_[i], path[i]);
-    const std::size_t plan = pol_->options().prefill_prior && !planned_.empty() &&
-                                     planned_.back() == s.prompt_blocks && s.prompt_blocks > 0
-                                 ? planned_.size() - 1
-                                 : planned_.size();
+    const std::size_t end = end_;
+    const std::size_t plan = end > 0 ? planned_.size() - 1 : planned_.size();
     if (branch_ != 0) pol_->note_branch_point(lib_[branch_ - 1]);
     offer_planned(plan, path);
     if (plan < planned_.size()) {
       // The prefill's own end (the request's prompt), offered like any snapshot, valued by the
       // prefill-end prior (policy_options::prefill_prior) until a match ends there.
-      pol_->note_prefill_end(lib_[s.prompt_blocks - 1]);
-      offer(s.prompt_blocks, path);
+      pol_->note_prefill_end(lib_[end - 1]);
+      offer(end, path);
     }
   }
 
@@ -383,6 +390,7 @@ class library_policy final : public tree_policy {
   bool pool_memory_ = false;
   bool kv_charge_ = true;
   bool message_branch_ = false;
+  std::size_t end_ = 0;  ///< the planned prefill end (blocks; 0: none), last of `planned_`
   kv_order kv_ = kv_order::stateless_first;
   tree_context ctx_{};
   std::unique_ptr<state_policy> pol_;
