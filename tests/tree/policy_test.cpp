@@ -1668,7 +1668,13 @@ TEST_CASE("message branch point: typed errors, nothing changed") {
   const auto m = pol.match(ns_of(0), p);
   const std::size_t nodes = pol.node_count();
   const std::vector<std::size_t> over{2, 8};  // 8 is not below prompt_tokens
-  CHECK_THROWS_AS((void)pol.message_branch_point(m, 8, over), hc::invalid_argument);
+  try {
+    (void)pol.message_branch_point(m, 8, over);
+    FAIL("no exception");
+  } catch (const hc::invalid_argument& e) {
+    CHECK(e.argument() == "user_starts[1]");
+    CHECK(e.value() == "8");
+  }
   auto bad = m;
   bad.matched_tokens = 4;  // path size 0 ≠ 4 / 2
   const std::vector<std::size_t> ok{3, 5};

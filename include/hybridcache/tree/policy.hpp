@@ -641,9 +641,10 @@ class basic_state_policy {
       std::span<const std::size_t> user_starts) const {
     const std::size_t B = opts_.block_size;
     check_fits(m, prompt_tokens);
-    for (auto t : user_starts)
-      if (t >= prompt_tokens)
-        hybridcache::detail::throw_invalid("user_starts", t, "is not below prompt_tokens");
+    for (std::size_t i = 0; i < user_starts.size(); ++i)
+      if (user_starts[i] >= prompt_tokens)
+        hybridcache::detail::throw_invalid(hybridcache::detail::indexed("user_starts", i),
+                                           user_starts[i], "is not below prompt_tokens");
     if (!opts_.branch_prior || prompt_tokens == 0) return std::nullopt;
     const std::size_t u = (prompt_tokens - 1) / B, lo = m.resume_tokens / B;
     std::optional<std::size_t> best;
