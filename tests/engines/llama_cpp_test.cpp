@@ -133,6 +133,18 @@ trace_figures run_trace(const char* model_name, std::size_t capacity_bytes) {
   return f;
 }
 
+// `r`'s last-token logits against a prefill of `prompt` without cache, cut at `r`'s chunk ends
+// (64-token chunks): bit for bit.
+void check_same_as_uncached(const hc::llama_cpp_model& model,
+                            const std::vector<hc::token_id>& prompt,
+                            const hc::llama_cpp_result& r) {
+  hc::state_policy unused({.block_size = 16, .state_bytes = 1, .capacity_bytes = 1});
+  hc::llama_cpp_engine ref(model, unused, {.chunk_tokens = 64, .context_tokens = 512});
+  const auto same = ref.prefill_uncached(prompt, r.chunk_ends);
+  REQUIRE(same.size() == r.logits.size());
+  CHECK(std::memcmp(same.data(), r.logits.data(), same.size() * sizeof(float)) == 0);
+}
+
 }  // namespace
 
 TEST_CASE("qwen35 (Gated DeltaNet + attention): cached prefills equal uncached ones bit for bit") {
@@ -186,11 +198,7 @@ TEST_CASE("user-message starts: the first request snapshots where its message st
     const auto rb =
         eng.prefill(hc::namespace_key{}, b, known ? starts : std::vector<std::size_t>{});
     CHECK(rb.resume_tokens == (known ? 32u : 0u));
-    hc::state_policy unused({.block_size = 16, .state_bytes = 1, .capacity_bytes = 1});
-    hc::llama_cpp_engine ref(model, unused, {.chunk_tokens = 64, .context_tokens = 512});
-    const auto same = ref.prefill_uncached(b, rb.chunk_ends);
-    REQUIRE(same.size() == rb.logits.size());
-    CHECK(std::memcmp(same.data(), rb.logits.data(), same.size() * sizeof(float)) == 0);
+    check_same_as_uncached(model, b, rb);
   }
 }
 
@@ -217,11 +225,7 @@ TEST_CASE("a re-asked prompt of whole blocks resumes at its usable end, bit for 
     CHECK(at_48 == prior);
     const auto again = eng.prefill(hc::namespace_key{}, prompt);
     CHECK(again.resume_tokens == (prior ? 48u : 0u));
-    hc::state_policy unused({.block_size = 16, .state_bytes = 1, .capacity_bytes = 1});
-    hc::llama_cpp_engine ref(model, unused, {.chunk_tokens = 64, .context_tokens = 512});
-    const auto same = ref.prefill_uncached(prompt, again.chunk_ends);
-    REQUIRE(same.size() == again.logits.size());
-    CHECK(std::memcmp(same.data(), again.logits.data(), same.size() * sizeof(float)) == 0);
+    check_same_as_uncached(model, prompt, again);
   }
 }
 
