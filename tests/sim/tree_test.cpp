@@ -722,27 +722,6 @@ TEST_CASE("the library's policy plans the prompt's tail at match time: a re-ask 
   CHECK(r.metrics.states_peak <= 2);
 }
 
-TEST_CASE("the library's policy puts the prefill end where a re-ask resumes: P a multiple of B") {
-  // B = 4. R1's prompt is 1..12 (P = 12, three full blocks), output 13..16; R2 asks the same
-  // prompt again (another answer). R2 may resume at most ⌊11/4⌋ = 2 blocks: one prompt token is
-  // always computed. The prefill-end prior goes to that block, so R2 resumes at 2. The prompt's
-  // last full block (3) serves only longer prompts; with the prior off nothing is at block 2
-  // (the plan's tail is block 3, free room is not filled), and R2 starts from the root.
-  hc::tree_trace_builder b("reask_aligned", 4);
-  b.add_tokens(iota_tokens(1, 16), 12);
-  b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 4)), 12);
-  for (const bool prior : {true, false}) {
-    CAPTURE(prior);
-    hybridcache::policy_options o;
-    o.fill_free = false;
-    o.prefill_prior = prior;
-    hc::library_policy p(o, "hybridcache");
-    const auto r = run(b.trace(), p, 4);
-    CHECK(r.resumes[1] == (prior ? 2u : 0u));
-    CHECK(r.held[0][1] == prior);  // block 2, the usable end of R1's prompt
-  }
-}
-
 TEST_CASE("the library's policy admits by value: a full pool keeps a prompt end over a new tail") {
   // The trace above with a pool of 1: R1's prompt tail a3 is admitted after the prefill (the
   // pool is empty) and noted as a prefill end (its prior π_P = 1/3). At R1's end its tail a4
@@ -764,6 +743,27 @@ TEST_CASE("the library's policy admits by value: a full pool keeps a prompt end 
                                  : std::vector<bool>{false, false, false, true}));
     CHECK(r.resumes[1] == (by_value ? 3u : 0u));
     CHECK(r.metrics.states_peak <= 1);
+  }
+}
+
+TEST_CASE("the library's policy puts the prefill end where a re-ask resumes: P a multiple of B") {
+  // B = 4. R1's prompt is 1..12 (P = 12, three full blocks), output 13..16; R2 asks the same
+  // prompt again (another answer). R2 may resume at most ⌊11/4⌋ = 2 blocks: one prompt token is
+  // always computed. The prefill-end prior goes to that block, so R2 resumes at 2. The prompt's
+  // last full block (3) serves only longer prompts; with the prior off nothing is at block 2
+  // (the plan's tail is block 3, free room is not filled), and R2 starts from the root.
+  hc::tree_trace_builder b("reask_aligned", 4);
+  b.add_tokens(iota_tokens(1, 16), 12);
+  b.add_tokens(cat(iota_tokens(1, 12), iota_tokens(50, 4)), 12);
+  for (const bool prior : {true, false}) {
+    CAPTURE(prior);
+    hybridcache::policy_options o;
+    o.fill_free = false;
+    o.prefill_prior = prior;
+    hc::library_policy p(o, "hybridcache");
+    const auto r = run(b.trace(), p, 4);
+    CHECK(r.resumes[1] == (prior ? 2u : 0u));
+    CHECK(r.held[0][1] == prior);  // block 2, the usable end of R1's prompt
   }
 }
 
