@@ -13,6 +13,7 @@
 #include <hybridcache/sim/tree/portfolio.hpp>
 #include <hybridcache/sim/tree/simulate.hpp>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -259,7 +260,9 @@ TEST_CASE("portfolio: follows a much better candidate, within 5 % of it") {
     o.cost = cost_for(hc::kv_mode::joint, t);
     const auto usable = hc::usable_matches(t, o.cost);
     auto p = make_portfolio(o, weak, hc::kv_order::lru);
-    const auto real = hc::replay_tree(t, *p, M, usable, o.cost);
+    std::vector<hc::tree_request_outcome> log;
+    const auto real =
+        hc::replay_tree(t, *p, M, usable, o.cost, 0, std::numeric_limits<std::size_t>::max(), &log);
     double best = 1e300;
     for (std::size_t c = 0; c < p->candidates(); ++c)
       best = std::min(best, p->shadow(c).metrics().prefill_tokens);
@@ -267,6 +270,27 @@ TEST_CASE("portfolio: follows a much better candidate, within 5 % of it") {
     CHECK(p->stats().switches >= 1);
     CHECK(p->stats().led[0] < real.requests);
     CHECK(real.prefill_tokens <= 1.05 * best);
+    // The per-request log names the leader of each request: its tally is the safeguard's own
+    // count of requests led, its changes are the switches, it starts with the named first leader
+    // and ends with the leader at the end; its sums are the row's metrics.
+    REQUIRE(log.size() == real.requests);
+    std::vector<std::size_t> led(p->candidates(), 0);
+    std::size_t changes = 0;
+    double resumed = 0.0, usable_tokens = 0.0;
+    for (std::size_t i = 0; i < log.size(); ++i) {
+      REQUIRE(log[i].leader < p->candidates());
+      ++led[log[i].leader];
+      changes += i > 0 && log[i].leader != log[i - 1].leader ? 1 : 0;
+      resumed += static_cast<double>(log[i].resumed_tokens);
+      usable_tokens += static_cast<double>(log[i].usable_tokens);
+    }
+    const auto st = p->stats();
+    CHECK(log.front().leader == 0);
+    CHECK(log.back().leader == p->leader());
+    CHECK(changes == st.switches);
+    CHECK(led == st.led);
+    CHECK(resumed == real.resumed_tokens);
+    CHECK(usable_tokens == real.usable_tokens);
   }
 }
 

@@ -1041,11 +1041,29 @@ TEST_CASE("KV budget: separate and joint pools, hand-worked") {
     CHECK(usable == std::vector<std::size_t>{0, 1, 0});
     hc::vllm_all_policy p;
     hc::tree_replayer r(t, p, 1, usable, c);
+    std::vector<hc::tree_request_outcome> log;
+    r.set_request_log(&log);
     std::vector<std::size_t> resumes;
     while (r.step()) resumes.push_back(r.last_resume());
     const auto m = r.metrics();
     const bool joint = mode == hc::kv_mode::joint;
     CHECK(resumes == std::vector<std::size_t>{0, 1, 0});
+    // The per-request log, from the derivation above: states and KV blocks held after R1, R2, R3
+    // (separate: R1b1 / R1b1 (pinned, j = 2 finds no room) / R3b1, KV 2 / 3 / 4 blocks; joint:
+    // j = 2 and 1 / R1b1 and R2b2 (R1b2 went with its state) / R3b1, KV 2 / 2 / 4 blocks).
+    REQUIRE(log.size() == 3);
+    const std::size_t prompt[3] = {8, 8, 16}, states[2][3] = {{1, 1, 1}, {2, 2, 1}},
+                      kv[2][3] = {{2, 3, 4}, {2, 2, 4}};
+    for (std::size_t i = 0; i < 3; ++i) {
+      CAPTURE(i);
+      CHECK(log[i].request == i);
+      CHECK(log[i].prompt_tokens == prompt[i]);
+      CHECK(log[i].usable_tokens == usable[i] * 4);
+      CHECK(log[i].resumed_tokens == resumes[i] * 4);
+      CHECK(log[i].states == states[joint][i]);
+      CHECK(log[i].kv_blocks == kv[joint][i]);
+      CHECK(log[i].leader == hc::tree_request_outcome::no_candidate);
+    }
     CHECK(m.kv_evicted_blocks == 3.0);
     CHECK(m.states_dropped == (joint ? 3.0 : 1.0));
     CHECK(m.states_peak == (joint ? 2u : 1u));

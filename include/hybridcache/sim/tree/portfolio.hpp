@@ -241,6 +241,10 @@ class portfolio_policy final : public tree_policy {
     return {0, v};
   }
 
+  /// The candidate the real pool follows for the running request (the lazy leader λ(t)).
+  [[nodiscard]] std::uint32_t following() const override {
+    return static_cast<std::uint32_t>(leader_);
+  }
   /// The candidates' whole-cache work (their re-plans and tuning replays) inside the shadows.
   [[nodiscard]] double replan_ns() const override {
     double ns = 0.0;

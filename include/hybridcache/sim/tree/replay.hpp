@@ -506,6 +506,24 @@ enum class kv_order : std::uint8_t {
   stateless_first,  ///< the LRU leaf that holds no state, else the LRU leaf (SGLang rows)
 };
 
+/// One replayed request as the replayer counted it (`tree_replayer::set_request_log`,
+/// `tree_options::request_log`). Over the trace these sum to the row's `tree_metrics`: Σ P =
+/// `prompt_tokens`, Σ u·B = `usable_tokens`, Σ k·B = `resumed_tokens`; the request recomputed
+/// (u − k)·B and prefilled P − k·B tokens.
+struct tree_request_outcome {
+  /// `leader` of a row that follows no candidate.
+  static constexpr std::uint32_t no_candidate = 0xFFFFFFFFu;
+  std::size_t request = 0;         ///< index in the trace
+  std::size_t prompt_tokens = 0;   ///< P
+  std::size_t usable_tokens = 0;   ///< u·B: KV cached and resumable at match time
+  std::size_t resumed_tokens = 0;  ///< k·B
+  std::size_t states = 0;          ///< states held after the request
+  std::size_t kv_blocks = 0;       ///< KV blocks cached after the request
+  /// The candidate whose decisions the row followed for this request (`tree_policy::following`;
+  /// `tree_metrics::candidates` names it), or `no_candidate`.
+  std::uint32_t leader = no_candidate;
+};
+
 /// A state policy on the causal protocol (see the file comment for the order of the calls).
 class tree_policy {
  public:
@@ -560,6 +578,12 @@ class tree_policy {
   /// it apart (`tree_metrics::replan_ns_per_block`), so the request path's cost is the rest.
   /// Default: 0.
   [[nodiscard]] virtual double replan_ns() const { return 0.0; }
+  /// A row that follows one of several candidates (`portfolio_policy`): the index of the one it
+  /// follows for the running request, read at the request's end (`tree_request_outcome::leader`).
+  /// Default: `tree_request_outcome::no_candidate`.
+  [[nodiscard]] virtual std::uint32_t following() const {
+    return tree_request_outcome::no_candidate;
+  }
 };
 
 /// Deepest k in [0, limit] with path[k−1] held (0 when none).
@@ -603,6 +627,10 @@ struct tree_metrics {
   std::string leader;
   double switches = std::numeric_limits<double>::quiet_NaN();
   double handover_tokens = std::numeric_limits<double>::quiet_NaN();
+  /// With `tree_options::request_log`: every request of the replay, in order (empty otherwise,
+  /// and for `static_optimum`), and for the library's row the names its `leader` indexes.
+  std::vector<tree_request_outcome> per_request;
+  std::vector<std::string> candidates;
   /// Extra chunk boundaries per request.
   [[nodiscard]] double chunk_boundaries_per_request() const noexcept {
     return requests ? chunk_boundaries / static_cast<double>(requests) : 0.0;
@@ -892,6 +920,14 @@ class tree_replayer {
     states_ += static_cast<double>(pool_.size());
     kv_blocks_ += static_cast<double>(tree_.blocks());
     ++m_.requests;
+    if (log_)
+      log_->push_back({.request = s_.index,
+                       .prompt_tokens = r.prompt_tokens,
+                       .usable_tokens = s_.usable * B,
+                       .resumed_tokens = k * B,
+                       .states = pool_.size(),
+                       .kv_blocks = tree_.blocks(),
+                       .leader = policy_.following()});
   }
   /// The running request's step (valid from `begin_request` to the next one).
   [[nodiscard]] const tree_step& current() const noexcept { return s_; }
@@ -917,6 +953,10 @@ class tree_replayer {
   void run(std::size_t end = std::numeric_limits<std::size_t>::max()) {
     while (next_ < std::min(end, t_.size())) step();
   }
+
+  /// From the next request on, each replayed request appends its outcome to `*log` (nullptr:
+  /// stop). The sums of the logged outcomes are the `metrics()` of those requests.
+  void set_request_log(std::vector<tree_request_outcome>* log) noexcept { log_ = log; }
 
   [[nodiscard]] const state_pool& pool() const noexcept { return pool_; }
   /// Every later change of this replay's held set appends its node to `*log` (nullptr: stop;
@@ -1132,16 +1172,20 @@ class tree_replayer {
   std::uint64_t guard_ = 0;  ///< the running request's first LRU stamp (its blocks are kept)
   double req_ns_ = 0.0;
   bool timing_ = true;
+  std::vector<tree_request_outcome>* log_ = nullptr;  ///< `set_request_log`
   double ns_ = 0.0, blocks_ = 0.0, states_ = 0.0, ttft_ = 0.0, kv_blocks_ = 0.0;
 };
 
 /// Replays requests [begin, end) of `t` through `policy` with a budget of `budget` states and
-/// returns their metrics (see `tree_replayer`).
+/// returns their metrics (see `tree_replayer`); with `log`, each request's outcome is appended to
+/// it too (`tree_replayer::set_request_log`).
 inline tree_metrics replay_tree(const tree_trace& t, tree_policy& policy, std::size_t budget,
                                 const std::vector<std::size_t>& usable,
                                 const tree_cost_model& cost = {}, std::size_t begin = 0,
-                                std::size_t end = std::numeric_limits<std::size_t>::max()) {
+                                std::size_t end = std::numeric_limits<std::size_t>::max(),
+                                std::vector<tree_request_outcome>* log = nullptr) {
   tree_replayer r(t, policy, budget, usable, cost, begin);
+  r.set_request_log(log);
   r.run(end);
   return r.metrics();
 }

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -113,6 +114,9 @@ struct tree_options {
   std::vector<double> marconi_alphas{0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0};
   double marconi_window = 0.2;  ///< fraction of the trace replayed to tune α
   bool static_optimum = true;   ///< add the offline static reference (needs placement/tree.hpp)
+  /// Keep every request's outcome (`tree_metrics::per_request`; not for `static_optimum`). The
+  /// sweep then holds one record per request and row (56 bytes on LP64).
+  bool request_log = false;
 };
 
 /// One trace's sweep.
@@ -277,13 +281,17 @@ inline tree_result simulate_tree(const tree_trace& t, const tree_options& o,
       double alpha = 1.0;
       if (name == "marconi_insample") alpha = tune_marconi_alpha(t, budget, usable, o);
       auto p = make_tree_policy(name, o, alpha);
-      auto m = replay_tree(t, *p, budget, usable, o.cost);
+      std::vector<tree_request_outcome> log;
+      auto m = replay_tree(t, *p, budget, usable, o.cost, 0,
+                           std::numeric_limits<std::size_t>::max(), o.request_log ? &log : nullptr);
+      m.per_request = std::move(log);
       if (const auto* mp = dynamic_cast<const marconi_policy*>(p.get())) m.parameter = mp->alpha();
       if (const auto* pf = dynamic_cast<const portfolio_policy*>(p.get())) {
-        const auto st = pf->stats();
+        auto st = pf->stats();
         m.leader = st.candidates[pf->leader()];
         m.switches = static_cast<double>(st.switches);
         m.handover_tokens = st.handover_loss;
+        if (o.request_log) m.candidates = std::move(st.candidates);
       }
       res.rows.push_back(std::move(m));
       if (progress) progress(++done, total);
