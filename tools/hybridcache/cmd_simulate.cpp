@@ -385,7 +385,8 @@ hc::trace build_segments(const std::string& kind, const workload_options& w) {
 
 int run(std::span<const std::string_view> argv) {
   reject_unknown_options(argv);
-  const hybridcache_cli::args a(argv, {"no-plot", "quiet", "oracle", "tree-list-policies"});
+  const hybridcache_cli::args a(
+      argv, {"no-plot", "quiet", "oracle", "tree-list-policies", "tree-requests"});
   if (!a.positional().empty()) throw usage_error{"unexpected argument '" + a.positional().front() + "'"};
   if (a.has("tree-list-policies")) {  // a listing, not a run: no other option may come with it
     if (argv.size() != 1) throw usage_error{"option --tree-list-policies takes no other option"};

@@ -13,6 +13,7 @@
 #include <hybridcache/sim/tokenize.hpp>
 #include <hybridcache/sim/tree.hpp>
 #include <hybridcache/sim/tree/families.hpp>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -69,6 +70,10 @@ const char* const usage =
                       sweep), separate (SGLang: own KV pool), joint (vLLM hybrid allocator: one
                       pool for KV and states); default unlimited, or unlimited,joint with
                       --kv-budget; separate and joint need --kv-budget
+  --tree-requests     also write tree_requests.csv: one line per request, row, budget and KV
+                      mode (usable, resumed and recomputed tokens, states and KV blocks held
+                      after it, the candidate the library's row followed); its sums are
+                      tree.csv's
 )";
 
 namespace {
@@ -299,6 +304,8 @@ options parse(const hybridcache_cli::args& a) {
     if (*c == 0) throw usage_error{"option --tree-path-cap must be > 0"};
     o.sweep.sglang_path_cap = *c;
   }
+  o.sweep.request_log = a.has("tree-requests");
+  (void)a.get("tree-requests");
   const auto kv = a.get("kv-budget");
   if (kv) {
     o.kv_bytes = byte_size("kv-budget", *kv);
@@ -379,6 +386,28 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<hc::tree_resu
   }
   hybridcache_cli::sim_out::write_atomic(dir / "tree.csv", csv);
   files.push_back(dir / "tree.csv");
+  if (std::any_of(res.begin(), res.end(), [](const hc::tree_result& r) {
+        return std::any_of(r.rows.begin(), r.rows.end(),
+                           [](const hc::tree_metrics& m) { return !m.per_request.empty(); });
+      })) {
+    std::string log =
+        "trace,kv_mode,budget_states,policy,request,prompt_tokens,usable_tokens,resumed_tokens,"
+        "recomputed_tokens,states,kv_blocks,leader\n";
+    for (const auto& r : res) {
+      for (const auto& m : r.rows) {
+        for (const auto& q : m.per_request) {
+          const bool named = q.leader < m.candidates.size();
+          fmt::format_to(std::back_inserter(log), "{},{},{},{},{},{},{},{},{},{},{},{}\n", r.trace,
+                         hc::to_string(m.kv), m.budget, m.policy, q.request, q.prompt_tokens,
+                         q.usable_tokens, q.resumed_tokens, q.usable_tokens - q.resumed_tokens,
+                         q.states, q.kv_blocks,
+                         named ? std::string_view(m.candidates[q.leader]) : std::string_view());
+        }
+      }
+    }
+    hybridcache_cli::sim_out::write_atomic(dir / "tree_requests.csv", log);
+    files.push_back(dir / "tree_requests.csv");
+  }
 
   std::vector<std::pair<fs::path, fs::path>> scripts;  // (plot, script)
   const fs::path abs = fs::absolute(dir);

@@ -13,10 +13,13 @@ dump      `replay --dump-prompts`: one JSON line per request of the trace, in or
           (a second run under another policy writes the same bytes).
 fidelity  the tokens llama_decode evaluated under the library's row and two engine rows equal
           what `simulate --scenario tree` predicts for the same trace, block and budget (read
-          from simulate's tree.csv, prefill_tokens): the simulator's prediction, from its own CLI.
+          from simulate's tree.csv, prefill_tokens): the simulator's prediction, from its own CLI;
+          and request for request, replay's --csv resume points equal simulate's
+          --tree-requests log.
 family    the same on a tuning family (`replay --trace doc-qa-skewed`, one burst of questions on
           long documents): four rows that the simulator tells apart, each request's logits
-          checked bit for bit every third request; and `--trace`'s usage errors.
+          checked bit for bit every third request, each request's resume point against
+          simulate's log; and `--trace`'s usage errors.
 """
 import csv
 import json
@@ -85,26 +88,52 @@ def lcp(a, b):
 
 
 def simulated(exe, work, trace, sessions, block, policies):
-    """simulate's prefill_tokens per policy (seed 3, 8 states, unlimited KV): its prediction."""
+    """simulate's prefill_tokens per policy (seed 3, 8 states, unlimited KV): its prediction; and
+    per policy, each request's (prompt tokens, resumed tokens) from --tree-requests."""
     run([exe, "simulate", "--scenario", "tree", "--tree", trace, "--tree-sessions", str(sessions),
          "--tree-block", str(block), "--seed", "3", "--tree-budgets", "8", "--tree-policies",
-         policies, "--out", work, "--no-plot", "--quiet"])
-    predicted = {}
+         policies, "--out", work, "--no-plot", "--quiet", "--tree-requests"])
+    predicted, per_request = {}, {}
     with open(os.path.join(work, "tree.csv"), newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
             if r["kv_mode"] == "unlimited" and r["budget_states"] == "8":
                 predicted[r["policy"]] = float(r["prefill_tokens"])
-    return predicted
+    with open(os.path.join(work, "tree_requests.csv"), newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r["kv_mode"] == "unlimited" and r["budget_states"] == "8":
+                per_request.setdefault(r["policy"], []).append(
+                    (int(r["prompt_tokens"]), int(r["resumed_tokens"])))
+    return predicted, per_request
+
+
+def same_requests(rows_csv, per_request, policies):
+    """replay's per-request CSV against simulate's per-request log: request for request, the same
+    prompt and the same resume point, and the evaluated tokens are the rest of the prompt."""
+    with open(rows_csv, newline="", encoding="utf-8") as f:
+        table = list(csv.DictReader(f))
+    for p in policies.split(","):
+        mine = [r for r in table if r["policy"] == p]
+        got = [(int(r["prompt_tokens"]), int(r["resume_tokens"])) for r in mine]
+        assert [int(r["request"]) for r in mine] == list(range(len(got))), p
+        assert got == per_request[p], f"{p}: per-request resume points differ from simulate's"
+        for r in mine:
+            evaluated, prompt, resume = (int(r[c]) for c in
+                                         ("evaluated_tokens", "prompt_tokens", "resume_tokens"))
+            assert evaluated == prompt - resume, (p, r)
+        print(f"{p}: {len(got)} requests resume where simulate's per-request log says")
 
 
 def fidelity(exe, model, work):
     policies = "hybridcache,vllm_align,sglang_extra_buffer"
-    predicted = simulated(exe, work, "multi-turn", 2, 64, policies)
+    predicted, per_request = simulated(exe, work, "multi-turn", 2, 64, policies)
     summary = os.path.join(work, "fidelity.json")
     plots = os.path.join(work, "plots")
+    rows_csv = os.path.join(work, "fidelity.csv")
     run([exe, "replay", "--model", model, "--trace-preset", "simulate", "--sessions", "2",
          "--block", "64", "--seed", "3", "--chunk", "256", "--budget-states", "8",
-         "--policy", policies, "--verify", "1", "--quiet", "--json", summary, "--plot", plots])
+         "--policy", policies, "--verify", "1", "--quiet", "--json", summary, "--plot", plots,
+         "--csv", rows_csv])
+    same_requests(rows_csv, per_request, policies)
     with open(summary, encoding="utf-8") as f:
         rows = {r["policy"]: r for r in json.load(f)["rows"]}
     for p in policies.split(","):
@@ -132,11 +161,13 @@ def fidelity(exe, model, work):
 
 def family(exe, model, work):
     policies = "hybridcache,vllm_align,sglang_extra_buffer,marconi"
-    predicted = simulated(exe, work, "doc-qa-skewed", 1, 16, policies)
+    predicted, per_request = simulated(exe, work, "doc-qa-skewed", 1, 16, policies)
     summary = os.path.join(work, "family.json")
+    rows_csv = os.path.join(work, "family.csv")
     run([exe, "replay", "--model", model, "--trace", "doc-qa-skewed", "--sessions", "1",
          "--block", "16", "--seed", "3", "--chunk", "64", "--budget-states", "8",
-         "--policy", policies, "--verify", "3", "--quiet", "--json", summary])
+         "--policy", policies, "--verify", "3", "--quiet", "--json", summary, "--csv", rows_csv])
+    same_requests(rows_csv, per_request, policies)
     with open(summary, encoding="utf-8") as f:
         s = json.load(f)
     assert s["trace"] == "doc-qa-skewed" and s["requests"] > 3, s

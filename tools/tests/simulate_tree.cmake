@@ -48,3 +48,15 @@ add_test(NAME cli/simulate/tree_list_policies_alone
   WORKING_DIRECTORY "${_hc_tree_dir}")
 set_tests_properties(cli/simulate/tree_list_policies_alone PROPERTIES
   PASS_REGULAR_EXPRESSION "takes no other option" LABELS "cli;sim")
+
+# --tree-requests: one line per request, row, budget and KV mode; its sums are tree.csv's, the
+# library row's leader column reproduces its switches, and tree.csv is unchanged by the flag
+# (tree_requests_check.py).
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME cli/simulate/tree_requests
+    COMMAND "${Python3_EXECUTABLE}" "${CMAKE_CURRENT_LIST_DIR}/tree_requests_check.py"
+            $<TARGET_FILE:hybridcache_cli> "${_hc_tree_dir}")
+  set_tests_properties(cli/simulate/tree_requests PROPERTIES
+    PASS_REGULAR_EXPRESSION "48 rows checked against tree.csv" LABELS "cli;sim")
+endif()
