@@ -32,6 +32,11 @@ int main() {
       {.block_size = 16, .state_bytes = 1 << 20, .capacity_bytes = 8u << 20, .replan_every = 10});
   const auto tenant_a = hc::namespace_key{}.with_tenant("a");
   const auto tenant_b = hc::namespace_key{}.with_tenant("b");
+  // Why each state went: the policy appends one record per victim (its ΔE[r] in tokens per
+  // request, its value per byte, its gap and age) to a log the engine owns, e.g. to trace it.
+  std::vector<hc::tree_victim> victims;
+  pol.set_victim_log(&victims);
+  std::size_t evicted = 0;
   std::mt19937 rng(1);
   std::vector<hc::token_id> system(600);
   for (auto& x : system) x = rng() % 32000;
@@ -76,6 +81,7 @@ int main() {
     } else {
       for (std::size_t i = 0; i < nodes.size(); ++i) {
         const auto r = pol.admit(nodes[i], 1 << 20);
+        evicted += r.victims.size();
         // r.victims: states the engine frees now (never pinned, least ΔE[r] per byte first).
         // Not admitted: no room even after freeing every unpinned state, or, in a full pool, a
         // state no match has ended at that is worth no more than the first victim
@@ -98,5 +104,14 @@ int main() {
               pol.state_count(), pol.used_bytes(), pol.capacity_bytes(), pol.node_count(),
               pol.namespace_count(), pol.expected_recompute());
   std::printf("prefills whose snapshots went in at once (admit_path): %zu of 60\n", batched);
+  std::printf("victims %zu; the last three:\n", victims.size());
+  for (std::size_t i = victims.size() > 3 ? victims.size() - 3 : 0; i < victims.size(); ++i) {
+    const auto& v = victims[i];
+    std::printf(
+        "  gap %zu tokens, age %u, %u states below: dE[r] %.2f tokens/request, "
+        "ranked %.3g per MiB\n",
+        v.gap_tokens, v.age, v.states_below, v.expected_tokens, v.value * (1 << 20));
+  }
+  if (victims.size() != evicted) return 1;  // one record per victim the engine freed
   return computed < prompt_tokens ? 0 : 1;
 }

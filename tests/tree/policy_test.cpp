@@ -997,6 +997,83 @@ TEST_CASE("joint KV charge: the deepest state of a path is charged its gap's KV,
   }
 }
 
+TEST_CASE("victim log: each victim's ΔE[r], value, gap and neighbours, by hand") {
+  // The pool of the joint-KV test above with blocks of B = 2 tokens: a match ends at a1 (depth
+  // 1 block; observation 1, mass 1/γ), then one at a3 (3 blocks; observation 2, mass 1/γ²);
+  // states at a1 and a3. Σ w = 1/γ + 1/γ², so W(a1)/Σ w = γ/(1 + γ), W(a3)/Σ w = 1/(1 + γ).
+  // K = 0: a1 goes first (gap 2 tokens, ΔE = 2γ/(1 + γ), a3 below it); then a3, now 6 tokens
+  //   below the root (a1's region went to the root: ΔE = 6 · W(a3)/Σ w = 6/(1 + γ)).
+  // K = 1: a3 goes first (4 tokens below a1, ΔE = 4/(1 + γ), freeing 1 + 2 bytes: its byte and
+  //   its two blocks of KV, nothing below it); then a1 (2 tokens, ΔE = 2, freeing 1 + 1 bytes).
+  const double g = 0.99;
+  for (const std::size_t K : {std::size_t{0}, std::size_t{1}}) {
+    CAPTURE(K);
+    auto o = legacy({.block_size = 2,
+                     .state_bytes = 1,
+                     .capacity_bytes = 4,
+                     .replan_every = 0,
+                     .fresh_prior = false});
+    o.kv_block_bytes = K;
+    hc::state_policy pol(o);
+    std::vector<hc::tree_victim> log;
+    pol.set_victim_log(&log);
+    const auto a = pol.insert(ns_of(0), seq({1, 2, 3, 4, 5, 6}));
+    const node_id root = pol.match(ns_of(0), seq({1, 2})).resume_node;
+    pol.unpin(root);
+    pol.unpin(pol.match(ns_of(0), seq({1, 2, 3, 4, 5, 6})).resume_node);
+    REQUIRE(pol.admit(a[0], 1).admitted);
+    REQUIRE(pol.admit(a[2], 1).admitted);
+    CHECK(log.empty());  // nothing was evicted yet
+    const auto first = pol.evict(1);
+    const auto second = pol.evict(1);
+    REQUIRE(log.size() == 2);
+    CHECK(first == std::vector<node_id>{log[0].node});
+    CHECK(second == std::vector<node_id>{log[1].node});
+    for (const auto& v : log) {
+      CHECK(v.bytes == 1);
+      CHECK(v.age == 0);  // admitted after the last observation, never resumed from
+      CHECK(!v.planned);
+      CHECK(!v.prior);
+    }
+    if (K == 0) {
+      CHECK(log[0].node == a[0]);
+      CHECK(log[0].up == root);
+      CHECK(log[0].gap_tokens == 2);
+      CHECK(log[0].states_below == 1);
+      CHECK(log[0].expected_tokens == doctest::Approx(2 * g / (1 + g)));
+      CHECK(log[0].value == doctest::Approx(2 * g / (1 + g)));
+      CHECK(log[1].node == a[2]);
+      CHECK(log[1].up == root);
+      CHECK(log[1].gap_tokens == 6);
+      CHECK(log[1].states_below == 0);
+      CHECK(log[1].expected_tokens == doctest::Approx(6 / (1 + g)));
+      CHECK(log[1].value == doctest::Approx(6 / (1 + g)));
+    } else {
+      CHECK(log[0].node == a[2]);
+      CHECK(log[0].up == a[0]);
+      CHECK(log[0].gap_tokens == 4);
+      CHECK(log[0].states_below == 0);
+      CHECK(log[0].expected_tokens == doctest::Approx(4 / (1 + g)));
+      CHECK(log[0].value == doctest::Approx(4 / (1 + g) / 3));
+      CHECK(log[1].node == a[0]);
+      CHECK(log[1].up == root);
+      CHECK(log[1].gap_tokens == 2);
+      CHECK(log[1].states_below == 0);
+      CHECK(log[1].expected_tokens == doctest::Approx(2.0));
+      CHECK(log[1].value == doctest::Approx(1.0));
+    }
+    // An admission's victims are logged too; with the log off nothing more is appended.
+    REQUIRE(pol.admit(a[1], 4).admitted);
+    REQUIRE(pol.admit(a[0], 1).admitted);  // needs a[1]'s 4 bytes: a[1] goes
+    REQUIRE(log.size() == 3);
+    CHECK(log[2].node == a[1]);
+    CHECK(log[2].bytes == 4);
+    pol.set_victim_log(nullptr);
+    REQUIRE(pol.admit(a[1], 4).admitted);
+    CHECK(log.size() == 3);
+  }
+}
+
 TEST_CASE("age-conditioned value: P(hit | age) from log2-bucketed hits and ends, by hand") {
   // γ = 1 (no decay), B = 1, so the counts are integers. Buckets: 0 = age 0, 1 = age 1,
   // 2 = ages 2–3, 3 = ages 4–7. P(hit | a) = (H≥b + P̄)/(N≥b + 1), P̄ = (H + 1/2)/(N + 1).

@@ -46,6 +46,28 @@ struct admit_result {
   std::vector<node_id> victims;  ///< states the engine must free (already off the books)
 };
 
+/// One state taken as a victim, with the figures it was ranked by when it went
+/// (`state_policy::set_victim_log`). With the file comment's ΔE[r](c) = (depth(c) −
+/// depth(up(c))) · W(c) and Σ w the statistics' total mass when it went:
+///
+///   expected_tokens = ΔE[r](c) / Σ w       (tokens per request: what its loss adds to E[r]),
+///   value           = expected_tokens / bytes'(c) · h[bin(age)]   (`age_scaled_value`),
+///
+/// bytes'(c) its bytes plus, under a joint pool, its gap's KV when no held state is below it.
+/// Victims go in increasing `value`.
+struct tree_victim {
+  node_id node = no_node;          ///< the state's node (already off the books)
+  node_id up = no_node;            ///< the held state above it when it went, or its namespace root
+  std::size_t gap_tokens = 0;      ///< depth(node) − depth(up), tokens
+  double expected_tokens = 0.0;    ///< ΔE[r] / Σ w, tokens per request
+  double value = 0.0;              ///< its rank: ΔE[r] / Σ w per byte freed, times P(hit | age)
+  std::size_t bytes = 0;           ///< the state's own bytes
+  std::uint32_t age = 0;           ///< observations since its admission or its last resume
+  std::uint32_t states_below = 0;  ///< held states whose `up` it was
+  bool planned = false;            ///< the plan placed a state at its node
+  bool prior = false;              ///< admitted on a prior (age class 1, `tree_state::cls`)
+};
+
 /// One held state. `up` is the nearest proper ancestor holding a state (or the namespace root);
 /// `region` = W(c), the weight of the nodes whose anchor is this state.
 struct tree_state {
@@ -399,6 +421,12 @@ class tree_state_pool {
     return s;
   }
 
+  /// Appends every victim that `evict` and `admit` take to `log` (nullptr: none; not owned), in
+  /// the pool's own units: `gap_tokens` in blocks, `expected_tokens` = gap · W(c) in blocks
+  /// times unnormalised weight, `value` = `value(s)`. `state_policy::set_victim_log` turns them
+  /// into the units `tree_victim` documents.
+  void set_victim_log(std::vector<tree_victim>* log) noexcept { victim_log_ = log; }
+
   /// The least value among the unpinned held states (+inf when none): the value of the first
   /// victim `evict` would take now.
   [[nodiscard]] double least_value(const age_scaled_value& value) {
@@ -455,6 +483,7 @@ class tree_state_pool {
     std::size_t freed = 0;
     auto take = [&](slot_id v) {
       const tree_state& s = states_[ix[v].state];
+      if (victim_log_) victim_log_->push_back(victim_record(ix, s, value(s), now));
       freed += s.bytes;
       ended_.push_back(now - s.touched);
       ended_cls_.push_back(s.cls);
@@ -496,6 +525,23 @@ class tree_state_pool {
     ended_.clear();
     ended_cls_.clear();
     return out;
+  }
+
+  /// The log record of victim `s` (`set_victim_log`'s units), ranked `value` at `now`.
+  [[nodiscard]] static tree_victim victim_record(const tree_index& ix, const tree_state& s,
+                                                 double value, std::uint32_t now) {
+    tree_victim r;
+    r.node = ix.handle_of(s.node);
+    r.up = ix.handle_of(s.up);
+    r.gap_tokens = s.gap;
+    r.expected_tokens = static_cast<double>(s.gap) * s.region;
+    r.value = value;
+    r.bytes = s.bytes;
+    r.age = now - s.touched;
+    r.states_below = s.below;
+    r.planned = s.planned != 0;
+    r.prior = s.cls != 0;
+    return r;
   }
 
   /// Whether record `st` is a victim candidate: a held state, not at `exclude`, not pinned.
@@ -756,6 +802,7 @@ class tree_state_pool {
   std::size_t used_bytes_ = 0, count_ = 0;
   std::size_t pinned_bytes_ = 0;  // bytes of the states at pinned nodes
   std::uint32_t clock_ = 0;
+  std::vector<tree_victim>* victim_log_ = nullptr;  // set_victim_log
   // scratch
   std::vector<std::uint32_t> ended_;
   std::vector<std::uint8_t> ended_cls_;

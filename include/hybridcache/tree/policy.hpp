@@ -94,6 +94,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -492,10 +493,11 @@ class basic_state_policy {
         pool_.used_bytes() + bytes > opts_.capacity_bytes && bytes <= opts_.capacity_bytes) {
       const tree_state newcomer =
           pool_.prospective(index_, node, static_cast<std::uint32_t>(bytes), now());
-      return pool_.admit(index_, node, bytes, opts_.capacity_bytes, now(), value_fn(), end_fn(),
-                         &newcomer);
+      return logged(pool_.admit(index_, node, bytes, opts_.capacity_bytes, now(), value_fn(),
+                                end_fn(), &newcomer));
     }
-    return pool_.admit(index_, node, bytes, opts_.capacity_bytes, now(), value_fn(), end_fn());
+    return logged(
+        pool_.admit(index_, node, bytes, opts_.capacity_bytes, now(), value_fn(), end_fn()));
   }
 
   /// The engine stored states of `bytes` each at the nodes of `path`, each a proper descendant
@@ -667,6 +669,17 @@ class basic_state_policy {
   /// after each removal (removing c raises W of the state above it and Δ of the states below).
   /// Ties: not planned first, then least recently used. Victims are taken off the books.
   std::vector<node_id> evict(std::size_t bytes) { return evict_greedy(bytes); }
+
+  /// Appends a `tree_victim` to `log` for every state that `admit`, `evict` and
+  /// `set_capacity_bytes` take from now on, in the order they go, with the figures it was ranked
+  /// by: its ΔE[r] in tokens per request (ΔE[r](c) / Σ w), its value per byte, its gap, age and
+  /// neighbours (docs/tree.md, "Why a state went"). nullptr stops it. The log is not owned and
+  /// must outlive the calls; the policy only appends to it. With no log the request path pays
+  /// one test per victim.
+  void set_victim_log(std::vector<tree_victim>* log) noexcept {
+    victim_log_ = log;
+    pool_.set_victim_log(log);
+  }
 
   /// The engine lost or freed the state at `node` on its own (no-op if it holds none).
   /// @throws stale_handle_error / invalid_argument for an erased / unknown node.
@@ -949,7 +962,29 @@ class basic_state_policy {
     stats_.note_end_age(now() - s.touched, s.cls);
   }
   std::vector<node_id> evict_greedy(std::size_t need) {
-    return pool_.evict(index_, need, no_slot, now(), value_fn(), end_fn());
+    return logged(pool_.evict(index_, need, no_slot, now(), value_fn(), end_fn()));
+  }
+  /// `set_victim_log`: the records the pool just appended for `victims`, from its units to
+  /// `tree_victim`'s (× B, ÷ Σ w). Returns its argument.
+  template <class Result>
+  Result logged(Result&& r) {
+    if (victim_log_) {
+      std::size_t n = 0;
+      if constexpr (std::is_same_v<std::remove_cvref_t<Result>, admit_result>)
+        n = r.victims.size();
+      else
+        n = r.size();
+      const double B = static_cast<double>(opts_.block_size);
+      const double total = stats_.total();
+      const double inv = total > 0.0 ? 1.0 / total : 0.0;
+      for (std::size_t i = victim_log_->size() - n; i < victim_log_->size(); ++i) {
+        tree_victim& e = (*victim_log_)[i];
+        e.gap_tokens *= opts_.block_size;
+        e.expected_tokens *= B * inv;
+        e.value *= inv;
+      }
+    }
+    return std::forward<Result>(r);
   }
 
   /// `branch`: the deepest node of the path holding a branch prior (no_slot: none); `offered`:
@@ -1001,6 +1036,7 @@ class basic_state_policy {
   std::size_t replans_ = 0;
   double replan_ns_ = 0.0;  // their wall time
   std::vector<slot_id> path_slots_;  // admit_path: the nodes that hold no state yet
+  std::vector<tree_victim>* victim_log_ = nullptr;  // set_victim_log
 };
 
 /// The policy with keyed XXH3-128 block keys (a fresh secret per instance).
