@@ -26,6 +26,12 @@
 
 namespace hybridcache_python {
 
+/// The vector a Python caller hands to `state_policy.set_victim_log` (Python owns it; the
+/// policy keeps it alive and only appends).
+struct victim_log {
+  std::vector<hybridcache::tree_victim> records;
+};
+
 /// Node ids / positions from Python (int64 arrays, or any sequence NumPy converts), checked to
 /// be >= 0 before they become std::size_t (never wrapped).
 inline std::vector<std::size_t> to_ids(nb::handle obj, const char* name) {
@@ -213,6 +219,43 @@ inline void bind_tree(nb::module_& m) {
       .def_ro("admitted", &hc::admit_result::admitted)
       .def_ro("victims", &hc::admit_result::victims, "States the engine must free now.");
 
+  nb::class_<hc::tree_victim>(t, "tree_victim",
+                              "One state the policy took as a victim, with the figures it was "
+                              "ranked by when it went (state_policy.set_victim_log).")
+      .def_ro("node", &hc::tree_victim::node)
+      .def_ro("up", &hc::tree_victim::up,
+              "The held state above it when it went, or its namespace root.")
+      .def_ro("gap_tokens", &hc::tree_victim::gap_tokens, "depth(node) - depth(up), tokens.")
+      .def_ro("expected_tokens", &hc::tree_victim::expected_tokens,
+              "Delta E[r] / sum w: the tokens per request its loss adds to E[r].")
+      .def_ro("value", &hc::tree_victim::value,
+              "Its rank: expected_tokens per byte freed, times P(hit | age).")
+      .def_ro("bytes", &hc::tree_victim::bytes)
+      .def_ro("age", &hc::tree_victim::age, "Observations since its admission or its last resume.")
+      .def_ro("states_below", &hc::tree_victim::states_below)
+      .def_ro("planned", &hc::tree_victim::planned)
+      .def_ro("prior", &hc::tree_victim::prior)
+      .def("__repr__", [](const hc::tree_victim& v) {
+        return nb::str("tree_victim(node={}, gap_tokens={}, expected_tokens={}, value={})")
+            .format(v.node, v.gap_tokens, v.expected_tokens, v.value);
+      });
+
+  nb::class_<victim_log>(t, "victim_log",
+                         "A list the policy appends its victims to (state_policy.set_victim_log): "
+                         "len(), [i] (negative i from the end), clear().")
+      .def(nb::init<>())
+      .def("__len__", [](const victim_log& l) { return l.records.size(); })
+      .def(
+          "__getitem__",
+          [](const victim_log& l, std::int64_t i) {
+            const auto n = static_cast<std::int64_t>(l.records.size());
+            if (i < 0) i += n;
+            if (i < 0 || i >= n) throw nb::index_error("victim_log index out of range");
+            return l.records[static_cast<std::size_t>(i)];
+          },
+          "i"_a)
+      .def("clear", [](victim_log& l) { l.records.clear(); });
+
   nb::class_<hc::replan_result>(t, "replan_result", "What state_policy.replan did.")
       .def_ro("adopted", &hc::replan_result::adopted)
       .def_ro("expected_before", &hc::replan_result::expected_before)
@@ -353,6 +396,14 @@ inline void bind_tree(nb::module_& m) {
                    "Bytes of the node records, index slots, state records and side tables.")
       .def("evict", &hc::state_policy::evict, "bytes"_a,
            "Frees at least `bytes`: victims by least exact increase of E[r] per byte.")
+      .def(
+          "set_victim_log",
+          [](hc::state_policy& p, victim_log* log) {
+            p.set_victim_log(log ? &log->records : nullptr);
+          },
+          "log"_a.none(), nb::keep_alive<1, 2>(),
+          "Every state admit, evict and set_capacity_bytes take from now on appends a "
+          "tree_victim to `log` (a victim_log, kept alive by the policy); None stops it.")
       .def("drop", &hc::state_policy::drop, "node"_a)
       .def("pin", &hc::state_policy::pin, "node"_a)
       .def("unpin", &hc::state_policy::unpin, "node"_a)

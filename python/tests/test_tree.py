@@ -62,6 +62,44 @@ def test_planner_matches_brute_force():
             assert hc.expected_recompute_tree(parent, depth, weight, cps) == pytest.approx(ref)
 
 
+def test_victim_log_by_hand():
+    """tests/tree/policy_test.cpp's hand-worked pool (B = 2, no KV charge): matches end at a1
+    (observation 1, mass 1/g) and a3 (observation 2, mass 1/g^2). a1 goes first: gap 2 tokens,
+    Delta E[r] = 2 * W(a1) / sum w = 2g/(1 + g), a3 below it; then a3, 6 tokens below the root,
+    6 * W(a3) / sum w = 6/(1 + g)."""
+    g = 0.99
+    pol = tree.state_policy(tree.policy_options(
+        block_size=2, state_bytes=1, capacity_bytes=4, replan_every=0, fresh_prior=False,
+        repeat_discount=False, age_value=False, prefill_prior=False, fill_free=False,
+        branch_prior=False, admit_by_value=False))
+    log = tree.victim_log()
+    pol.set_victim_log(log)
+    ns = segment.namespace_key()
+    a = pol.insert(ns, [1, 2, 3, 4, 5, 6])
+    root = pol.match(ns, [1, 2]).resume_node
+    pol.unpin(root)
+    pol.unpin(pol.match(ns, [1, 2, 3, 4, 5, 6]).resume_node)
+    assert pol.admit(int(a[0]), 1).admitted and pol.admit(int(a[2]), 1).admitted
+    assert len(log) == 0
+    assert pol.evict(1) == [int(a[0])] and pol.evict(1) == [int(a[2])]
+    assert len(log) == 2
+    first, second = log[0], log[-1]
+    assert (first.node, first.up, first.gap_tokens, first.states_below) == (int(a[0]), root, 2, 1)
+    assert first.expected_tokens == pytest.approx(2 * g / (1 + g))
+    assert first.value == pytest.approx(2 * g / (1 + g))  # 1 byte, h = 1 without age_value
+    assert (second.node, second.up, second.gap_tokens, second.states_below) == (
+        int(a[2]), root, 6, 0)
+    assert second.expected_tokens == pytest.approx(6 / (1 + g))
+    assert (second.bytes, second.age, second.planned, second.prior) == (1, 0, False, False)
+    with pytest.raises(IndexError):
+        log[2]
+    pol.set_victim_log(None)
+    assert pol.admit(int(a[1]), 1).admitted and pol.evict(1) == [int(a[1])]
+    assert len(log) == 2
+    log.clear()
+    assert len(log) == 0
+
+
 def test_planner_errors_name_the_argument():
     with pytest.raises(hc.InvalidArgument, match="tree.parent\\[2\\]"):
         hc.place_optimal_tree([0, 0, 2], [0, 1, 2], [1, 1, 1], 1)
