@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// The request-path target of issue #24 on the trace where it is tightest: the library's row
+// (`hybridcache`: both exact candidates and every faithful engine row in shadow, re-plans on, as
+// in the tables of record) replayed over the public Mooncake conversation trace (12,031
+// requests of 512-token blocks, docs/tree_simulation.md), at M = 64 and 1024 states, under
+// unlimited, separate and joint KV (4 GiB, as the tables of record).
+//
+// Counters, per path block, from the replay's own clocks (`tree_metrics`, as `simulate` reports
+// them): `decision_ns` is the time inside the row's calls, `replan_ns` the exact re-plans among
+// them, and `request_path_ns` = decision − re-plans, the figure the target (≤ 1 µs per block)
+// is about. Same-binary baselines in the same run:
+//   BM_mooncake_noop      the replay with a policy that stores nothing: the simulator's own
+//                         engine work per block (the wall time of every other row includes it);
+//   BM_mooncake_exact     the exact policy alone (`hybridcache_exact`), re-plans on.
+// The trace is read from $HYBRIDCACHE_DATA_DIR/mooncake/conversation_trace.jsonl (else
+// ../shared/data beside the source tree); each benchmark is skipped, with a message, when the
+// file is absent. Build with the `bench` preset; run e.g.
+//   build/bench/bench/sim/bench_sim_mooncake --benchmark_repetitions=3
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <hybridcache/sim/tree.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hc = hybridcache;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path trace_path() {
+  if (const char* d = std::getenv("HYBRIDCACHE_DATA_DIR"); d && *d)
+    return fs::path(d) / "mooncake" / "conversation_trace.jsonl";
+  return fs::path(HYBRIDCACHE_SOURCE_DIR) / ".." / "shared" / "data" / "mooncake" /
+         "conversation_trace.jsonl";
+}
+
+/// The Mooncake trace as `simulate --tree mooncake` builds it: one request per record, its
+/// `hash_ids` the blocks, `input_length` the prompt (all blocks when 0), the timestamp its
+/// arrival. nullopt when the file is absent.
+const std::optional<hc::tree_trace>& mooncake() {
+  static const std::optional<hc::tree_trace> t = []() -> std::optional<hc::tree_trace> {
+    std::ifstream in(trace_path());
+    if (!in) return std::nullopt;
+    hc::tree_trace_builder b("mooncake", 512);
+    std::string line;
+    std::vector<std::uint64_t> ids;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      const auto j = nlohmann::json::parse(line);
+      ids = j.at("hash_ids").get<std::vector<std::uint64_t>>();
+      const auto len = j.value("input_length", std::size_t{0});
+      b.add_block_ids(ids, len == 0 ? ids.size() * 512 : len, std::nullopt,
+                      j.value("timestamp", 0.0) / 1000.0);
+    }
+    return b.take();
+  }();
+  return t;
+}
+
+double blocks(const hc::tree_trace& t) {
+  double b = 0;
+  for (const auto& r : t.requests()) b += static_cast<double>(r.path.size());
+  return b;
+}
+
+struct noop final : hc::tree_policy {
+  std::string name() const override { return "noop"; }
+  void reset(const hc::tree_context&) override {}
+  std::size_t resume(const hc::tree_step&) override { return 0; }
+  void finish(const hc::tree_step&) override {}
+};
+
+hc::tree_cost_model cost_of(std::int64_t mode) {
+  hc::tree_cost_model c;
+  c.kv.mode =
+      mode == 0 ? hc::kv_mode::unlimited : (mode == 1 ? hc::kv_mode::separate : hc::kv_mode::joint);
+  if (mode != 0) c.kv.bytes = 4.0 * 1024 * 1024 * 1024;
+  return c;
+}
+
+/// One replay per iteration of `make()`'s policy at M = range(1) under KV mode range(0) (0
+/// unlimited, 1 separate, 2 joint); the counters are the last replay's, per block.
+template <class Make>
+void replay(benchmark::State& st, Make make) {
+  const auto& t = mooncake();
+  if (!t) {
+    st.SkipWithError(("Mooncake trace absent: " + trace_path().string()).c_str());
+    return;
+  }
+  const auto cost = cost_of(st.range(0));
+  const auto budget = static_cast<std::size_t>(st.range(1));
+  const auto usable = hc::usable_matches(*t, cost);
+  hc::tree_metrics m;
+  for (auto _ : st) {
+    auto p = make(cost);
+    m = hc::replay_tree(*t, *p, budget, usable, cost);
+    benchmark::DoNotOptimize(m);
+  }
+  st.counters["decision_ns"] = m.decision_ns_per_block;
+  st.counters["replan_ns"] = m.replan_ns_per_block;
+  st.counters["request_path_ns"] = m.decision_ns_per_block - m.replan_ns_per_block;
+  st.SetItemsProcessed(
+      static_cast<std::int64_t>(static_cast<double>(st.iterations()) * blocks(*t)));
+}
+
+void BM_mooncake_noop(benchmark::State& st) {
+  replay(st, [](const hc::tree_cost_model&) { return std::make_unique<noop>(); });
+}
+
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+void BM_mooncake_exact(benchmark::State& st) {
+  replay(st, [](const hc::tree_cost_model& c) {
+    hc::tree_options o;
+    o.cost = c;
+    return hc::make_tree_policy("hybridcache_exact", o);
+  });
+}
+
+void BM_mooncake_row(benchmark::State& st) {
+  replay(st, [](const hc::tree_cost_model& c) {
+    hc::tree_options o;
+    o.cost = c;
+    return hc::make_tree_policy("hybridcache", o);
+  });
+}
+#endif
+
+void args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"kv", "M"});
+  for (std::int64_t mode : {0, 1, 2})
+    for (std::int64_t m : {64, 1024}) b->Args({mode, m});
+  b->Unit(benchmark::kMillisecond);
+}
+
+BENCHMARK(BM_mooncake_noop)->Apply(args);
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+BENCHMARK(BM_mooncake_exact)->Apply(args);
+BENCHMARK(BM_mooncake_row)->Apply(args);
+#endif
+
+}  // namespace
