@@ -973,6 +973,38 @@ TEST_CASE("admission by value: a speculative state must outrank the first victim
   pol.unpin(m.resume_node);
 }
 
+namespace {
+/// The hand-worked pool of the two tests below: blocks of B tokens, one match ends at a1 (depth
+/// 1 block), a later one at a3 (3 blocks); states of 1 byte at a1 and a3 in a pool of 4, KV
+/// charged K bytes per block. With `log`, victims are logged from the start.
+struct two_states {
+  hc::state_policy pol;
+  std::vector<node_id> a;
+  node_id root = hc::no_node;
+  two_states(std::size_t B, std::size_t K, std::vector<hc::tree_victim>* log = nullptr)
+      : pol(options(B, K)) {
+    pol.set_victim_log(log);
+    std::vector<token_id> t(3 * B);
+    std::iota(t.begin(), t.end(), token_id{1});
+    a = pol.insert(ns_of(0), t);
+    root = pol.match(ns_of(0), std::vector<token_id>(t.begin(), t.begin() + B)).resume_node;
+    pol.unpin(root);
+    pol.unpin(pol.match(ns_of(0), t).resume_node);
+    REQUIRE(pol.admit(a[0], 1).admitted);
+    REQUIRE(pol.admit(a[2], 1).admitted);
+  }
+  static hc::policy_options options(std::size_t B, std::size_t K) {
+    auto o = legacy({.block_size = B,
+                     .state_bytes = 1,
+                     .capacity_bytes = 4,
+                     .replan_every = 0,
+                     .fresh_prior = false});
+    o.kv_block_bytes = K;
+    return o;
+  }
+};
+}  // namespace
+
 TEST_CASE("joint KV charge: the deepest state of a path is charged its gap's KV, by hand") {
   // B = 1; one match ends at a1 (depth 1), a later one at a3 (depth 3); states at a1 and a3.
   // Δ(a1) = 1·γ (its region a1, a2 holds the earlier, decayed match), Δ(a3) = 2·1. Without the
@@ -981,19 +1013,8 @@ TEST_CASE("joint KV charge: the deepest state of a path is charged its gap's KV,
   // charged). tests/tree/eviction_test.cpp has the brute force.
   for (const std::size_t K : {std::size_t{0}, std::size_t{1}}) {
     CAPTURE(K);
-    auto o = legacy({.block_size = 1,
-                     .state_bytes = 1,
-                     .capacity_bytes = 4,
-                     .replan_every = 0,
-                     .fresh_prior = false});
-    o.kv_block_bytes = K;
-    hc::state_policy pol(o);
-    const auto a = pol.insert(ns_of(0), seq({1, 2, 3}));
-    pol.unpin(pol.match(ns_of(0), seq({1})).resume_node);
-    pol.unpin(pol.match(ns_of(0), seq({1, 2, 3})).resume_node);
-    REQUIRE(pol.admit(a[0], 1).admitted);
-    REQUIRE(pol.admit(a[2], 1).admitted);
-    CHECK(pol.evict(1) == std::vector<node_id>{K == 0 ? a[0] : a[2]});
+    two_states p(1, K);
+    CHECK(p.pol.evict(1) == std::vector<node_id>{K == 0 ? p.a[0] : p.a[2]});
   }
 }
 
@@ -1008,21 +1029,11 @@ TEST_CASE("victim log: each victim's ΔE[r], value, gap and neighbours, by hand"
   const double g = 0.99;
   for (const std::size_t K : {std::size_t{0}, std::size_t{1}}) {
     CAPTURE(K);
-    auto o = legacy({.block_size = 2,
-                     .state_bytes = 1,
-                     .capacity_bytes = 4,
-                     .replan_every = 0,
-                     .fresh_prior = false});
-    o.kv_block_bytes = K;
-    hc::state_policy pol(o);
     std::vector<hc::tree_victim> log;
-    pol.set_victim_log(&log);
-    const auto a = pol.insert(ns_of(0), seq({1, 2, 3, 4, 5, 6}));
-    const node_id root = pol.match(ns_of(0), seq({1, 2})).resume_node;
-    pol.unpin(root);
-    pol.unpin(pol.match(ns_of(0), seq({1, 2, 3, 4, 5, 6})).resume_node);
-    REQUIRE(pol.admit(a[0], 1).admitted);
-    REQUIRE(pol.admit(a[2], 1).admitted);
+    two_states p(2, K, &log);
+    auto& pol = p.pol;
+    const auto& a = p.a;
+    const node_id root = p.root;
     CHECK(log.empty());  // nothing was evicted yet
     const auto first = pol.evict(1);
     const auto second = pol.evict(1);
