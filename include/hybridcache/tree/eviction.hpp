@@ -426,6 +426,8 @@ class tree_state_pool {
   /// times unnormalised weight, `value` = `value(s)`. `state_policy::set_victim_log` turns them
   /// into the units `tree_victim` documents.
   void set_victim_log(std::vector<tree_victim>* log) noexcept { victim_log_ = log; }
+  /// The log `set_victim_log` set (nullptr: none).
+  [[nodiscard]] std::vector<tree_victim>* victim_log() const noexcept { return victim_log_; }
 
   /// The least value among the unpinned held states (+inf when none): the value of the first
   /// victim `evict` would take now.

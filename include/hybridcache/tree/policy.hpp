@@ -676,10 +676,7 @@ class basic_state_policy {
   /// neighbours (docs/tree.md, "Why a state went"). nullptr stops it. The log is not owned and
   /// must outlive the calls; the policy only appends to it. With no log the request path pays
   /// one test per victim.
-  void set_victim_log(std::vector<tree_victim>* log) noexcept {
-    victim_log_ = log;
-    pool_.set_victim_log(log);
-  }
+  void set_victim_log(std::vector<tree_victim>* log) noexcept { pool_.set_victim_log(log); }
 
   /// The engine lost or freed the state at `node` on its own (no-op if it holds none).
   /// @throws stale_handle_error / invalid_argument for an erased / unknown node.
@@ -968,7 +965,7 @@ class basic_state_policy {
   /// `tree_victim`'s (× B, ÷ Σ w). Returns its argument.
   template <class Result>
   Result logged(Result&& r) {
-    if (victim_log_) {
+    if (std::vector<tree_victim>* log = pool_.victim_log()) {
       std::size_t n = 0;
       if constexpr (std::is_same_v<std::remove_cvref_t<Result>, admit_result>)
         n = r.victims.size();
@@ -977,8 +974,8 @@ class basic_state_policy {
       const double B = static_cast<double>(opts_.block_size);
       const double total = stats_.total();
       const double inv = total > 0.0 ? 1.0 / total : 0.0;
-      for (std::size_t i = victim_log_->size() - n; i < victim_log_->size(); ++i) {
-        tree_victim& e = (*victim_log_)[i];
+      for (std::size_t i = log->size() - n; i < log->size(); ++i) {
+        tree_victim& e = (*log)[i];
         e.gap_tokens *= opts_.block_size;
         e.expected_tokens *= B * inv;
         e.value *= inv;
@@ -1036,7 +1033,6 @@ class basic_state_policy {
   std::size_t replans_ = 0;
   double replan_ns_ = 0.0;  // their wall time
   std::vector<slot_id> path_slots_;  // admit_path: the nodes that hold no state yet
-  std::vector<tree_victim>* victim_log_ = nullptr;  // set_victim_log
 };
 
 /// The policy with keyed XXH3-128 block keys (a fresh secret per instance).
