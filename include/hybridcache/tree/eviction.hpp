@@ -444,7 +444,8 @@ class tree_state_pool {
   /// snapshot (16 bytes per state, 12 per state of key 0) and its list of changed records.
   [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept {
     std::size_t snap_bytes = changed_.capacity() * sizeof(std::uint32_t);
-    for (const auto& g : snap_.groups) snap_bytes += g.capacity() * sizeof(snap_entry);
+    for (const auto& by_bin : snap_.groups)
+      for (const auto& g : by_bin) snap_bytes += g.capacity() * sizeof(snap_entry);
     for (const auto& z : snap_.zero) snap_bytes += z.capacity() * sizeof(zero_entry);
     snap_bytes += snap_.odd.capacity() * sizeof(std::uint32_t);
     return states_.capacity() * sizeof(tree_state) +
@@ -571,16 +572,17 @@ class tree_state_pool {
 
   /// The least entry for the policy's value (`age_scaled_value`) without ranking every state.
   /// A snapshot keeps, for each state as of its last rebuild, its key k₀ = ΔE[r]/byte, its
-  /// clock of last admit/resume t₀ and its age bin j₀, the states of each bin sorted by k₀; the
-  /// states of key exactly 0 (value 0 whatever their age) are kept apart, sorted by the tie-break
-  /// (planned, last use, slot) as of the rebuild. Since then, a state that no call marked
-  /// changed (`mark`: its region, depth gap, age or planned flag written by this pool or through
-  /// `region_at` / `state_at`; pins and last use are read live, so they need no mark) still has
-  /// key k₀ exactly (the same fields; a common scaling drops the snapshot) and age now − t₀, so
-  /// its value is exactly k₀ · h[bin(now − t₀)] (no record read to know it), its bin lies in
-  /// [j₀, bin(top of bin j₀ + elapsed)] (all bins if that passes 2^32), and
+  /// clock of last admit/resume t₀ and its age bin j₀, the states of each age class c and bin
+  /// sorted by k₀; the states of key exactly 0 (value 0 whatever their age) are kept apart,
+  /// sorted by the tie-break (planned, last use, slot) as of the rebuild. Since then, a state
+  /// that no call marked changed (`mark`: its region, depth gap, age, class or planned flag
+  /// written by this pool or through `region_at` / `state_at`; pins and last use are read live,
+  /// so they need no mark) still has key k₀ exactly (the same fields; a common scaling drops the
+  /// snapshot) and age now − t₀, so its value is exactly k₀ · h_c[bin(now − t₀)], h_c its class's
+  /// table (no record read to know it), its bin lies in [j₀, bin(top of bin j₀ + elapsed)] (all
+  /// bins if that passes 2^32), and
   ///
-  ///   value ≥ k₀ · min_{bins it may be in} h          (exact: rounding is monotone),
+  ///   value ≥ k₀ · min_{bins it may be in} h_c        (exact: rounding is monotone),
   ///
   /// while a state of key 0 has value 0 and a tie key (planned, last use, slot) no less than its
   /// snapshot's (the last use only grows; a wrapped clock rebuilds). The search ranks every
@@ -629,42 +631,32 @@ class tree_state_pool {
       }
     }
     const std::uint64_t elapsed = value.now - snap_.now;
-    const double* h = value.hit_by_bin;
-    // With a second table (age classes) a bin's bound is the lower of the two, and a state's
-    // exact value needs its class, read from its record once the bound lets it compete.
-    const double* h1 = value.hit_by_bin_prior;
-    auto low = [&](std::size_t k) {
-      const double a = h ? h[k] : 1.0;
-      return h1 ? std::min(a, h1[k]) : a;
-    };
-    for (std::size_t j = 0; j < age_scaled_value::bins; ++j) {
-      const auto& group = snap_.groups[j];
-      if (group.empty()) continue;
-      double hmin = 1.0;
-      if (h || h1) {
-        const std::uint64_t top = (j == 0 ? 0 : (std::uint64_t{1} << j) - 1) + elapsed;
-        const bool wraps = top > std::numeric_limits<std::uint32_t>::max();
-        const std::size_t lo = wraps ? 0 : j;
-        const std::size_t hi = wraps ? age_scaled_value::bins - 1
-                                     : age_scaled_value::bin(static_cast<std::uint32_t>(top));
-        hmin = low(lo);
-        for (std::size_t k = lo + 1; k <= hi; ++k) hmin = std::min(hmin, low(k));
-      }
-      for (const snap_entry& e : group) {
-        if (found && e.key * hmin > best.per_byte) break;
-        // Exactly value(st) while the record is unchanged (the same key and age).
-        const std::size_t b = age_scaled_value::bin(value.now - e.touched);
-        double v;
-        if (!h1) {
-          v = h ? e.key * h[b] : e.key;
-        } else {
-          if (found && e.key * low(b) > best.per_byte) continue;
-          const double* hc = value.table(states_[e.id].cls);
-          v = hc ? e.key * hc[b] : e.key;
+    // Each class's states read one table (`age_scaled_value::table`), so a bin's bound is that
+    // table's least entry over the bins its states may be in now, and the exact value needs no
+    // read of the record.
+    for (std::size_t c = 0; c < 2; ++c) {
+      const double* h = value.table(static_cast<std::uint8_t>(c));
+      for (std::size_t j = 0; j < age_scaled_value::bins; ++j) {
+        const auto& group = snap_.groups[c][j];
+        if (group.empty()) continue;
+        double hmin = 1.0;
+        if (h) {
+          const std::uint64_t top = (j == 0 ? 0 : (std::uint64_t{1} << j) - 1) + elapsed;
+          const bool wraps = top > std::numeric_limits<std::uint32_t>::max();
+          const std::size_t lo = wraps ? 0 : j;
+          const std::size_t hi = wraps ? age_scaled_value::bins - 1
+                                       : age_scaled_value::bin(static_cast<std::uint32_t>(top));
+          hmin = h[lo];
+          for (std::size_t k = lo + 1; k <= hi; ++k) hmin = std::min(hmin, h[k]);
         }
-        if (found && v > best.per_byte) continue;
-        const tree_state& st = states_[e.id];
-        if (!st.changed) offer(st, v);  // a changed one was ranked above
+        for (const snap_entry& e : group) {
+          if (found && e.key * hmin > best.per_byte) break;
+          // Exactly value(st) while the record is unchanged (the same key, class and age).
+          const double v = h ? e.key * h[age_scaled_value::bin(value.now - e.touched)] : e.key;
+          if (found && v > best.per_byte) continue;
+          const tree_state& st = states_[e.id];
+          if (!st.changed) offer(st, v);  // a changed one was ranked above
+        }
       }
     }
     return found;
@@ -683,7 +675,8 @@ class tree_state_pool {
   void rebuild_snapshot(const age_scaled_value& value) {
     for (const std::uint32_t id : changed_) states_[id].changed = 0;
     changed_.clear();
-    for (auto& g : snap_.groups) g.clear();
+    for (auto& by_bin : snap_.groups)
+      for (auto& g : by_bin) g.clear();
     for (auto& z : snap_.zero) z.clear();
     snap_.odd.clear();
     for (std::size_t i = 0; i < states_.size(); ++i) {
@@ -694,13 +687,15 @@ class tree_state_pool {
       if (k == 0.0)
         snap_.zero[st.planned != 0 ? 1 : 0].push_back({st.last_use, st.node, id});
       else if (k > 0.0 && k <= std::numeric_limits<double>::max())
-        snap_.groups[age_scaled_value::bin(value.now - st.touched)].push_back({k, st.touched, id});
+        snap_.groups[st.cls != 0 ? 1 : 0][age_scaled_value::bin(value.now - st.touched)].push_back(
+            {k, st.touched, id});
       else  // negative, infinite or NaN: no order, ranked on every search
         snap_.odd.push_back(id);
     }
-    for (auto& g : snap_.groups)
-      std::sort(g.begin(), g.end(),
-                [](const snap_entry& a, const snap_entry& b) { return a.key < b.key; });
+    for (auto& by_bin : snap_.groups)
+      for (auto& g : by_bin)
+        std::sort(g.begin(), g.end(),
+                  [](const snap_entry& a, const snap_entry& b) { return a.key < b.key; });
     for (auto& z : snap_.zero)
       std::sort(z.begin(), z.end(), [](const zero_entry& a, const zero_entry& b) {
         return a.last_use != b.last_use ? a.last_use < b.last_use : a.node < b.node;
@@ -825,7 +820,8 @@ class tree_state_pool {
     std::uint32_t id;
   };
   struct snapshot {
-    std::array<std::vector<snap_entry>, age_scaled_value::bins> groups;
+    /// [class != 0][age bin at the rebuild], each sorted by key
+    std::array<std::array<std::vector<snap_entry>, age_scaled_value::bins>, 2> groups;
     std::array<std::vector<zero_entry>, 2> zero;  // [planned]
     std::vector<std::uint32_t> odd;               // keys without an order (never in practice)
     bool valid = false;
