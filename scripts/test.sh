@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The whole test suite, as CI runs it: installs what is missing, then
-#   dev        - Debug + -Werror: unit tests, CLI tests, examples, header and consumption tests
+#   dev        - Debug + -Werror: unit tests, CLI tests, examples, header and consumption tests;
+#                the benchmarks compile too (timed only in the bench preset)
 #   asan-ubsan - the unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   tsan       - the concurrent store/segment tests under ThreadSanitizer
 #   cuda       - when nvcc is present: every .cu test and benchmark compiles (no GPU needed)
