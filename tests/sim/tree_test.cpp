@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <hybridcache/sim/tree.hpp>
 #include <hybridcache/sim/tree/portfolio.hpp>
 #include <initializer_list>
@@ -1134,6 +1135,134 @@ TEST_CASE("KV budget: every policy runs within both pools on the synthetic workl
     }
   }
 }
+
+#if HYBRIDCACHE_SIM_HAS_TREE_POLICY
+TEST_CASE("victim log: the library policy's victims are the states its pool gave up, in order") {
+  // Reference: the replayer's own log of every state added to or removed from the pool. A
+  // removal the policy did not log must be the engine's drop (a state whose KV went), counted
+  // apart in `states_dropped`; the depths come from the trace, not from the policy.
+  hc::multi_turn_options o;
+  o.sessions = 30;
+  o.block = 32;
+  o.system_tokens = 256;
+  o.max_turns = 5;
+  o.user_max = 120;
+  o.output_max = 160;
+  const auto t = hc::synthetic_multi_turn(o);
+  const std::size_t B = t.block();
+  for (auto mode : {hc::kv_mode::unlimited, hc::kv_mode::joint}) {
+    for (std::size_t budget : {3, 9}) {
+      CAPTURE(hc::to_string(mode));
+      CAPTURE(budget);
+      hc::tree_options so;
+      if (mode == hc::kv_mode::joint)
+        so.cost.kv = {mode, static_cast<double>(t.node_count()) / 3.0 * 32.0 *
+                                so.cost.model.kv_bytes_per_token()};
+      const auto usable = hc::usable_matches(t, so.cost);
+      auto plain = hc::make_tree_policy("hybridcache_exact", so);
+      const auto m0 = hc::replay_tree(t, *plain, budget, usable, so.cost);
+      auto p = hc::make_tree_policy("hybridcache_exact", so);
+      std::vector<hc::tree_victim_event> log;
+      p->log_victims(&log, 7);
+      std::vector<std::uint32_t> changes;
+      hc::tree_replayer r(t, *p, budget, usable, so.cost);
+      r.log_states(&changes);
+      // The states the engine dropped because the policy shed them for KV, per request, from
+      // the replayer's own record of its allocation: the log's `shed` victims, in order.
+      std::size_t seen = 0, sheds = 0;
+      while (r.step()) {
+        const std::size_t i = r.current().index;
+        std::vector<std::uint32_t> dropped, logged;
+        for (const auto& d : r.allocation_drops())
+          if (d.why == hc::tree_replayer::state_drop::cause::shed) dropped.push_back(d.node);
+        for (; seen < log.size(); ++seen) {
+          CHECK(log[seen].request == i);
+          if (log[seen].why == hc::tree_victim_event::cause::shed) logged.push_back(log[seen].node);
+        }
+        CHECK(logged == dropped);
+        sheds += dropped.size();
+      }
+      if (mode == hc::kv_mode::joint) CHECK(sheds > 0);  // the case exercises shedding
+      const auto m = r.metrics();
+      // Logging changes no decision.
+      CHECK(m.recomputed_tokens == m0.recomputed_tokens);
+      CHECK(m.states_dropped == m0.states_dropped);
+      std::set<std::uint32_t> held;
+      std::size_t next = 0, engine_drops = 0, shed = 0;
+      for (const std::uint32_t v : changes) {
+        if (held.insert(v).second) continue;  // added
+        held.erase(v);                        // removed
+        if (next < log.size() && log[next].node == v) {
+          const auto& e = log[next++];
+          CHECK(e.candidate == 7u);
+          CHECK(e.request < t.size());
+          CHECK(e.depth_tokens == t.depth(v) * B);
+          if (e.up != hc::tree_trace::no_parent) {
+            CHECK(held.count(e.up) == 1);  // the state above it was held when it went
+            CHECK(e.gap_tokens == (t.depth(v) - t.depth(e.up)) * B);
+          } else {
+            CHECK(e.gap_tokens == t.depth(v) * B);
+          }
+          CHECK(e.value >= 0.0);
+          CHECK(std::isfinite(e.value));
+          CHECK(e.expected_tokens >= 0.0);
+          CHECK(e.bytes == static_cast<std::size_t>(so.cost.model.checkpoint_bytes()));
+          if (e.why == hc::tree_victim_event::cause::shed) ++shed;
+          if (mode == hc::kv_mode::unlimited) CHECK(e.why == hc::tree_victim_event::cause::admit);
+        } else {
+          ++engine_drops;
+        }
+      }
+      CHECK(next == log.size());  // every logged victim left the pool, in the logged order
+      CHECK(!log.empty());
+      for (std::size_t i = 1; i < log.size(); ++i) CHECK(log[i - 1].request <= log[i].request);
+      // The engine's drops, and the states the policy shed for KV (which the engine drops), are
+      // the replayer's count of dropped states.
+      CHECK(static_cast<double>(engine_drops + shed) == m.states_dropped);
+    }
+  }
+}
+
+TEST_CASE("victim log: the library's row logs its library candidates, engine rows log nothing") {
+  hc::multi_turn_options o;
+  o.sessions = 20;
+  o.block = 32;
+  o.system_tokens = 256;
+  o.max_turns = 5;
+  const auto t = hc::synthetic_multi_turn(o);
+  hc::tree_options so;
+  so.budgets = {4};
+  so.policies = {"hybridcache", "vllm_align", "hybridcache_exact"};
+  so.static_optimum = false;
+  so.cost.kv = {hc::kv_mode::joint, static_cast<double>(t.node_count()) / 3.0 * 32.0 *
+                                        so.cost.model.kv_bytes_per_token()};
+  const auto plain = hc::simulate_tree(t, so);
+  so.victim_log = true;
+  const auto logged = hc::simulate_tree(t, so);
+  REQUIRE(plain.rows.size() == 3);
+  REQUIRE(logged.rows.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(logged.rows[i].policy);
+    CHECK(logged.rows[i].recomputed_tokens == plain.rows[i].recomputed_tokens);
+    CHECK(logged.rows[i].leader == plain.rows[i].leader);
+    CHECK(plain.rows[i].victims.empty());
+  }
+  const auto& row = logged.rows[0];
+  REQUIRE(row.candidates.size() > 2);
+  REQUIRE(!row.victims.empty());
+  std::set<std::uint32_t> seen;
+  for (const auto& e : row.victims) {
+    REQUIRE(e.candidate < row.candidates.size());
+    CHECK(row.candidates[e.candidate].rfind("hybridcache", 0) == 0);  // a library candidate
+    seen.insert(e.candidate);
+  }
+  CHECK(seen.size() == 2);                // both library candidates gave states up
+  CHECK(logged.rows[1].victims.empty());  // vllm_align ranks nothing with the library
+  REQUIRE(!logged.rows[2].victims.empty());
+  for (const auto& e : logged.rows[2].victims)
+    CHECK(e.candidate == hc::tree_request_outcome::no_candidate);
+}
+#endif
 
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
 namespace {

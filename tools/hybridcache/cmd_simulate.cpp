@@ -386,7 +386,7 @@ hc::trace build_segments(const std::string& kind, const workload_options& w) {
 int run(std::span<const std::string_view> argv) {
   reject_unknown_options(argv);
   const hybridcache_cli::args a(
-      argv, {"no-plot", "quiet", "oracle", "tree-list-policies", "tree-requests"});
+      argv, {"no-plot", "quiet", "oracle", "tree-list-policies", "tree-requests", "tree-victims"});
   if (!a.positional().empty()) throw usage_error{"unexpected argument '" + a.positional().front() + "'"};
   if (a.has("tree-list-policies")) {  // a listing, not a run: no other option may come with it
     if (argv.size() != 1) throw usage_error{"option --tree-list-policies takes no other option"};
@@ -558,7 +558,8 @@ int run(std::span<const std::string_view> argv) {
   std::string note;
   std::vector<fs::path> plots;
   if (plot) plots = hybridcache_cli::sim_out::write_plots(out, res, note);
-  for (auto& f : hybridcache_cli::sim_tree::write(out, tree_res, plot, note)) {
+  for (auto& f :
+       hybridcache_cli::sim_tree::write(out, tree_res, plot, note, tree.sweep.victim_log)) {
     (f.extension() == ".png" || f.extension() == ".svg" ? plots : files).push_back(std::move(f));
   }
   fmt::print("\ndata:  ");

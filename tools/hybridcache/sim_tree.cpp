@@ -74,6 +74,11 @@ const char* const usage =
                       mode (usable, resumed and recomputed tokens, states and KV blocks held
                       after it, the candidate the library's row followed); its sums are
                       tree.csv's
+  --tree-victims      also write tree_victims.csv: one line per state that a library row's
+                      own ranking gave up (row, budget, KV mode, candidate, request, why: admit,
+                      shed or capacity; the state's node and depth, the state above it, and the
+                      figures it was ranked by: gap, ΔE[r] per request, value, age); engine
+                      rows log nothing (docs/tree_simulation.md, "Why a state went")
 )";
 
 namespace {
@@ -306,6 +311,8 @@ options parse(const hybridcache_cli::args& a) {
   }
   o.sweep.request_log = a.has("tree-requests");
   (void)a.get("tree-requests");
+  o.sweep.victim_log = a.has("tree-victims");
+  (void)a.get("tree-victims");
   const auto kv = a.get("kv-budget");
   if (kv) {
     o.kv_bytes = byte_size("kv-budget", *kv);
@@ -358,7 +365,7 @@ std::vector<hc::tree_result> run(const options& o, const workload& w, bool progr
 }
 
 std::vector<fs::path> write(const fs::path& dir, const std::vector<hc::tree_result>& res, bool plot,
-                            std::string& note) {
+                            std::string& note, bool victims) {
   std::vector<fs::path> files;
   if (res.empty()) return files;
   std::string csv =
@@ -407,6 +414,29 @@ std::vector<fs::path> write(const fs::path& dir, const std::vector<hc::tree_resu
     }
     hybridcache_cli::sim_out::write_atomic(dir / "tree_requests.csv", log);
     files.push_back(dir / "tree_requests.csv");
+  }
+  if (victims) {
+    std::string log =
+        "trace,kv_mode,budget_states,policy,candidate,request,cause,node,depth_tokens,up_node,"
+        "gap_tokens,expected_tokens,value,bytes,age,states_below,planned,prior\n";
+    for (const auto& r : res) {
+      for (const auto& m : r.rows) {
+        for (const auto& e : m.victims) {
+          const bool named = e.candidate < m.candidates.size();
+          const bool root = e.up == hc::tree_trace::no_parent;
+          fmt::format_to(
+              std::back_inserter(log),
+              "{},{},{},{},{},{},{},{},{},{},{},{:.10g},{:.10g},{},{},{},{:d},{:d}\n", r.trace,
+              hc::to_string(m.kv), m.budget, m.policy,
+              named ? std::string_view(m.candidates[e.candidate]) : std::string_view(m.policy),
+              e.request, hc::to_string(e.why), e.node, e.depth_tokens,
+              root ? std::string() : std::to_string(e.up), e.gap_tokens, e.expected_tokens, e.value,
+              e.bytes, e.age, e.states_below, e.planned, e.prior);
+        }
+      }
+    }
+    hybridcache_cli::sim_out::write_atomic(dir / "tree_victims.csv", log);
+    files.push_back(dir / "tree_victims.csv");
   }
 
   std::vector<std::pair<fs::path, fs::path>> scripts;  // (plot, script)

@@ -33,7 +33,8 @@ struct options {
 };
 
 /// Reads --tree, --tree-budgets, --tree-policies, --tree-block, --tree-sessions, --tree-chunk,
-/// --tree-path-cap, --kv-budget, --kv-mode. @throws usage_error for bad values.
+/// --tree-path-cap, --kv-budget, --kv-mode, --tree-requests, --tree-victims.
+/// @throws usage_error for bad values.
 options parse(const hybridcache_cli::args& a);
 
 /// Shared workload knobs of `simulate` that the tree traces also follow.
@@ -57,9 +58,11 @@ void list_policies(std::FILE* out);
 /// Builds and replays every tree trace, prints the tables to stdout and returns the results.
 std::vector<hybridcache::tree_result> run(const options& o, const workload& w, bool progress);
 
-/// tree.csv under `dir`, plus tree_<trace>.gp/.dat and, when gnuplot runs, tree_<trace>.png/.svg.
+/// tree.csv under `dir`, plus tree_<trace>.gp/.dat and, when gnuplot runs, tree_<trace>.png/.svg;
+/// tree_requests.csv when any row logged its requests, tree_victims.csv with `victims`
+/// (--tree-victims, even when no row gave a state up).
 /// @returns the files written; `note` says why plots are missing.
 std::vector<fs::path> write(const fs::path& dir, const std::vector<hybridcache::tree_result>& r,
-                            bool plot, std::string& note);
+                            bool plot, std::string& note, bool victims = false);
 
 }  // namespace hybridcache_cli::sim_tree

@@ -59,4 +59,11 @@ if(Python3_Interpreter_FOUND)
             $<TARGET_FILE:hybridcache_cli> "${_hc_tree_dir}")
   set_tests_properties(cli/simulate/tree_requests PROPERTIES
     PASS_REGULAR_EXPRESSION "48 rows checked against tree.csv" LABELS "cli;sim")
+  # --tree-victims: one line per state a library row's own ranking gave up; tree.csv is
+  # unchanged by the flag and only the library's rows log (tree_victims_check.py).
+  add_test(NAME cli/simulate/tree_victims
+    COMMAND "${Python3_EXECUTABLE}" "${CMAKE_CURRENT_LIST_DIR}/tree_victims_check.py"
+            $<TARGET_FILE:hybridcache_cli> "${_hc_tree_dir}")
+  set_tests_properties(cli/simulate/tree_victims PROPERTIES
+    PASS_REGULAR_EXPRESSION "victims checked against tree.csv" LABELS "cli;sim")
 endif()

@@ -145,6 +145,8 @@ class library_policy final : public tree_policy {
     // The states the pool can hold: M, or every state of a joint pool (KV spills into it).
     if (pool_memory_) o.gamma = pool_window(o.gamma, ctx.pool->capacity());
     pol_ = std::make_unique<state_policy>(o);
+    taken_.clear();
+    if (victims_) pol_->set_victim_log(&taken_);
     // The index mirrors the engine's tree: every trace node under unlimited KV, else about the
     // blocks the KV budget holds. Reserved once, its table is never rehashed while it grows.
     std::size_t nodes = ctx.trace->node_count();
@@ -162,6 +164,7 @@ class library_policy final : public tree_policy {
   }
 
   std::size_t resume(const tree_step& s) override {
+    request_ = s.index;
     if (!pol_) return 0;
     // The prompt's keys up to its usable end ⌊(P − 1)/B⌋ (SGLang's input − 1 cap), as an engine
     // passes them: the policy's index mirrors the engine's tree, so its match ends at s.usable,
@@ -291,9 +294,19 @@ class library_policy final : public tree_policy {
   [[nodiscard]] std::uint32_t shed_state() override {
     if (!pol_) return tree_trace::no_parent;
     const auto victims = pol_->evict(state_bytes_);
+    log_taken(tree_victim_event::cause::shed);
     if (victims.empty()) return tree_trace::no_parent;
     for (std::size_t i = 1; i < victims.size(); ++i) ctx_.pool->remove(node_of(victims[i]));
     return node_of(victims.front());
+  }
+
+  /// Every state `admit`, `evict` (`shed_state`) or `set_capacity_bytes` takes, as the policy's
+  /// victim log records it (`state_policy::set_victim_log`), with trace node ids.
+  void log_victims(std::vector<tree_victim_event>* log, std::uint32_t candidate) override {
+    victims_ = log;
+    candidate_ = candidate;
+    taken_.clear();
+    if (pol_) pol_->set_victim_log(log ? &taken_ : nullptr);
   }
 
   /// The wrapped policy's re-plans (`state_policy::replan_ns`).
@@ -332,12 +345,43 @@ class library_policy final : public tree_policy {
     node_to_lib_[node] = lib;
   }
   [[nodiscard]] std::uint32_t node_of(node_id lib) const { return lib_to_node_.at(slot_of(lib)); }
+  /// The trace node of the policy's node `lib` if it is mapped to it, else `no_parent` (a
+  /// namespace root is never mapped).
+  [[nodiscard]] std::uint32_t node_or_root(node_id lib) const noexcept {
+    const auto slot = slot_of(lib);
+    if (slot >= lib_to_node_.size()) return tree_trace::no_parent;
+    const auto v = lib_to_node_[slot];
+    return v != tree_trace::no_parent && node_to_lib_[v] == lib ? v : tree_trace::no_parent;
+  }
+  /// `log_victims`: moves the records the policy just appended to the row's log (right after
+  /// the call that took them, while their nodes are still mapped).
+  void log_taken(tree_victim_event::cause why) {
+    if (!victims_) return;
+    const std::size_t B = ctx_.trace->block();
+    for (const tree_victim& t : taken_)
+      victims_->push_back({.request = request_,
+                           .candidate = candidate_,
+                           .why = why,
+                           .node = node_of(t.node),
+                           .depth_tokens = ctx_.trace->depth(node_of(t.node)) * B,
+                           .up = node_or_root(t.up),
+                           .gap_tokens = t.gap_tokens,
+                           .expected_tokens = t.expected_tokens,
+                           .value = t.value,
+                           .bytes = t.bytes,
+                           .age = t.age,
+                           .states_below = t.states_below,
+                           .planned = t.planned,
+                           .prior = t.prior});
+    taken_.clear();
+  }
   /// The policy's budget follows the engine pool's capacity (it changes only under a joint KV
   /// budget): `set_capacity_bytes` (a capacity of 0 states is one byte: nothing fits).
   void sync_capacity() {
     const std::size_t bytes = std::max<std::size_t>(1, ctx_.pool->capacity() * state_bytes_);
     if (bytes == pol_->capacity_bytes()) return;
     for (auto victim : pol_->set_capacity_bytes(bytes)) ctx_.pool->remove(node_of(victim));
+    log_taken(tree_victim_event::cause::capacity);
   }
   /// `offer` for planned_[0..n), shallowest first. When every one that holds no state fits the
   /// free room of both the policy and the engine's pool (so none evicts and none makes room from
@@ -382,6 +426,7 @@ class library_policy final : public tree_policy {
     }
     const auto r = pol_->admit(lib, state_bytes_);
     for (auto victim : r.victims) pool.remove(node_of(victim));
+    log_taken(tree_victim_event::cause::admit);
     if (r.admitted) pool.add(path[j - 1]);
   }
 
@@ -407,6 +452,10 @@ class library_policy final : public tree_policy {
   std::vector<node_id> batch_;              ///< offer_planned: the planned nodes
   std::vector<std::uint32_t> fresh_;        ///< offer_planned: their trace nodes without a state
   std::size_t state_bytes_ = 1;
+  std::vector<tree_victim_event>* victims_ = nullptr;  ///< `log_victims`
+  std::uint32_t candidate_ = tree_request_outcome::no_candidate;
+  std::vector<tree_victim> taken_;  ///< the policy's victim log, moved out after each call
+  std::size_t request_ = 0;         ///< the running request (set at `resume`)
 };
 
 /// The offline static reference (see the file comment): metrics of the optimal fixed set of

@@ -245,6 +245,13 @@ class portfolio_policy final : public tree_policy {
   [[nodiscard]] std::uint32_t following() const override {
     return static_cast<std::uint32_t>(leader_);
   }
+  /// Each candidate logs the states its own ranking gives up in its shadow, tagged with its
+  /// index (`candidate` is not used: the row's own pool follows a leader and ranks nothing).
+  void log_victims(std::vector<tree_victim_event>* log, std::uint32_t candidate) override {
+    (void)candidate;
+    for (std::size_t i = 0; i < candidates_.size(); ++i)
+      candidates_[i]->log_victims(log, static_cast<std::uint32_t>(i));
+  }
   /// The candidates' whole-cache work (their re-plans and tuning replays) inside the shadows.
   [[nodiscard]] double replan_ns() const override {
     double ns = 0.0;

@@ -524,6 +524,47 @@ struct tree_request_outcome {
   std::uint32_t leader = no_candidate;
 };
 
+/// A state that a row ranking its states with the library's policy gave up
+/// (`tree_policy::log_victims`, `tree_options::victim_log`): the library's `tree_victim`
+/// (tree/eviction.hpp, docs/tree.md "Why a state went") with the trace's node ids, the request
+/// it went in and the call that took it.
+struct tree_victim_event {
+  /// The call that took it: `admit` displaced it for a new state; `shed` gave it up for KV
+  /// (joint pool, `tree_policy::shed_state`); `capacity` took it when the pool's room for
+  /// states shrank (joint pool: the request's KV took the room).
+  enum class cause : std::uint8_t { admit, shed, capacity };
+  std::size_t request = 0;  ///< the request being served (index in the trace)
+  /// The row's candidate whose pool it left (`tree_metrics::candidates` names it), or
+  /// `tree_request_outcome::no_candidate` for a policy replayed alone.
+  std::uint32_t candidate = tree_request_outcome::no_candidate;
+  cause why = cause::admit;
+  std::uint32_t node = tree_trace::no_parent;  ///< the state's node
+  std::size_t depth_tokens = 0;                ///< depth(node), tokens
+  /// The held state above it when it went, or `tree_trace::no_parent` for its namespace root.
+  std::uint32_t up = tree_trace::no_parent;
+  std::size_t gap_tokens = 0;      ///< depth(node) − depth(up), tokens
+  double expected_tokens = 0.0;    ///< ΔE[r] / Σ w: the tokens per request its loss adds
+  double value = 0.0;              ///< its rank: expected tokens per byte freed × P(hit | age)
+  std::size_t bytes = 0;           ///< the state's own bytes
+  std::uint32_t age = 0;           ///< observations since its admission or last resume
+  std::uint32_t states_below = 0;  ///< held states whose `up` it was
+  bool planned = false;            ///< the policy's plan placed a state at its node
+  bool prior = false;              ///< admitted on a prior (age class 1)
+};
+
+/// `tree_victim_event::cause` as the CSV writes it.
+[[nodiscard]] constexpr std::string_view to_string(tree_victim_event::cause c) noexcept {
+  switch (c) {
+    case tree_victim_event::cause::admit:
+      return "admit";
+    case tree_victim_event::cause::shed:
+      return "shed";
+    case tree_victim_event::cause::capacity:
+      return "capacity";
+  }
+  return "?";
+}
+
 /// A state policy on the causal protocol (see the file comment for the order of the calls).
 class tree_policy {
  public:
@@ -584,6 +625,15 @@ class tree_policy {
   [[nodiscard]] virtual std::uint32_t following() const {
     return tree_request_outcome::no_candidate;
   }
+  /// From now on (this replay and the next), append every state the row's own ranking gives up
+  /// to `*log`, tagged `candidate` (nullptr: stop). Rows that rank with the library's policy
+  /// (`library_policy`; `portfolio_policy` passes it to its candidates, each tagged with its
+  /// index) log; the default logs nothing. The engine's drops (a state whose KV was evicted)
+  /// are not the row's choice and are not logged.
+  virtual void log_victims(std::vector<tree_victim_event>* log, std::uint32_t candidate) {
+    (void)log;
+    (void)candidate;
+  }
 };
 
 /// Deepest k in [0, limit] with path[k−1] held (0 when none).
@@ -628,8 +678,12 @@ struct tree_metrics {
   double switches = std::numeric_limits<double>::quiet_NaN();
   double handover_tokens = std::numeric_limits<double>::quiet_NaN();
   /// With `tree_options::request_log`: every request of the replay, in order (empty otherwise,
-  /// and for `static_optimum`), and for the library's row the names its `leader` indexes.
+  /// and for `static_optimum`); with either log, for the library's row, the names its `leader`
+  /// and its victims' `candidate` index.
   std::vector<tree_request_outcome> per_request;
+  /// With `tree_options::victim_log`: every state the row's own ranking gave up, in order
+  /// (`tree_policy::log_victims`; empty for rows that do not rank with the library's policy).
+  std::vector<tree_victim_event> victims;
   std::vector<std::string> candidates;
   /// Extra chunk boundaries per request.
   [[nodiscard]] double chunk_boundaries_per_request() const noexcept {

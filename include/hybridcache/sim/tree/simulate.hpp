@@ -117,6 +117,9 @@ struct tree_options {
   /// Keep every request's outcome (`tree_metrics::per_request`; not for `static_optimum`). The
   /// sweep then holds one record per request and row (56 bytes on LP64).
   bool request_log = false;
+  /// Keep every state the library's rows gave up by their own ranking, with the figures it was
+  /// ranked by (`tree_metrics::victims`, `tree_policy::log_victims`; other rows log nothing).
+  bool victim_log = false;
 };
 
 /// One trace's sweep.
@@ -282,16 +285,20 @@ inline tree_result simulate_tree(const tree_trace& t, const tree_options& o,
       if (name == "marconi_insample") alpha = tune_marconi_alpha(t, budget, usable, o);
       auto p = make_tree_policy(name, o, alpha);
       std::vector<tree_request_outcome> log;
+      std::vector<tree_victim_event> victims;
+      if (o.victim_log) p->log_victims(&victims, tree_request_outcome::no_candidate);
       auto m = replay_tree(t, *p, budget, usable, o.cost, 0,
                            std::numeric_limits<std::size_t>::max(), o.request_log ? &log : nullptr);
+      p->log_victims(nullptr, tree_request_outcome::no_candidate);
       m.per_request = std::move(log);
+      m.victims = std::move(victims);
       if (const auto* mp = dynamic_cast<const marconi_policy*>(p.get())) m.parameter = mp->alpha();
       if (const auto* pf = dynamic_cast<const portfolio_policy*>(p.get())) {
         auto st = pf->stats();
         m.leader = st.candidates[pf->leader()];
         m.switches = static_cast<double>(st.switches);
         m.handover_tokens = st.handover_loss;
-        if (o.request_log) m.candidates = std::move(st.candidates);
+        if (o.request_log || o.victim_log) m.candidates = std::move(st.candidates);
       }
       res.rows.push_back(std::move(m));
       if (progress) progress(++done, total);
