@@ -35,6 +35,19 @@ tokens cat(tokens a, const tokens& b) {
   return a;
 }
 
+/// The small synthetic multi-turn workload of the sweep-level tests: 32-token blocks, a
+/// 256-token system prompt, up to 5 turns of at most 120 user and 160 output tokens.
+hc::tree_trace small_multi_turn(std::size_t sessions) {
+  hc::multi_turn_options o;
+  o.sessions = sessions;
+  o.block = 32;
+  o.system_tokens = 256;
+  o.max_turns = 5;
+  o.user_max = 120;
+  o.output_max = 160;
+  return hc::synthetic_multi_turn(o);
+}
+
 struct run_result {
   std::vector<std::size_t> resumes;
   std::vector<std::vector<bool>> held;  // per request: held[j] = state at path[j] after it
@@ -1108,14 +1121,7 @@ TEST_CASE("KV budget: a state whose KV is gone cannot be resumed") {
 }
 
 TEST_CASE("KV budget: every policy runs within both pools on the synthetic workload") {
-  hc::multi_turn_options o;
-  o.sessions = 30;
-  o.block = 32;
-  o.system_tokens = 256;
-  o.max_turns = 5;
-  o.user_max = 120;
-  o.output_max = 160;
-  const auto t = hc::synthetic_multi_turn(o);
+  const auto t = small_multi_turn(30);
   for (auto mode : {hc::kv_mode::separate, hc::kv_mode::joint}) {
     CAPTURE(hc::to_string(mode));
     hc::tree_options so;
@@ -1141,14 +1147,7 @@ TEST_CASE("victim log: the library policy's victims are the states its pool gave
   // Reference: the replayer's own log of every state added to or removed from the pool. A
   // removal the policy did not log must be the engine's drop (a state whose KV went), counted
   // apart in `states_dropped`; the depths come from the trace, not from the policy.
-  hc::multi_turn_options o;
-  o.sessions = 30;
-  o.block = 32;
-  o.system_tokens = 256;
-  o.max_turns = 5;
-  o.user_max = 120;
-  o.output_max = 160;
-  const auto t = hc::synthetic_multi_turn(o);
+  const auto t = small_multi_turn(30);
   const std::size_t B = t.block();
   for (auto mode : {hc::kv_mode::unlimited, hc::kv_mode::joint}) {
     for (std::size_t budget : {3, 9}) {
@@ -1224,12 +1223,7 @@ TEST_CASE("victim log: the library policy's victims are the states its pool gave
 }
 
 TEST_CASE("victim log: the library's row logs its library candidates, engine rows log nothing") {
-  hc::multi_turn_options o;
-  o.sessions = 20;
-  o.block = 32;
-  o.system_tokens = 256;
-  o.max_turns = 5;
-  const auto t = hc::synthetic_multi_turn(o);
+  const auto t = small_multi_turn(20);
   hc::tree_options so;
   so.budgets = {4};
   so.policies = {"hybridcache", "vllm_align", "hybridcache_exact"};

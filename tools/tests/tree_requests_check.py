@@ -17,41 +17,21 @@ tree_requests.csv against tree.csv, which the replayer sums separately:
 - the `leader` column is set for the library's row only: its last value is tree.csv's `leader`,
   and its changes from one request to the next are tree.csv's `switches`.
 """
-import csv
 import math
 import os
-import subprocess
 import sys
 from collections import defaultdict
 
-TIMING = {"decision_ns_per_request", "decision_ns_per_block", "replan_ns_per_block"}
+from tree_cli import read, with_and_without
 
-
-def run(exe, out, extra):
-    cmd = [exe, "simulate", "--scenario", "tree", "--tree", "multi-turn,rag", "--tree-sessions",
-           "12", "--tree-budgets", "2,8", "--tree-policies",
-           "hybridcache,vllm_align,marconi,oracle", "--kv-budget", "64MiB", "--kv-mode",
-           "unlimited,separate,joint", "--seed", "5", "--no-plot", "--quiet", "--out", out] + extra
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if p.returncode != 0:
-        sys.stderr.write(p.stdout + p.stderr)
-        raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}")
-
-
-def read(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+SWEEP = ["--tree", "multi-turn,rag", "--tree-sessions", "12", "--tree-budgets", "2,8",
+         "--tree-policies", "hybridcache,vllm_align,marconi,oracle", "--kv-budget", "64MiB",
+         "--kv-mode", "unlimited,separate,joint", "--seed", "5"]
 
 
 def main():
     exe, work = sys.argv[1], sys.argv[2]
-    plain, logged = os.path.join(work, "plain"), os.path.join(work, "logged")
-    run(exe, plain, [])
-    run(exe, logged, ["--tree-requests"])
-    assert not os.path.exists(os.path.join(plain, "tree_requests.csv")), "written without the flag"
-    rows = read(os.path.join(logged, "tree.csv"))
-    strip = lambda rs: [{k: v for k, v in r.items() if k not in TIMING} for r in rs]
-    assert strip(rows) == strip(read(os.path.join(plain, "tree.csv"))), "the flag changed tree.csv"
+    rows, logged = with_and_without(exe, work, SWEEP, "--tree-requests", "tree_requests.csv")
 
     per = defaultdict(list)
     for q in read(os.path.join(logged, "tree_requests.csv")):

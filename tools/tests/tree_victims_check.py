@@ -15,43 +15,23 @@ in tests/sim/tree_test.cpp checks the records against the replayer's own pool lo
   the gap at most the depth; its bytes are one state's (tree.csv's state memory / M); its value
   and ΔE[r] are finite and >= 0; under unlimited KV every victim was displaced by an admission.
 """
-import csv
 import math
 import os
-import subprocess
 import sys
 from collections import defaultdict
 
-TIMING = {"decision_ns_per_request", "decision_ns_per_block", "replan_ns_per_block"}
+from tree_cli import read, with_and_without
+
 HEADER = ("trace,kv_mode,budget_states,policy,candidate,request,cause,node,depth_tokens,up_node,"
           "gap_tokens,expected_tokens,value,bytes,age,states_below,planned,prior")
-
-
-def run(exe, out, extra):
-    cmd = [exe, "simulate", "--scenario", "tree", "--tree", "multi-turn,rag", "--tree-sessions",
-           "12", "--tree-budgets", "2,8", "--tree-policies",
-           "hybridcache,hybridcache_exact,vllm_align", "--kv-budget", "64MiB", "--kv-mode",
-           "unlimited,joint", "--seed", "5", "--no-plot", "--quiet", "--out", out] + extra
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if p.returncode != 0:
-        sys.stderr.write(p.stdout + p.stderr)
-        raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}")
-
-
-def read(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+SWEEP = ["--tree", "multi-turn,rag", "--tree-sessions", "12", "--tree-budgets", "2,8",
+         "--tree-policies", "hybridcache,hybridcache_exact,vllm_align", "--kv-budget", "64MiB",
+         "--kv-mode", "unlimited,joint", "--seed", "5"]
 
 
 def main():
     exe, work = sys.argv[1], sys.argv[2]
-    plain, logged = os.path.join(work, "plain_victims"), os.path.join(work, "logged_victims")
-    run(exe, plain, [])
-    run(exe, logged, ["--tree-victims"])
-    assert not os.path.exists(os.path.join(plain, "tree_victims.csv")), "written without the flag"
-    rows = read(os.path.join(logged, "tree.csv"))
-    strip = lambda rs: [{k: v for k, v in r.items() if k not in TIMING} for r in rs]
-    assert strip(rows) == strip(read(os.path.join(plain, "tree.csv"))), "the flag changed tree.csv"
+    rows, logged = with_and_without(exe, work, SWEEP, "--tree-victims", "tree_victims.csv")
     path = os.path.join(logged, "tree_victims.csv")
     with open(path, encoding="utf-8") as f:
         assert f.readline().strip() == HEADER, "header"
