@@ -531,6 +531,44 @@ TEST_CASE("tree_state_pool: the policy's value finds the scan's victim through e
 }
 
 TEST_CASE(
+    "tree_state_pool: a state's earlier filing is not read for the state that takes its slot") {
+  // The victim search files a changed state again under its key of now (`file_changed`) and
+  // leaves the earlier entry in the snapshot until the next rebuild; an entry is the record's
+  // own only while the record's key, age and class are those it was filed with. Here a state
+  // of class 0 is filed, removed, and its record reused by a state of class 1 with the same key
+  // and the same age: read for the new state, the old entry would rank it with class 0's table
+  // (0.5) instead of its own (1), below every state actually held (0.9).
+  hc::tree_index ix;
+  const slot root = ix.root_of(hc::xxh3_hash{}, hc::namespace_key{});
+  std::vector<slot> leaves;
+  for (std::uint64_t i = 0; i < 120; ++i) {
+    bool created = false;
+    leaves.push_back(ix.child(root, hc::digest{i + 1, 7}, created));
+    ix[leaves.back()].weight = 1.0;  // every key gap · B · W / bytes = 1
+  }
+  hc::tree_state_pool pool;
+  std::uint32_t now = 1000;
+  for (std::size_t i = 0; i < 100; ++i) pool.add(ix, leaves[i], 1, now);  // more than a scan's
+  std::array<double, hc::age_scaled_value::bins> h0{}, h1{};
+  h0.fill(0.9);
+  h0[0] = 0.5;  // class 0 at age 0
+  h1.fill(1.0);
+  now += 100;
+  const hc::age_scaled_value value{
+      .block_size = 1, .hit_by_bin = h0.data(), .now = now, .hit_by_bin_prior = h1.data()};
+  pool.add(ix, leaves[100], 1, now);  // class 0, age 0
+  CHECK(pool.least_value(value) == 0.5);
+  pool.remove(ix, leaves[100]);
+  ix[leaves[101]].flags |= hc::tree_node::fresh_flag;  // a prior: class 1
+  pool.add(ix, leaves[101], 1, now);                   // the freed record, same key, same age
+  REQUIRE(std::as_const(pool).state_at(ix, leaves[101]).cls == 1);
+  CHECK(pool.least_value(value) == 0.9);
+  const auto victims = pool.evict(ix, 1, hc::tree_index::no_slot, now, value, [](std::uint32_t) {});
+  REQUIRE(victims.size() == 1);
+  CHECK(ix.live_slot(victims[0]) != leaves[101]);
+}
+
+TEST_CASE(
     "tree_state_pool: ties at value 0 follow (planned, last use, slot) through every change") {
   // The victim search walks the states of key 0 in the tie order its snapshot saw, stopping at
   // the first whose snapshot tie key cannot beat the least entry found. Here most regions are 0

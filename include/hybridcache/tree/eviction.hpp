@@ -585,15 +585,20 @@ class tree_state_pool {
   ///   value ≥ k₀ · min_{bins it may be in} h_c        (exact: rounding is monotone),
   ///
   /// while a state of key 0 has value 0 and a tie key (planned, last use, slot) no less than its
-  /// snapshot's (the last use only grows; a wrapped clock rebuilds). The search ranks every
-  /// changed state exactly, then walks the zero lists while their snapshot tie key can beat the
-  /// least entry found, and each bin's sorted list while the bound above is ≤ the least value
-  /// found, reading a state's record only when its exact value can match the least. A state it
+  /// snapshot's (the last use only grows; a wrapped clock rebuilds). The search first files
+  /// every changed state again under its key of now (`file_changed`: a state touched since the
+  /// rebuild in bin 0, whose bound covers every age up to the time elapsed), then walks the zero
+  /// lists while their snapshot tie key can beat the least entry found, and each bin's sorted
+  /// list while the bound above is ≤ the least value found, reading a state's record only when
+  /// its exact value can match the least, and offering it only when the entry is the record's
+  /// own (the earlier filings of a record stay in the lists until the next rebuild). A state it
   /// stops before cannot be the least entry nor tie with it, so the result is the scan's.
-  /// Rebuilt (O(K log K)) when more than max(16, K/8) states changed, after a scaling or
-  /// `recompute_regions`, when the clock moved by 2^30, or when the LRU clock wrapped. Pools of
-  /// at most `scan_below` states, and a table h with a negative or non-finite entry, are ranked
-  /// by a scan instead.
+  /// Rebuilt (O(K log K)) when more than max(64, K/4) states were filed again or changed since
+  /// the last rebuild, after a scaling or `recompute_regions`, when the clock moved by 2^30, or
+  /// when the LRU clock wrapped. Pools of at most `scan_below` states, and a table h with a
+  /// negative or non-finite entry, are ranked by a scan instead. (Until 2026-12-02 the changed
+  /// states were ranked exactly on every search until the next rebuild instead of filed once:
+  /// at K = 1024 that was about half of the search's work, docs/tree.md.)
   bool least_by_snapshot(slot_id exclude, const age_scaled_value& value, victim_entry& best) {
     bool scan = count_ <= scan_below;  // a snapshot would rank about as many states as a scan
     for (const double* h : {value.hit_by_bin, value.hit_by_bin_prior})
@@ -604,10 +609,13 @@ class tree_state_pool {
       snap_.valid = false;  // no marks to keep meanwhile
       return least_by_scan(exclude, value, best);
     }
-    if (!snap_.valid || changed_.size() > std::max<std::size_t>(rebuild_after, count_ / 8) ||
+    if (!snap_.valid ||
+        snap_.filed + changed_.size() > std::max<std::size_t>(rebuild_after, count_ / 4) ||
         value.now - snap_.now >= (1u << 30) || clock_ < snap_.clock ||
         value.block_size != snap_.block_size || value.kv_block_bytes != snap_.kv_block_bytes)
       rebuild_snapshot(value);
+    else
+      file_changed(value);
     bool found = false;
     // `st`, of value v = value(st), if it is a candidate.
     auto offer = [&](const tree_state& st, double v) {
@@ -619,7 +627,6 @@ class tree_state_pool {
     auto consider = [&](const tree_state& st) {
       if (st.node != no_slot) offer(st, value(st));
     };
-    for (const std::uint32_t id : changed_) consider(states_[id]);
     for (const std::uint32_t id : snap_.odd)
       if (!states_[id].changed) consider(states_[id]);
     // Key 0: value 0, in the snapshot's tie order (unplanned first).
@@ -654,27 +661,68 @@ class tree_state_pool {
           // Exactly value(st) while the record is unchanged (the same key, class and age).
           const double v = h ? e.key * h[age_scaled_value::bin(value.now - e.touched)] : e.key;
           if (found && v > best.per_byte) continue;
+          // The entry is the record's own while the record still has the key, age and class it
+          // was filed with; else it is an earlier filing of the same record (filed again since,
+          // under its entry of now) or of a state that has gone (`file_changed`).
           const tree_state& st = states_[e.id];
-          if (!st.changed) offer(st, v);  // a changed one was ranked above
+          if (st.node != no_slot && st.touched == e.touched && (st.cls != 0) == (c != 0) &&
+              value.key(st) == e.key)
+            offer(st, v);
         }
       }
     }
     return found;
   }
 
-  /// Pools of at most this many states are ranked by a scan: the snapshot is rebuilt after
-  /// max(rebuild_after, K/8) changes, so in a pool this small a search would rank a quarter of
-  /// the states as changed and walk much of the rest. (Speed only: both searches take the same
-  /// entry. Until 2026-11-29 the scan went up to 128 states and the floor was 64 changes; a joint
-  /// pool holds about a hundred states at M = 1024, and there the snapshot with the lower floor
-  /// made the row's request path 10 % faster, docs/tree_simulation.md.)
+  /// Pools of at most this many states are ranked by a scan: there a snapshot would be rebuilt
+  /// after about as many filings as the pool has states (`rebuild_after`), and a search would
+  /// walk much of it. (Speed only: both searches take the same entry. Until 2026-11-29 the scan
+  /// went up to 128 states; a joint pool holds about a hundred states at M = 1024, and there the
+  /// snapshot made the row's request path 10 % faster, docs/tree_simulation.md.)
   static constexpr std::size_t scan_below = 64;
-  /// The fewest changed states that trigger a rebuild of the snapshot (see `scan_below`).
-  static constexpr std::size_t rebuild_after = 16;
+  /// The snapshot is rebuilt once more than max(rebuild_after, K/4) records were filed again or
+  /// changed since the last rebuild: each leaves an earlier entry behind that a search may walk
+  /// past. (Speed only. Until 2026-12-02, when changed records were ranked on every search
+  /// instead of filed, a rebuild came after max(16, K/8) changed records. On the Mooncake trace
+  /// at M = 1024 the exact policy alone executes 17 % fewer instructions under unlimited KV and
+  /// 1 % fewer under a joint pool than then; max(16, K/8) with filing would save 13 % and cost
+  /// 7 %, docs/tree.md.)
+  static constexpr std::size_t rebuild_after = 64;
+
+  /// Files every record changed since the last search under its key as of `value.now` (see
+  /// `least_by_snapshot`): key 0 into its zero list at its tie key, a positive finite key into
+  /// its class's list of the bin its age had at the rebuild (bin 0 when it was touched since),
+  /// any other key with the odd ones. Its earlier entry, if any, stays and no longer matches the
+  /// record. O(changed · (log n + n)) for lists of n entries.
+  void file_changed(const age_scaled_value& value) {
+    const std::uint32_t elapsed = value.now - snap_.now;
+    for (const std::uint32_t id : changed_) {
+      tree_state& st = states_[id];
+      st.changed = 0;
+      if (st.node == no_slot) continue;  // gone: its entry, if any, no longer matches
+      const double k = value.key(st);
+      if (k == 0.0) {
+        auto& z = snap_.zero[st.planned != 0 ? 1 : 0];
+        const zero_entry e{st.last_use, st.node, id};
+        z.insert(std::upper_bound(z.begin(), z.end(), e, zero_before), e);
+      } else if (k > 0.0 && k <= std::numeric_limits<double>::max()) {
+        const std::uint32_t age = value.now - st.touched;
+        const std::size_t j = age <= elapsed ? 0 : age_scaled_value::bin(age - elapsed);
+        auto& g = snap_.groups[st.cls != 0 ? 1 : 0][j];
+        const snap_entry e{k, st.touched, id};
+        g.insert(std::upper_bound(g.begin(), g.end(), e, key_before), e);
+      } else {
+        snap_.odd.push_back(id);
+      }
+    }
+    snap_.filed += changed_.size();
+    changed_.clear();
+  }
 
   void rebuild_snapshot(const age_scaled_value& value) {
     for (const std::uint32_t id : changed_) states_[id].changed = 0;
     changed_.clear();
+    snap_.filed = 0;
     for (auto& by_bin : snap_.groups)
       for (auto& g : by_bin) g.clear();
     for (auto& z : snap_.zero) z.clear();
@@ -693,13 +741,8 @@ class tree_state_pool {
         snap_.odd.push_back(id);
     }
     for (auto& by_bin : snap_.groups)
-      for (auto& g : by_bin)
-        std::sort(g.begin(), g.end(),
-                  [](const snap_entry& a, const snap_entry& b) { return a.key < b.key; });
-    for (auto& z : snap_.zero)
-      std::sort(z.begin(), z.end(), [](const zero_entry& a, const zero_entry& b) {
-        return a.last_use != b.last_use ? a.last_use < b.last_use : a.node < b.node;
-      });
+      for (auto& g : by_bin) std::sort(g.begin(), g.end(), key_before);
+    for (auto& z : snap_.zero) std::sort(z.begin(), z.end(), zero_before);
     snap_.valid = true;
     snap_.now = value.now;
     snap_.clock = clock_;
@@ -819,6 +862,12 @@ class tree_state_pool {
     slot_id node;
     std::uint32_t id;
   };
+  static bool key_before(const snap_entry& a, const snap_entry& b) noexcept {
+    return a.key < b.key;
+  }
+  static bool zero_before(const zero_entry& a, const zero_entry& b) noexcept {
+    return a.last_use != b.last_use ? a.last_use < b.last_use : a.node < b.node;
+  }
   struct snapshot {
     /// [class != 0][age bin at the rebuild], each sorted by key
     std::array<std::array<std::vector<snap_entry>, age_scaled_value::bins>, 2> groups;
@@ -829,6 +878,7 @@ class tree_state_pool {
     std::uint32_t clock = 0;
     std::size_t block_size = 0;
     double kv_block_bytes = 0.0;
+    std::size_t filed = 0;  // records filed again since the rebuild (`file_changed`)
   } snap_;
   std::vector<std::uint32_t> changed_;
 };
