@@ -627,14 +627,15 @@ class tree_state_pool {
     auto consider = [&](const tree_state& st) {
       if (st.node != no_slot) offer(st, value(st));
     };
-    for (const std::uint32_t id : snap_.odd)
-      if (!states_[id].changed) consider(states_[id]);
+    // Every changed record is filed by now, so no record is marked changed here. The odd keys and
+    // the states of key 0 are ranked from their records (an entry left behind by an earlier
+    // filing is then ranked exactly too, which cannot change the least entry).
+    for (const std::uint32_t id : snap_.odd) consider(states_[id]);
     // Key 0: value 0, in the snapshot's tie order (unplanned first).
     for (std::uint8_t planned = 0; planned < 2; ++planned) {
       for (const zero_entry& e : snap_.zero[planned]) {
         if (found && victim_entry{0.0, planned != 0, e.last_use, e.node} > best) break;
-        const tree_state& st = states_[e.id];
-        if (!st.changed) consider(st);
+        consider(states_[e.id]);
       }
     }
     const std::uint64_t elapsed = value.now - snap_.now;
