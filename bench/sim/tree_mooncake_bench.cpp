@@ -12,6 +12,11 @@
 //   BM_mooncake_noop      the replay with a policy that stores nothing: the simulator's own
 //                         engine work per block (the wall time of every other row includes it);
 //   BM_mooncake_exact     the exact policy alone (`hybridcache_exact`), re-plans on.
+// BM_mooncake_row_shadows is the row again with `portfolio_policy::set_profile` on: one counter
+// per candidate, `<name>_ns`, the time inside its shadow's calls per block, its re-plans and
+// tuning taken out (`portfolio_stats::shadow_ns` − `replan_ns`), and `shadows_ns`, their sum. The
+// profile's own clock reads make this row's `request_path_ns` a little higher than
+// BM_mooncake_row's.
 // The trace is read from $HYBRIDCACHE_DATA_DIR/mooncake/conversation_trace.jsonl (else
 // ../shared/data beside the source tree); each benchmark is skipped, with a message, when the
 // file is absent. Build with the `bench` preset; run e.g.
@@ -88,8 +93,11 @@ hc::tree_cost_model cost_of(std::int64_t mode) {
 
 /// One replay per iteration of `make()`'s policy at M = range(1) under KV mode range(0) (0
 /// unlimited, 1 separate, 2 joint); the counters are the last replay's, per block.
-template <class Make>
-void replay(benchmark::State& st, Make make) {
+/// Called with the last replay's policy after the loop (extra counters).
+template <class Make, class After = void (*)(benchmark::State&, hc::tree_policy&, double)>
+void replay(
+    benchmark::State& st, Make make,
+    After after = [](benchmark::State&, hc::tree_policy&, double) {}) {
   const auto& t = mooncake();
   if (!t) {
     st.SkipWithError(("Mooncake trace absent: " + trace_path().string()).c_str());
@@ -99,11 +107,13 @@ void replay(benchmark::State& st, Make make) {
   const auto budget = static_cast<std::size_t>(st.range(1));
   const auto usable = hc::usable_matches(*t, cost);
   hc::tree_metrics m;
+  std::unique_ptr<hc::tree_policy> p;
   for (auto _ : st) {
-    auto p = make(cost);
+    p = make(cost);
     m = hc::replay_tree(*t, *p, budget, usable, cost);
     benchmark::DoNotOptimize(m);
   }
+  after(st, *p, blocks(*t));
   st.counters["decision_ns"] = m.decision_ns_per_block;
   st.counters["replan_ns"] = m.replan_ns_per_block;
   st.counters["request_path_ns"] = m.decision_ns_per_block - m.replan_ns_per_block;
@@ -131,6 +141,28 @@ void BM_mooncake_row(benchmark::State& st) {
     return hc::make_tree_policy("hybridcache", o);
   });
 }
+
+void BM_mooncake_row_shadows(benchmark::State& st) {
+  replay(
+      st,
+      [](const hc::tree_cost_model& c) {
+        hc::tree_options o;
+        o.cost = c;
+        auto p = hc::make_tree_policy("hybridcache", o);
+        dynamic_cast<hc::portfolio_policy&>(*p).set_profile(true);
+        return p;
+      },
+      [](benchmark::State& s, hc::tree_policy& p, double n) {
+        const auto stats = dynamic_cast<const hc::portfolio_policy&>(p).stats();
+        double sum = 0.0;
+        for (std::size_t c = 0; c < stats.candidates.size(); ++c) {
+          const double ns = (stats.shadow_ns[c] - stats.replan_ns[c]) / n;
+          s.counters[stats.candidates[c] + "_ns"] = ns;
+          sum += ns;
+        }
+        s.counters["shadows_ns"] = sum;
+      });
+}
 #endif
 
 void args(benchmark::internal::Benchmark* b) {
@@ -144,6 +176,11 @@ BENCHMARK(BM_mooncake_noop)->Apply(args);
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
 BENCHMARK(BM_mooncake_exact)->Apply(args);
 BENCHMARK(BM_mooncake_row)->Apply(args);
+BENCHMARK(BM_mooncake_row_shadows)
+    ->ArgNames({"kv", "M"})
+    ->Args({0, 1024})
+    ->Args({2, 1024})
+    ->Unit(benchmark::kMillisecond);
 #endif
 
 }  // namespace

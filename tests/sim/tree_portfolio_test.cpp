@@ -988,6 +988,51 @@ TEST_CASE("re-plan time is reported apart: the exact policy's re-plans and Marco
   CHECK(m.replan_ns_per_block <= m.decision_ns_per_block);
 }
 
+TEST_CASE("portfolio: profiling times every shadow and changes no decision") {
+  const auto t = small_trace(5);
+  const std::size_t M = 16;
+  for (const auto mode : {hc::kv_mode::unlimited, hc::kv_mode::separate, hc::kv_mode::joint}) {
+    CAPTURE(static_cast<int>(mode));
+    const auto cost = cost_for(mode, t);
+    const auto usable = hc::usable_matches(t, cost);
+    hc::tree_options o;
+    o.cost = cost;
+    auto plain = make_portfolio(o);
+    auto timed = make_portfolio(o);
+    timed->set_profile(true);
+    std::vector<hc::tree_request_outcome> a, b;
+    constexpr auto all = std::numeric_limits<std::size_t>::max();
+    const auto ma = hc::replay_tree(t, *plain, M, usable, cost, 0, all, &a);
+    const auto mb = hc::replay_tree(t, *timed, M, usable, cost, 0, all, &b);
+    // The same decisions, request for request.
+    check_same_replay(mb, ma);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      CAPTURE(i);
+      CHECK(a[i].resumed_tokens == b[i].resumed_tokens);
+      CHECK(a[i].states == b[i].states);
+      CHECK(a[i].kv_blocks == b[i].kv_blocks);
+      CHECK(a[i].leader == b[i].leader);
+    }
+    // Off: nothing timed. On: every shadow timed, its candidate's re-plans inside its calls,
+    // and the shadows inside the row's own timed calls.
+    const auto off = plain->stats();
+    const auto on = timed->stats();
+    REQUIRE(off.shadow_ns.size() == off.candidates.size());
+    REQUIRE(on.shadow_ns.size() == on.candidates.size());
+    REQUIRE(on.replan_ns.size() == on.candidates.size());
+    double sum = 0.0;
+    for (std::size_t c = 0; c < on.candidates.size(); ++c) {
+      CAPTURE(on.candidates[c]);
+      CHECK(off.shadow_ns[c] == 0.0);
+      CHECK(on.shadow_ns[c] > 0.0);
+      CHECK(on.replan_ns[c] <= on.shadow_ns[c]);
+      sum += on.shadow_ns[c];
+    }
+    CHECK(sum <= mb.decision_ns * static_cast<double>(mb.requests) * (1.0 + 1e-9));
+  }
+}
+
 TEST_CASE("shared_kv: replayers sharing one KV bookkeeping equal each replayed alone") {
   // Reference: each policy replayed alone (`replay_tree`: its own tree, its own eviction loop).
   // Under test: the same policies on fresh instances, driven phase by phase in lockstep on one

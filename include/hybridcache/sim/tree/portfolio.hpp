@@ -60,6 +60,7 @@
 /// per shadow).
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -88,6 +89,10 @@ struct portfolio_stats {
   double actual_loss = 0.0;             ///< the real pool's recompute (tokens)
   double regret_bound = 0.0;            ///< Theorem 1's S·(δ* + ℓ_max) + δ*
   double handover_loss = 0.0;  ///< Σ max(0, real loss − loss of the leader it followed)
+  /// With `portfolio_policy::set_profile`: the wall time (ns) inside each candidate's shadow
+  /// calls, its re-plans included; all 0 without.
+  std::vector<double> shadow_ns;
+  std::vector<double> replan_ns;  ///< each candidate's re-plan time (ns), a part of shadow_ns
 };
 
 /// Candidate shadows + follow-the-lazy-leader + hand-over (see the file comment).
@@ -111,6 +116,10 @@ class portfolio_policy final : public tree_policy {
       hybridcache::detail::throw_invalid("initial", initial, "must be < the number of candidates");
   }
   [[nodiscard]] std::string name() const override { return name_; }
+  /// Times each shadow's calls (two clock reads per shadow and phase) into
+  /// `portfolio_stats::shadow_ns`, to see where the row's request path goes per candidate. Off
+  /// by default: the reads add to the row's own time. Decisions are the same either way.
+  void set_profile(bool on) noexcept { profile_ = on; }
 
   /// @throws invalid_argument when the context has no cost model or usable matches (the
   ///         replayer sets both).
@@ -139,6 +148,7 @@ class portfolio_policy final : public tree_policy {
     guard_ = leader_safeguard(candidates_.size(), initial_);
     losses_.assign(candidates_.size(), 0.0);
     resumed_.assign(candidates_.size(), 0);
+    shadow_ns_.assign(candidates_.size(), 0.0);
     lru_.reset(ctx.trace->node_count());
     extras_.clear();
     is_extra_.assign(ctx.trace->node_count(), 0);
@@ -151,13 +161,13 @@ class portfolio_policy final : public tree_policy {
 
   std::size_t resume(const tree_step& s) override {
     std::size_t top = s.usable;
-    for (std::size_t c = 0; c < shadows_.size(); ++c) {
-      auto& sh = *shadows_[c];
-      if (sh.next() != s.index)
+    for (const auto& sh : shadows_)
+      if (sh->next() != s.index)
         hybridcache::detail::throw_invalid("request", s.index, "is not the shadows' next");
+    each_shadow([&](std::size_t c, tree_replayer& sh) {
       resumed_[c] = sh.begin_request();
       top = std::max(top, sh.current().usable);
-    }
+    });
     const double B = static_cast<double>(ctx_.trace->block());
     for (std::size_t c = 0; c < shadows_.size(); ++c)
       losses_[c] = static_cast<double>(top - resumed_[c]) * B;
@@ -193,11 +203,11 @@ class portfolio_policy final : public tree_policy {
     std::sort(planned_.begin(), planned_.end());
     planned_.erase(std::unique(planned_.begin(), planned_.end()), planned_.end());
     positions.insert(positions.end(), planned_.begin(), planned_.end());
-    for (auto& sh : shadows_) sh->allocate_prefill();
+    each_shadow([](std::size_t, tree_replayer& sh) { sh.allocate_prefill(); });
   }
 
   void after_prefill(const tree_step& s) override {
-    for (auto& sh : shadows_) sh->after_prefill();
+    each_shadow([](std::size_t, tree_replayer& sh) { sh.after_prefill(); });
     mirror_room();
     const auto path = s.path();
     for (auto j : planned_) follow(path[j - 1]);
@@ -205,14 +215,14 @@ class portfolio_policy final : public tree_policy {
   }
 
   void on_decode_block(const tree_step& s, std::size_t j) override {
-    for (auto& sh : shadows_) sh->decode_block(j);
+    each_shadow([j](std::size_t, tree_replayer& sh) { sh.decode_block(j); });
     mirror_room();
     follow(s.path()[j - 1]);
     trim_actual();
   }
 
   void finish(const tree_step& s) override {
-    for (auto& sh : shadows_) sh->end_request();
+    each_shadow([](std::size_t, tree_replayer& sh) { sh.end_request(); });
     mirror_room();
     const auto path = s.path();
     if (!path.empty()) follow(path.back());
@@ -270,6 +280,8 @@ class portfolio_policy final : public tree_policy {
     st.actual_loss = actual_loss_;
     st.regret_bound = guard_.regret_bound();
     st.handover_loss = handover_loss_;
+    st.shadow_ns = shadow_ns_;
+    for (const auto& c : candidates_) st.replan_ns.push_back(c->replan_ns());
     return st;
   }
   /// The candidate leading now.
@@ -291,6 +303,20 @@ class portfolio_policy final : public tree_policy {
   }
 
  private:
+  /// f(c, shadow c) for every candidate in order; timed per candidate with `set_profile`.
+  template <class F>
+  void each_shadow(F&& f) {
+    for (std::size_t c = 0; c < shadows_.size(); ++c) {
+      if (!profile_) {
+        f(c, *shadows_[c]);
+        continue;
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      f(c, *shadows_[c]);
+      shadow_ns_[c] +=
+          std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    }
+  }
   void touch(std::uint32_t v) {
     const bool was = is_extra_[v] != 0;
     if (was) set_extra(v, false);
@@ -432,6 +458,8 @@ class portfolio_policy final : public tree_policy {
   /// The running request's resume state (no_parent between requests and for a cold start).
   std::uint32_t pinned_ = tree_trace::no_parent;
   double actual_loss_ = 0.0, handover_loss_ = 0.0;
+  bool profile_ = false;           ///< `set_profile`
+  std::vector<double> shadow_ns_;  ///< per candidate, with `profile_`
 };
 
 HYBRIDCACHE_NAMESPACE_END
