@@ -1000,6 +1000,9 @@ TEST_CASE("portfolio: profiling times every shadow and changes no decision") {
     auto plain = make_portfolio(o);
     auto timed = make_portfolio(o);
     timed->set_profile(true);
+    // Before a replay: one zero per candidate.
+    const auto before = timed->stats().shadow_ns;
+    CHECK(before == std::vector<double>(timed->candidates(), 0.0));
     std::vector<hc::tree_request_outcome> a, b;
     constexpr auto all = std::numeric_limits<std::size_t>::max();
     const auto ma = hc::replay_tree(t, *plain, M, usable, cost, 0, all, &a);

@@ -106,7 +106,8 @@ class portfolio_policy final : public tree_policy {
       : name_(std::move(name)),
         candidates_(std::move(candidates)),
         guard_(std::max<std::size_t>(candidates_.size(), 1)),
-        initial_(initial) {
+        initial_(initial),
+        shadow_ns_(candidates_.size(), 0.0) {
     if (candidates_.empty())
       hybridcache::detail::throw_invalid("candidates", 0, "must name at least one policy");
     for (const auto& c : candidates_)
