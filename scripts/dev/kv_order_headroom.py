@@ -46,9 +46,8 @@ def replay(paths, capacity, order):
     cached, kids = set(), defaultdict(int)
     uses, last = defaultdict(int), {}
     clock = 0
-    now = 0
 
-    def key(b):
+    def key(b):  # `now` is the request being replayed (the loop below)
         if order == "lru":
             return (last[b],)
         if order == "once_first":

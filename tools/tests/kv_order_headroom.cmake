@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # scripts/dev/kv_order_headroom.py (a KV-order diagnostic, docs/tree_simulation.md): its offline
 # order against an exhaustive search on small random traces and LRU on hand-worked ones
-# (--self-test), and a clean skip when the trace file is absent.
+# (--self-test), a clean skip when the trace file is absent, and the table on a hand-worked trace.
 find_package(Python3 COMPONENTS Interpreter QUIET)
 if(Python3_Interpreter_FOUND)
   set(_hc_kvh "${PROJECT_SOURCE_DIR}/scripts/dev/kv_order_headroom.py")
@@ -14,12 +14,10 @@ if(Python3_Interpreter_FOUND)
             --trace "${CMAKE_CURRENT_BINARY_DIR}/kv_order_headroom/absent.jsonl")
   set_tests_properties(cli/scripts/kv_order_headroom_no_trace PROPERTIES
     LABELS "cli;sim" PASS_REGULAR_EXPRESSION "no trace at .*nothing to do")
-endif()
-# A hand-worked trace (C = 2): a b a c b a; a hits at the third request in every order. LRU then
-# evicts b for c and a for b: one hit. once_first and lfu evict b for c, then c (used once) for
-# b, so a hits at the end: two. The offline order evicts a for c (b comes back first), so b hits:
-# two.
-if(Python3_Interpreter_FOUND)
+  # A hand-worked trace (C = 2): a b a c b a; a hits at the third request in every order. LRU
+  # then evicts b for c and a for b: one hit. once_first and lfu evict b for c, then c (used
+  # once) for b, so a hits at the end: two. The offline order evicts a for c (b comes back
+  # first), so b hits: two.
   add_test(NAME cli/scripts/kv_order_headroom_table
     COMMAND "${Python3_EXECUTABLE}" "${_hc_kvh}"
             --trace "${CMAKE_CURRENT_LIST_DIR}/data/kv_order_tiny.jsonl" --capacity 2)
