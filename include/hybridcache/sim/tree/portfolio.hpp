@@ -47,6 +47,10 @@
 ///    it then did not keep). With one candidate the real pool is therefore its candidate's own,
 ///    request for request, in every KV mode (tested), but for a state a running request resumed
 ///    from, which the real pool keeps pinned, and the slots an SGLang buffer mode reserves.
+///    After a switch, that trim (in the leader's KV order: once no stateless leaf is left, the
+///    least recently used leaf) can take a state the pool re-created for the leader, so under a
+///    joint budget a lacking state may cost more than one request's recompute
+///    (docs/design/tree_safeguard.md §21: 13 times for one prefix on Mooncake).
 ///
 /// The shadows see nothing the engine would not (the causal view of the running request);
 /// offline references must not be candidates.
