@@ -101,7 +101,8 @@ def main():
         name = os.path.basename(path)
         label = (os.path.basename(os.path.dirname(os.path.abspath(path))) if name == "tree.csv"
                  else os.path.splitext(name)[0])
-        cols = [f"{n}: {row:.3f} / {best:.3f}" for n, row, best, _ in (r[m] for m in modes)]
+        cols = [f"{n}: {row:.3f} / {best:.3f}" if n else "0: -"
+                for n, row, best, _ in (r[m] for m in modes)]
         trace = "; ".join(f"{t} {x:.2f} / {y:.2f}" for t, (x, y) in r[modes[-1]][3].items())
         print(f"| {label} | " + " | ".join(cols) + f" | {trace} |")
 

@@ -22,6 +22,14 @@ if(Python3_Interpreter_FOUND)
   set_tests_properties(cli/scripts/tree_hindsight_table PROPERTIES
     LABELS "cli;sim"
     PASS_REGULAR_EXPRESSION "${_hc_th_row}")
+  # A KV mode the run has no cell of (here separate) is shown as a dash, not as a mean of nothing.
+  add_test(NAME cli/scripts/tree_hindsight_empty_mode
+    COMMAND "${Python3_EXECUTABLE}" "${_hc_th}" --engines vllm_align,marconi
+            --modes separate,joint "${CMAKE_CURRENT_LIST_DIR}/data/tree_hindsight_tiny.csv")
+  set_tests_properties(cli/scripts/tree_hindsight_empty_mode PROPERTIES
+    LABELS "cli;sim"
+    PASS_REGULAR_EXPRESSION "\\| tree_hindsight_tiny \\| 0: - \\| 2: 1.000 / 0.071 \\| "
+    FAIL_REGULAR_EXPRESSION "nan")
   # A run whose cells lack a library candidate: a clear error, not a partial table.
   add_test(NAME cli/scripts/tree_hindsight_missing_candidate
     COMMAND "${Python3_EXECUTABLE}" "${_hc_th}" --engines vllm_align,marconi
