@@ -10,7 +10,11 @@
 # (ctest -L llama_cpp): the llama-server anchor's short run (tools/llama_server/anchor.py, on
 # 127.0.0.1) and the CLI's replay tests (cli/replay_*: `replay` against `simulate`, the fidelity
 # check, --dump-prompts) included. The main build runs before llama.cpp is installed, so these run
-# here only.
+# here only, and the asan-ubsan preset never sees them: build/llama is therefore built under
+# AddressSanitizer + UndefinedBehaviorSanitizer with that preset's flags (assert() kept on: Debug
+# without its -g, so -g1 holds). Only our binaries are instrumented; the llama.cpp libraries, the
+# Python tests and llama-server are not (ASan's interceptors still see llama.cpp's mallocs; LSan
+# finds no leak there, so nothing is suppressed).
 # Without PyPI it is skipped, loudly, like scripts/test.d/python.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,11 +41,16 @@ then
   exit 0
 fi
 
-cmake -S . -B build/llama -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS=-O1 -g" \
+# The asan-ubsan preset's flags and test environment (CMakePresets.json).
+sanitize="-fsanitize=address,undefined"
+cmake -S . -B build/llama -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG= \
+  "-DCMAKE_CXX_FLAGS=-O1 -g1 $sanitize -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+  "-DCMAKE_EXE_LINKER_FLAGS=$sanitize" \
   -DHYBRIDCACHE_WARNINGS_AS_ERRORS=ON -DHYBRIDCACHE_TEST_ONLY=engines \
   -DHYBRIDCACHE_TEST_HEADERS=OFF -DHYBRIDCACHE_TEST_CONSUMPTION=OFF \
   -DHYBRIDCACHE_BUILD_EXAMPLES=OFF -DHYBRIDCACHE_BUILD_TOOLS=ON \
   "-DHYBRIDCACHE_GGUF_PYTHON=$venv/bin/python" "-DCMAKE_PREFIX_PATH=$prefix" >/dev/null
 cmake --build build/llama --target test_engines test_engines_replay hybridcache_cli -j"$(nproc)"
-ctest --test-dir build/llama -L llama_cpp --output-on-failure
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/llama -L llama_cpp --output-on-failure
 echo "llama_cpp.sh: done in $(( $(date +%s) - start ))s"
