@@ -16,7 +16,9 @@
 // per candidate, `<name>_ns`, the time inside its shadow's calls per block, its re-plans and
 // tuning taken out (`portfolio_stats::shadow_ns` − `replan_ns`), and `shadows_ns`, their sum. The
 // profile's own clock reads make this row's `request_path_ns` a little higher than
-// BM_mooncake_row's.
+// BM_mooncake_row's. BM_mooncake_row_nolru is the row without its third library candidate (the
+// base-memory exact policy on LRU KV order, joint KV only: docs/design/tree_safeguard.md §22),
+// the row before 2026-12-03, under the joint pool where the two differ.
 // The trace is read from $HYBRIDCACHE_DATA_DIR/mooncake/conversation_trace.jsonl (else
 // ../shared/data beside the source tree); each benchmark is skipped, with a message, when the
 // file is absent. Build with the `bench` preset; run e.g.
@@ -142,6 +144,14 @@ void BM_mooncake_row(benchmark::State& st) {
   });
 }
 
+void BM_mooncake_row_nolru(benchmark::State& st) {
+  replay(st, [](const hc::tree_cost_model& c) {
+    hc::tree_options o;
+    o.cost = c;
+    return hc::make_tree_policy("hybridcache_nolru", o);
+  });
+}
+
 void BM_mooncake_row_shadows(benchmark::State& st) {
   replay(
       st,
@@ -176,6 +186,11 @@ BENCHMARK(BM_mooncake_noop)->Apply(args);
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
 BENCHMARK(BM_mooncake_exact)->Apply(args);
 BENCHMARK(BM_mooncake_row)->Apply(args);
+BENCHMARK(BM_mooncake_row_nolru)
+    ->ArgNames({"kv", "M"})
+    ->Args({2, 64})
+    ->Args({2, 1024})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_mooncake_row_shadows)
     ->ArgNames({"kv", "M"})
     ->Args({0, 1024})

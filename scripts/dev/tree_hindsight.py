@@ -3,7 +3,7 @@
 """How far could any switching rule over the library row's candidates go? A diagnostic for
 issue #24's geometric-mean target (docs/design/tree_safeguard.md §21), not a result of record.
 
-For each tree.csv (one `simulate --scenario tree` run, with the row `hybridcache`, its two library
+For each tree.csv (one `simulate --scenario tree` run, with the row `hybridcache`, its library
 candidates and the faithful engine rows among its policies), and each KV mode, over the cells
 where the best faithful engine row recomputes more than 0.1 % of the usable tokens (the issue's
 rule, scripts/tree_cells.py), the geometric mean of
@@ -22,7 +22,9 @@ Usage:
                                 [--modes M,...] CSV [CSV ...]
 The engine rows come from `BIN simulate --tree-list-policies` (default build/release/bin/
 hybridcache) unless --engines names them. --candidates names the library candidates (default
-hybridcache_exact,hybridcache_pool_memory); the row's candidates are those plus the engine rows.
+hybridcache_exact,hybridcache_pool_memory,hybridcache_lru; the third is in the row under a joint
+pool only, and outside it replays as the row's base candidate, so it adds no choice the row lacks
+there); the row's candidates are those plus the engine rows.
 A CSV's label is the name of its folder when it is a tree.csv, else its file name. To run the
 traces of record at one seed with the candidates' rows, for example:
   BIN=build/release/bin/hybridcache
@@ -30,7 +32,8 @@ traces of record at one seed with the candidates' rows, for example:
   $BIN simulate --scenario tree --data ../shared/data \\
     --tree multi-turn,quality,system-prompts,mooncake --tree-budgets 4,16,64,256,1024 \\
     --kv-budget 4GiB --kv-mode unlimited,separate,joint --seed 7 \\
-    --tree-policies hybridcache,hybridcache_exact,hybridcache_pool_memory,$E --out out/s7
+    --tree-policies hybridcache,hybridcache_exact,hybridcache_pool_memory,hybridcache_lru,$E \\
+    --out out/s7
   scripts/dev/tree_hindsight.py out/s7/tree.csv
 """
 import argparse
@@ -82,7 +85,8 @@ def main():
     ap.add_argument("csv", nargs="+")
     ap.add_argument("--bin", default="build/release/bin/hybridcache")
     ap.add_argument("--engines", help="comma list of the faithful engine rows (skips --bin)")
-    ap.add_argument("--candidates", default="hybridcache_exact,hybridcache_pool_memory")
+    ap.add_argument("--candidates",
+                    default="hybridcache_exact,hybridcache_pool_memory,hybridcache_lru")
     ap.add_argument("--modes", default=",".join(MODES))
     a = ap.parse_args()
     modes = [m for m in a.modes.split(",") if m]

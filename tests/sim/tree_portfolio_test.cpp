@@ -750,6 +750,52 @@ TEST_CASE("portfolio: the library's row runs the exact policy at two memories") 
   CHECK(windows_differ >= 1);
 }
 
+TEST_CASE("portfolio: under a joint pool the row adds the base-memory candidate on LRU KV order") {
+  // The third library candidate (docs/design/tree_safeguard.md §22): the exact policy at the base
+  // memory, without the prefill-end prior, evicting KV as the engines do (`kv_order::lru`), under
+  // a joint pool only. Reference: that library_policy built by hand and replayed alone; the
+  // base candidate (stateless KV first) must differ from it somewhere, so the check can fail.
+  const auto t = small_trace(11);
+  hc::policy_options no_prefill;
+  no_prefill.prefill_prior = false;
+  for (auto mode : {hc::kv_mode::unlimited, hc::kv_mode::separate}) {
+    hc::tree_options o;
+    o.cost = cost_for(mode, t);
+    auto row = hc::make_tree_policy("hybridcache", o);
+    auto* p = dynamic_cast<hc::portfolio_policy*>(row.get());
+    REQUIRE(p != nullptr);
+    CHECK(p->candidates() == 2 + hc::faithful_tree_policy_names.size());
+  }
+  hc::tree_options j;
+  j.cost = cost_for(hc::kv_mode::joint, t);
+  const auto ju = hc::usable_matches(t, j.cost);
+  std::size_t kv_order_differs = 0;
+  for (std::size_t M : {4, 16, 64}) {
+    CAPTURE(M);
+    auto row = hc::make_tree_policy("hybridcache", j);
+    auto* p = dynamic_cast<hc::portfolio_policy*>(row.get());
+    REQUIRE(p != nullptr);
+    REQUIRE(p->candidates() == 3 + hc::faithful_tree_policy_names.size());
+    (void)hc::replay_tree(t, *p, M, ju, j.cost);
+    CHECK(p->stats().candidates[2] == "hybridcache_lru");
+    hc::library_policy by_hand(no_prefill, "reference", false, hc::kv_order::lru, true);
+    const auto alone = hc::replay_tree(t, by_hand, M, ju, j.cost);
+    check_same_replay(p->shadow(2).metrics(), alone);
+    // The ablation name runs the same candidate alone.
+    auto named = hc::make_tree_policy("hybridcache_lru", j);
+    check_same_replay(hc::replay_tree(t, *named, M, ju, j.cost), alone);
+    const auto base = p->shadow(0).metrics();
+    if (base.resumed_tokens != alone.resumed_tokens || base.kv_blocks_mean != alone.kv_blocks_mean)
+      ++kv_order_differs;
+    // The row before it: two library candidates under every KV mode.
+    auto before = hc::make_tree_policy("hybridcache_nolru", j);
+    auto* pb = dynamic_cast<hc::portfolio_policy*>(before.get());
+    REQUIRE(pb != nullptr);
+    CHECK(pb->candidates() == 2 + hc::faithful_tree_policy_names.size());
+  }
+  CHECK(kv_order_differs >= 1);
+}
+
 namespace {
 /// Forwards every call to a `library_policy`; the watches below override the calls they observe.
 struct library_forward : hc::tree_policy {

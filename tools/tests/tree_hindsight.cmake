@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # scripts/dev/tree_hindsight.py (issue #24's diagnostic of what a switching rule over the row's
 # candidates could reach, docs/design/tree_safeguard.md §21) on a hand-worked tree.csv, and its
-# error for a run without the library candidates.
+# error for a run without the library candidates. The hand-worked file has two library
+# candidates (a run from before the third, hybridcache_lru), so the tests name them.
 find_package(Python3 COMPONENTS Interpreter QUIET)
 if(Python3_Interpreter_FOUND)
   set(_hc_th "${PROJECT_SOURCE_DIR}/scripts/dev/tree_hindsight.py")
@@ -18,6 +19,7 @@ if(Python3_Interpreter_FOUND)
   string(APPEND _hc_th_row "T 1.00 / 0.50; U 1.00 / 0.01 \\|")
   add_test(NAME cli/scripts/tree_hindsight_table
     COMMAND "${Python3_EXECUTABLE}" "${_hc_th}" --engines vllm_align,marconi
+            --candidates hybridcache_exact,hybridcache_pool_memory
             --modes unlimited,joint "${CMAKE_CURRENT_LIST_DIR}/data/tree_hindsight_tiny.csv")
   set_tests_properties(cli/scripts/tree_hindsight_table PROPERTIES
     LABELS "cli;sim"
@@ -25,6 +27,7 @@ if(Python3_Interpreter_FOUND)
   # A KV mode the run has no cell of (here separate) is shown as a dash, not as a mean of nothing.
   add_test(NAME cli/scripts/tree_hindsight_empty_mode
     COMMAND "${Python3_EXECUTABLE}" "${_hc_th}" --engines vllm_align,marconi
+            --candidates hybridcache_exact,hybridcache_pool_memory
             --modes separate,joint "${CMAKE_CURRENT_LIST_DIR}/data/tree_hindsight_tiny.csv")
   set_tests_properties(cli/scripts/tree_hindsight_empty_mode PROPERTIES
     LABELS "cli;sim"

@@ -10,7 +10,7 @@ and checks tree_victims.csv against tree.csv and against itself (the unit test "
 in tests/sim/tree_test.cpp checks the records against the replayer's own pool log):
 - without the flag no tree_victims.csv is written, and tree.csv is the same either way;
 - the header is the documented one; only the library's rows log, the row's records name one of
-  its two library candidates, the exact policy's its own name, and the engine row logs nothing;
+  its library candidates, the exact policy's its own name, and the engine row logs nothing;
 - each record's request is one of its row's, in order; its depth and gap are whole blocks with
   the gap at most the depth; its bytes are one state's (tree.csv's state memory / M); its value
   and ΔE[r] are finite and >= 0; under unlimited KV every victim was displaced by an admission.
@@ -54,7 +54,8 @@ def main():
         assert requests == sorted(requests) and all(0 <= q < n for q in requests), key
         for v in vs:
             if r["policy"] == "hybridcache":
-                assert v["candidate"] in ("hybridcache", "hybridcache_pool_memory"), (key, v)
+                assert v["candidate"] in (
+                    "hybridcache", "hybridcache_pool_memory", "hybridcache_lru"), (key, v)
             else:
                 assert v["candidate"] == r["policy"], (key, v)
             assert v["cause"] in ("admit", "shed", "capacity"), (key, v)

@@ -415,9 +415,9 @@ class library_policy final : public tree_policy {
     // new block the least recently used cached one. With stateless leaves first (the default)
     // only from those, and however many states are held: such KV serves no resume, so any
     // state is worth more than it (docs/design/tree_safeguard.md §15). In the engines' LRU
-    // order (`hybridcache_lru_kv`) `grow` would also take leaves that hold states, by recency,
-    // so there it does so only while fewer than M are held. With no such KV left the state
-    // competes within the room it has (`admit`).
+    // order (`hybridcache_lru_kv`, and the row's third candidate `hybridcache_lru`) `grow` would
+    // also take leaves that hold states, by recency, so there it does so only while fewer than
+    // M are held. With no such KV left the state competes within the room it has (`admit`).
     // (`grow` is set under a joint budget only, where `kv_eviction()` is `kv_`.)
     if (ctx_.grow && pool.full() &&
         (kv_ == kv_order::stateless_first || pool.size() < ctx_.budget)) {

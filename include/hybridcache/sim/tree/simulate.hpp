@@ -88,16 +88,18 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// first under unlimited and separate KV). `hybridcache_nomessages` = the row with its
 /// long-memory candidate on the learned branch point alone (`library_policy`'s `message_branch`
 /// off: the row before it took the deepest user-message start of each prompt as its branch
-/// point; the default since 2026-11-30, tenth session).
+/// point; the default since 2026-11-30, tenth session). `hybridcache_lru` = the row's third library
+/// candidate alone (joint KV only in the row: the base-memory exact policy on the engines' LRU KV
+/// order), and `hybridcache_nolru` = the row without it (the row before 2026-12-03).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 19> tree_policy_variants{
+inline constexpr std::array<std::string_view, 21> tree_policy_variants{
     "hybridcache_exact",        "hybridcache_pool_memory", "hybridcache_one_memory",
     "hybridcache_shadows",      "hybridcache_base",        "hybridcache_prev",
     "hybridcache_noprior",      "hybridcache_norepeat",    "hybridcache_noage",
     "hybridcache_noprefill",    "hybridcache_nofill",      "hybridcache_nobranch",
     "hybridcache_admitall",     "hybridcache_lru_kv",      "hybridcache_nokvcharge",
     "hybridcache_prefill_both", "hybridcache_noclasses",   "hybridcache_base_first",
-    "hybridcache_nomessages"};
+    "hybridcache_nomessages",   "hybridcache_lru",         "hybridcache_nolru"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -162,7 +164,8 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   if (name == "hybridcache" || name == "hybridcache_shadows" || name == "hybridcache_one_memory" ||
       name == "hybridcache_lru_kv" || name == "hybridcache_nokvcharge" ||
       name == "hybridcache_prefill_both" || name == "hybridcache_noclasses" ||
-      name == "hybridcache_base_first" || name == "hybridcache_nomessages") {
+      name == "hybridcache_base_first" || name == "hybridcache_nomessages" ||
+      name == "hybridcache_nolru") {
     // The library's row: the exact ΔE[r] policy and every faithful engine row, run in shadow;
     // the pool follows the lazy leader with a hand-over (sim/tree/portfolio.hpp).
     const auto kv = name == "hybridcache_lru_kv" ? kv_order::lru : kv_order::stateless_first;
@@ -186,6 +189,15 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
     if (two)
       c.push_back(std::make_unique<library_policy>(longer, "hybridcache_pool_memory", true, kv,
                                                    charge, name != "hybridcache_nomessages"));
+    // Under a joint pool a third library candidate: the base-memory one on the engines' LRU KV
+    // order, where KV, not states, decides what a request can resume (code-edit, agent loops at
+    // large M; docs/design/tree_safeguard.md §22, decided on the tuning families, checked on the
+    // held-out seeds). Tried under a joint pool only, where the ablation `hybridcache_lru_kv`
+    // pointed; `hybridcache_lru_kv` has it already.
+    if (two && o.cost.kv.mode == kv_mode::joint && name != "hybridcache_nolru" &&
+        name != "hybridcache_lru_kv")
+      c.push_back(
+          std::make_unique<library_policy>(base, "hybridcache_lru", false, kv_order::lru, charge));
     for (auto f : faithful_tree_policy_names) c.push_back(make_tree_policy(f, o));
     // The first leader, before any evidence: under a joint pool the base-memory candidate,
     // otherwise the long-memory one (the candidate that more often leads from the start there;
@@ -196,6 +208,11 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
   }
   if (name == "hybridcache_exact")
     return std::make_unique<library_policy>(policy_options{}, "hybridcache_exact");
+  if (name == "hybridcache_lru") {  // the row's third candidate alone (see above)
+    policy_options base;
+    base.prefill_prior = false;
+    return std::make_unique<library_policy>(base, "hybridcache_lru", false, kv_order::lru, true);
+  }
   if (name == "hybridcache_pool_memory") {
     policy_options longer;
     longer.age_classes = true;
