@@ -759,12 +759,20 @@ TEST_CASE("portfolio: under a joint pool the row adds the base-memory candidate 
   hc::policy_options no_prefill;
   no_prefill.prefill_prior = false;
   for (auto mode : {hc::kv_mode::unlimited, hc::kv_mode::separate}) {
+    CAPTURE(hc::to_string(mode));
     hc::tree_options o;
     o.cost = cost_for(mode, t);
     auto row = hc::make_tree_policy("hybridcache", o);
     auto* p = dynamic_cast<hc::portfolio_policy*>(row.get());
     REQUIRE(p != nullptr);
     CHECK(p->candidates() == 2 + hc::faithful_tree_policy_names.size());
+    // Not run there because it would repeat candidate 0: outside a joint pool a library
+    // candidate's KV goes in LRU order whatever it asks for.
+    const auto usable = hc::usable_matches(t, o.cost);
+    hc::library_policy lru(no_prefill, "lru", false, hc::kv_order::lru, true);
+    hc::library_policy first(no_prefill, "first", false, hc::kv_order::stateless_first, true);
+    check_same_replay(hc::replay_tree(t, lru, 16, usable, o.cost),
+                      hc::replay_tree(t, first, 16, usable, o.cost));
   }
   hc::tree_options j;
   j.cost = cost_for(hc::kv_mode::joint, t);

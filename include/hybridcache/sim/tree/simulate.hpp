@@ -192,8 +192,9 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
     // Under a joint pool a third library candidate: the base-memory one on the engines' LRU KV
     // order, where KV, not states, decides what a request can resume (code-edit, agent loops at
     // large M; docs/design/tree_safeguard.md §22, decided on the tuning families, checked on the
-    // held-out seeds). Tried under a joint pool only, where the ablation `hybridcache_lru_kv`
-    // pointed; `hybridcache_lru_kv` has it already.
+    // held-out seeds). Joint only: under unlimited and separate KV every library candidate
+    // already evicts KV in LRU order (`library_policy::kv_eviction`), so it would repeat
+    // candidate 0. `hybridcache_lru_kv` has it already.
     if (two && o.cost.kv.mode == kv_mode::joint && name != "hybridcache_nolru" &&
         name != "hybridcache_lru_kv")
       c.push_back(
