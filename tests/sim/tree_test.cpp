@@ -1250,7 +1250,7 @@ TEST_CASE("victim log: the library's row logs its library candidates, engine row
     CHECK(row.candidates[e.candidate].rfind("hybridcache", 0) == 0);  // a library candidate
     seen.insert(e.candidate);
   }
-  CHECK(seen.size() == 2);                // both library candidates gave states up
+  CHECK(seen.size() == 3);  // all three library candidates (joint pool) gave states up
   CHECK(logged.rows[1].victims.empty());  // vllm_align ranks nothing with the library
   REQUIRE(!logged.rows[2].victims.empty());
   for (const auto& e : logged.rows[2].victims)
