@@ -54,8 +54,8 @@ every request's prompt is prefilled, resuming from the snapshot the policy chose
   --budget-states M       the simulator rows' budget in states (default 16)
   --chunk N               prefill chunk grid, a multiple of --block (default 64)
   --block N               tokens per node (default 16)
-  --trace NAME            multi-turn (default), or a tuning family of `simulate`: agent-loop,
-                          rag, code-edit, doc-qa-skewed, prompt-library, doc-qa-repeat (the
+  --trace NAME            multi-turn (default), or a family of `simulate`: agent-loop, rag,
+                          code-edit, doc-qa-skewed, prompt-library, doc-qa-repeat, tree-search (the
                           trace of `simulate --scenario tree --tree NAME --tree-sessions N
                           --tree-block B --seed S`; its prompts are the family's, thousands of
                           tokens long)
@@ -166,7 +166,7 @@ int run(std::span<const std::string_view> argv) {
   if (family && std::find(std::begin(hc::tree_family_names), std::end(hc::tree_family_names),
                           trace_name) == std::end(hc::tree_family_names))
     throw hybridcache_cli::usage_error{"unknown --trace '" + trace_name +
-                                       "' (multi-turn or a tuning family of simulate)"};
+                                       "' (multi-turn or a family of simulate)"};
   if (family)
     for (const char* only : {"trace-preset", "system-prompts", "system-tokens", "max-turns",
                              "user-min", "user-max", "output-min", "output-max"})

@@ -40,6 +40,9 @@ const char* const usage =
                                                             synthetic tuning families (issue #24;
                                                             --seed, --tree-sessions; not results
                                                             of record: docs/tree_simulation.md)
+                        tree-search                         synthetic evaluation family (beam
+                                                            search over reasoning steps; never
+                                                            tuned on)
   --scenario LIST     which scenarios run: sparse,segments,tree (default all three)
   --tree-budgets LIST state budgets M in states (default 4,16,64,256)
   --tree-policies LIST subset of vllm_align vllm_align_dense vllm_all sglang_no_buffer
@@ -61,7 +64,7 @@ const char* const usage =
   --tree-block B      tokens per tree node (default 64; mooncake is always 512)
   --tree-sessions N   synthetic multi-turn sessions (default 400); the families' sessions
                       (bursts for doc-qa-skewed and doc-qa-repeat, conversations for
-                      prompt-library; default: each family's own)
+                      prompt-library, searches for tree-search; default: each family's own)
   --tree-chunk C      SGLang chunked-prefill size in tokens (default 8192)
   --tree-path-cap N   states per path of sglang_extra_buffer_cap (default 4)
   --kv-budget BYTES   attention KV memory (suffix K, M, G, KiB, MiB, GiB allowed): the KV pool

@@ -23,8 +23,8 @@ using tokens = std::vector<hc::token_id>;
 // Small instances keep the Debug build quick; the default sizes are checked once below.
 hc::family_draft small(std::string_view name, std::uint64_t seed) {
   const std::map<std::string_view, std::size_t> sessions{
-      {"agent-loop", 24},      {"rag", 300},         {"code-edit", 40}, {"doc-qa-skewed", 80},
-      {"prompt-library", 300}, {"doc-qa-repeat", 80}};
+      {"agent-loop", 24},      {"rag", 300},          {"code-edit", 40},  {"doc-qa-skewed", 80},
+      {"prompt-library", 300}, {"doc-qa-repeat", 80}, {"tree-search", 20}};
   return hc::tree_family_draft(name, {.sessions = sessions.at(name), .seed = seed});
 }
 
@@ -181,6 +181,14 @@ TEST_CASE(
     } else if (name == "prompt-library") {
       CHECK(c.events.at(ev::sibling) >= 2500);  // every conversation's first request
       CHECK(c.events.at(ev::extend) >= 500);
+    } else if (name == "tree-search") {
+      // Every kept node is expanded by an extension of the request that wrote it, and its other
+      // samples repeat its whole prompt (the promise, checked above, is then the prompt).
+      CHECK(c.events.at(ev::extend) >= 500);
+      std::size_t samples = 0;
+      for (const auto& q : d.requests)
+        samples += q.event == ev::sibling && q.shared_with_ref == q.prompt_tokens;
+      CHECK(samples >= 1500);
     } else if (name == "doc-qa-repeat") {
       // Questions stand alone, and most prompts were asked before in full (the promise, checked
       // above against the tokens' longest common prefix, is then the whole prompt).
@@ -255,7 +263,9 @@ TEST_CASE("tree families: user messages start after the system prompt and at eac
       }
       CHECK(system > 0);
       CHECK(starts.front() == system);
-      if (name == std::string_view("agent-loop")) continue;
+      // agent-loop's prompts end with a tool result, tree-search's with a reasoning step.
+      if (name == std::string_view("agent-loop") || name == std::string_view("tree-search"))
+        continue;
       std::size_t at = 0, last = 0;
       for (const auto& x : q.tokens) {
         if (at == q.prompt_tokens) break;
@@ -362,6 +372,18 @@ TEST_CASE("tree families: bad input names the argument") {
   p = {};
   p.drift_every = 0;
   CHECK_THROWS_AS(hc::prompt_library(p), hybridcache::invalid_argument);
+  hc::tree_search_options s;
+  s.problems = 0;
+  CHECK_THROWS_AS(hc::tree_search(s), hybridcache::invalid_argument);
+  s = {};
+  s.branch_min = 5;  // > branch_max
+  CHECK_THROWS_AS(hc::tree_search(s), hybridcache::invalid_argument);
+  s = {};
+  s.width_min = 0;
+  CHECK_THROWS_AS(hc::tree_search(s), hybridcache::invalid_argument);
+  s = {};
+  s.spread = 0.0;
+  CHECK_THROWS_AS(hc::tree_search(s), hybridcache::invalid_argument);
 }
 
 TEST_CASE(
@@ -395,4 +417,42 @@ TEST_CASE(
   CHECK(levels["vendor"] > 0);
   CHECK(levels["app"] > 0);
   CHECK(levels["version"] > 0);
+}
+
+TEST_CASE("tree families: tree-search samples a node's prompt, then extends the kept samples") {
+  // Hand-sized: one search, beam width 2, 3 samples per node, 4 depths: 3 requests at depth 0
+  // (the root) and 2 · 3 at each later depth. Checked from the tokens alone: the samples of a
+  // node have one prompt and differ from the first output token, and every later prompt is the
+  // whole prompt ++ output of one request of the depth before.
+  hc::tree_search_options o;
+  o.problems = 1;
+  o.width_min = o.width_max = 2;
+  o.branch_min = o.branch_max = 3;
+  o.depth_min = o.depth_max = 4;
+  const auto d = hc::tree_search(o);
+  REQUIRE(d.requests.size() == 3 + 3 * 6);
+  std::vector<tokens> all(d.requests.size()), prompts(d.requests.size());
+  for (std::size_t i = 0; i < d.requests.size(); ++i) {
+    d.materialize(i, all[i]);
+    prompts[i].assign(all[i].begin(),
+                      all[i].begin() + static_cast<std::ptrdiff_t>(d.requests[i].prompt_tokens));
+  }
+  // Requests in arrival order are depth by depth: [0, 3), [3, 9), [9, 15), [15, 21).
+  const std::size_t begin[] = {0, 3, 9, 15, 21};
+  for (std::size_t depth = 0; depth < 4; ++depth) {
+    std::map<tokens, std::size_t> samples;  // prompt -> how many requests sent it
+    for (std::size_t i = begin[depth]; i < begin[depth + 1]; ++i) {
+      ++samples[prompts[i]];
+      if (depth == 0) continue;
+      std::size_t parents = 0;
+      for (std::size_t j = begin[depth - 1]; j < begin[depth]; ++j) parents += prompts[i] == all[j];
+      CHECK(parents == 1);
+    }
+    CHECK(samples.size() == (depth == 0 ? 1u : 2u));
+    for (const auto& [prompt, n] : samples) CHECK(n == 3);
+    // Samples of one prompt part at their first output token.
+    for (std::size_t i = begin[depth]; i < begin[depth + 1]; ++i)
+      for (std::size_t j = i + 1; j < begin[depth + 1]; ++j)
+        if (prompts[i] == prompts[j]) CHECK(naive_lcp(all[i], all[j]) == prompts[i].size());
+  }
 }

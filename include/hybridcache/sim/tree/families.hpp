@@ -3,8 +3,9 @@
 
 /// @file
 /// Seeded synthetic tree-trace families: the *tuning set* of issue #24 (docs/tree_simulation.md,
-/// "Tuning families and ablation"). Five generators, each a pure function of its options (the seed
-/// included), each shaped after one workload whose prefix structure the shared traces lack:
+/// "Tuning families and ablation") and one evaluation family. Seven generators, each a pure
+/// function of its options (the seed included), each shaped after one workload whose prefix
+/// structure the shared traces lack:
 ///
 /// - `agent_loop` (`--tree agent-loop`): agent tool loops, system prompt ++ task ++ a growing
 ///   history of tool calls and results; the harness rewrites the *middle* of the history (a
@@ -23,10 +24,14 @@
 ///   prefix branches at two or three levels and the pool cannot hold every app;
 /// - `doc_qa_repeat` (`doc-qa-repeat`, added after 0.2.0): `doc_qa_skewed` over a small
 ///   collection whose few questions per document are asked again and again, so most prompts were
-///   seen before in full and a cell's recompute can be near zero.
+///   seen before in full and a cell's recompute can be near zero;
+/// - `tree_search` (`tree-search`, added 2026-12-03): beam search over reasoning steps with
+///   best-of-n samples per kept node, so requests branch at prompt ends (the samples) and resume
+///   at request ends (the kept samples' expansions). It is an *evaluation* family, built after
+///   every constant of the library's row was fixed: nothing is tuned on it.
 ///
-/// These traces are for *tuning and ablation only*: no result of record is reported on them (the
-/// results of record stay on the shared traces, which no constant was tuned on).
+/// The first six traces are for *tuning and ablation only*: no result of record is reported on
+/// them (the results of record stay on the shared traces, which no constant was tuned on).
 ///
 /// Tokens are unique ids from one counter (a new segment never repeats a token), so two requests
 /// share exactly the prefix the generator built them to share: no accidental block collisions,
@@ -1048,11 +1053,134 @@ inline family_draft prompt_library(const prompt_library_options& o = {}) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// tree_search
+
+/// Shape of `tree_search` (defaults and their reasons). Added 2026-12-03, after every constant of
+/// the library's row was fixed, as an *evaluation* family: no constant is chosen on it.
+struct tree_search_options {
+  std::size_t problems = 100;  ///< searches (≈ 3.5k requests at the defaults)
+  /// Solver harnesses (instructions and worked examples), picked Zipf(1), as agent-loop's.
+  std::size_t system_prompts = 2;
+  std::size_t system_min = 800, system_max = 3000;
+  /// The problem (a statement, or code and an issue), log-uniform: mostly short, a few long.
+  std::size_t problem_min = 200, problem_max = 8000;
+  std::size_t width_min = 1, width_max = 3;    ///< beam width: nodes kept per depth
+  std::size_t branch_min = 2, branch_max = 4;  ///< samples drawn per kept node (best-of-n's n)
+  std::size_t depth_min = 3, depth_max = 10;   ///< reasoning steps per search
+  /// One reasoning step (a sample's output), log-uniform: short moves and long derivations.
+  std::size_t step_min = 100, step_max = 4000;
+  double problem_rate = 0.1;  ///< new searches per second (≈ 10 run at once)
+  /// Mean seconds from a depth's last sample to the next depth's first (decoding and scoring).
+  double step_latency = 8.0;
+  double spread = 0.5;  ///< mean seconds between the samples of one depth (a parallel burst)
+  std::uint64_t seed = 1;
+};
+
+/// Tree search over reasoning steps (beam search / tree-of-thought with best-of-n sampling):
+/// a structure none of the other families has, and Proposition 2's two candidates at once
+/// (docs/design/tree_safeguard.md §3). A search sends system prompt ++ problem and draws
+/// `branch` samples of one step each; the scorer keeps `width` of the samples (uniformly at
+/// random here: its scores are not modelled), and each kept node is expanded the same way, its
+/// prompt being the path so far, for `depth` steps. So the `branch` samples of a node share its
+/// whole prompt and differ from their first output token (`sibling`, the promise = the prompt;
+/// a state at the prompt end serves them all), and the first sample of a kept node extends the
+/// request that wrote its last step (`extend`; a state at that request's end serves it). A
+/// search's first request is a `sibling` of the previous first request under the same system
+/// prompt (they share exactly that prompt).
+/// @throws invalid_argument for empty or inverted ranges and non-positive rates.
+inline family_draft tree_search(const tree_search_options& o = {}) {
+  using detail::total;
+  if (o.problems == 0) hybridcache::detail::throw_invalid("problems", o.problems, "must be >= 1");
+  if (o.system_prompts == 0)
+    hybridcache::detail::throw_invalid("system_prompts", o.system_prompts, "must be >= 1");
+  detail::check_range("system_min", o.system_min, o.system_max);
+  detail::check_range("problem_min", o.problem_min, o.problem_max);
+  detail::check_range("width_min", o.width_min, o.width_max);
+  detail::check_range("branch_min", o.branch_min, o.branch_max);
+  detail::check_range("depth_min", o.depth_min, o.depth_max);
+  detail::check_range("step_min", o.step_min, o.step_max);
+  detail::check_positive("problem_rate", o.problem_rate);
+  detail::check_positive("step_latency", o.step_latency);
+  detail::check_positive("spread", o.spread);
+
+  detail::rng rng(detail::derive_seed(o.seed, 0x75EE));
+  detail::family_pool pool("tree-search");
+  auto& reqs = pool.draft().requests;
+  std::vector<token_slice> systems;
+  for (std::size_t i = 0; i < o.system_prompts; ++i)
+    systems.push_back(pool.fresh(rng.between(o.system_min, o.system_max), slice_role::system));
+  const detail::zipf pick(o.system_prompts, 1.0);
+  std::vector<std::size_t> last_first(o.system_prompts, family_request::npos);
+
+  struct node {
+    std::vector<token_slice> tokens{};           // its prompt for the next depth
+    std::size_t request = family_request::npos;  // the request that wrote its last step
+  };
+  double start = 0.0;
+  for (std::size_t p = 0; p < o.problems; ++p) {
+    start += rng.exponential(o.problem_rate);
+    const std::size_t sys = pick(rng);
+    const auto depth = static_cast<std::size_t>(rng.between(o.depth_min, o.depth_max));
+    const auto width = static_cast<std::size_t>(rng.between(o.width_min, o.width_max));
+    const auto branch = static_cast<std::size_t>(rng.between(o.branch_min, o.branch_max));
+    std::vector<node> frontier(1);
+    frontier[0].tokens = {
+        systems[sys],
+        pool.fresh(detail::log_uniform(rng, o.problem_min, o.problem_max), slice_role::user)};
+    double t = start;
+    for (std::size_t d = 0; d < depth; ++d) {
+      std::vector<node> children;
+      double at = t;
+      for (const auto& n : frontier) {
+        std::size_t first = family_request::npos;
+        for (std::size_t k = 0; k < branch; ++k) {
+          family_request q;
+          q.arrival = at;
+          q.session = static_cast<std::uint32_t>(p);
+          q.tokens = n.tokens;
+          q.prompt_tokens = total(n.tokens);
+          const token_slice step = pool.fresh(detail::log_uniform(rng, o.step_min, o.step_max));
+          q.tokens.push_back(step);
+          q.output_tokens = step.size();
+          if (k > 0) {  // another sample of the same prompt
+            q.ref = first;
+            q.event = family_event::sibling;
+            q.shared_with_ref = q.prompt_tokens;
+          } else if (n.request != family_request::npos) {  // the kept node's expansion
+            q.ref = n.request;
+            q.event = family_event::extend;
+            q.shared_with_ref = total(reqs[n.request].tokens);
+          } else {  // the search's first request
+            q.ref = last_first[sys];
+            q.shared_with_ref = q.ref == family_request::npos ? 0 : systems[sys].size();
+            q.event = q.ref == family_request::npos ? family_event::none : family_event::sibling;
+            last_first[sys] = reqs.size();
+          }
+          if (k == 0) first = reqs.size();
+          children.push_back({q.tokens, reqs.size()});
+          reqs.push_back(std::move(q));
+          at += rng.exponential(1.0 / o.spread);
+        }
+      }
+      // The beam: `width` of the samples, uniformly without replacement (a partial shuffle).
+      const std::size_t keep = std::min(width, children.size());
+      for (std::size_t i = 0; i < keep; ++i)
+        std::swap(children[i], children[i + rng.below(children.size() - i)]);
+      children.resize(keep);
+      frontier = std::move(children);
+      t = at + rng.exponential(1.0 / o.step_latency);
+    }
+  }
+  return pool.take();
+}
+
+// ---------------------------------------------------------------------------------------------
 // By name
 
 /// The family names `tree_family` accepts (the CLI's `--tree` names).
 inline constexpr std::string_view tree_family_names[] = {
-    "agent-loop", "rag", "code-edit", "doc-qa-skewed", "prompt-library", "doc-qa-repeat"};
+    "agent-loop",     "rag",           "code-edit",  "doc-qa-skewed",
+    "prompt-library", "doc-qa-repeat", "tree-search"};
 
 /// Size and seed of a family run from the CLI: `sessions` (0 = the family's default) scales the
 /// family's session count (bursts for doc-qa-skewed).
@@ -1099,6 +1227,12 @@ inline family_draft tree_family_draft(std::string_view name, const tree_family_o
     o.seed = f.seed;
     if (f.sessions) o.conversations = f.sessions;
     return prompt_library(o);
+  }
+  if (name == "tree-search") {
+    tree_search_options o;
+    o.seed = f.seed;
+    if (f.sessions) o.problems = f.sessions;
+    return tree_search(o);
   }
   hybridcache::detail::throw_invalid("family", name, "unknown tree family");
 }
