@@ -32,7 +32,7 @@ BUDGETS=${BUDGETS:-16,64,256,1024}
 # in `separate` and shared with states in `joint` (tree.csv's kv_evicted_blocks says how much).
 KV_BUDGET=${KV_BUDGET:-4GiB}
 SEED=${SEED:-1}
-VARIANTS=hybridcache_exact,hybridcache_pool_memory,hybridcache_one_memory,hybridcache_base,hybridcache_prev,hybridcache_noprior,hybridcache_norepeat,hybridcache_noage,hybridcache_noprefill,hybridcache_nofill,hybridcache_nobranch,hybridcache_admitall,hybridcache_lru_kv,hybridcache_nokvcharge,hybridcache_prefill_both,hybridcache_noclasses,hybridcache_base_first,hybridcache_nomessages,hybridcache_lru,hybridcache_nolru
+VARIANTS=hybridcache_exact,hybridcache_pool_memory,hybridcache_one_memory,hybridcache_base,hybridcache_prev,hybridcache_noprior,hybridcache_norepeat,hybridcache_noage,hybridcache_noprefill,hybridcache_nofill,hybridcache_nobranch,hybridcache_admitall,hybridcache_lru_kv,hybridcache_nokvcharge,hybridcache_prefill_both,hybridcache_noclasses,hybridcache_base_first,hybridcache_nomessages,hybridcache_lru,hybridcache_nolru,hybridcache_noprefill_base
 # The faithful engine rows, as the binary lists them (scripts/tree_cells.py).
 ENGINES=$(PYTHONPATH=scripts python3 -c \
   'import sys, tree_cells; print(",".join(tree_cells.engine_rows(sys.argv[1])))' "$BIN")

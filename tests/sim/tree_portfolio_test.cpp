@@ -673,7 +673,8 @@ TEST_CASE("portfolio: the library's row runs the exact policy at two memories") 
     auto row = hc::make_tree_policy("hybridcache", o);
     auto* p = dynamic_cast<hc::portfolio_policy*>(row.get());
     REQUIRE(p != nullptr);
-    REQUIRE(p->candidates() == 2 + hc::faithful_tree_policy_names.size());
+    // Two library candidates, and under unlimited KV a third (the next test case).
+    REQUIRE(p->candidates() == 3 + hc::faithful_tree_policy_names.size());
     (void)hc::replay_tree(t, *p, M, usable, o.cost);
     CHECK(p->stats().candidates[0] == "hybridcache");
     CHECK(p->stats().candidates[1] == "hybridcache_pool_memory");
@@ -765,7 +766,9 @@ TEST_CASE("portfolio: under a joint pool the row adds the base-memory candidate 
     auto row = hc::make_tree_policy("hybridcache", o);
     auto* p = dynamic_cast<hc::portfolio_policy*>(row.get());
     REQUIRE(p != nullptr);
-    CHECK(p->candidates() == 2 + hc::faithful_tree_policy_names.size());
+    // Unlimited KV has its own third candidate (the base memory with the prefill-end prior).
+    CHECK(p->candidates() ==
+          (mode == hc::kv_mode::unlimited ? 3 : 2) + hc::faithful_tree_policy_names.size());
     // Not run there because it would repeat candidate 0: outside a joint pool a library
     // candidate's KV goes in LRU order whatever it asks for.
     const auto usable = hc::usable_matches(t, o.cost);
@@ -802,6 +805,50 @@ TEST_CASE("portfolio: under a joint pool the row adds the base-memory candidate 
     CHECK(pb->candidates() == 2 + hc::faithful_tree_policy_names.size());
   }
   CHECK(kv_order_differs >= 1);
+}
+
+TEST_CASE("portfolio: under unlimited KV the row adds the base-memory candidate with the prior") {
+  // The third library candidate under unlimited KV (docs/design/tree_safeguard.md §23): the exact
+  // policy at the base memory *with* the prefill-end prior, which the hedge leaves out of the two
+  // others. Reference: a default library_policy built by hand and replayed alone. It differs from
+  // candidate 0 (the same memory without the prior) somewhere, so the check can fail; separate
+  // KV and a joint pool do not run it, and `hybridcache_noprefill_base` is the row without it.
+  const auto t = small_trace(9);
+  hc::tree_options o;
+  REQUIRE(o.cost.kv.mode == hc::kv_mode::unlimited);
+  const auto usable = hc::usable_matches(t, o.cost);
+  std::size_t prior_differs = 0;
+  for (std::size_t M : {4, 16, 64, 256}) {
+    CAPTURE(M);
+    auto row = hc::make_tree_policy("hybridcache", o);
+    auto* p = dynamic_cast<hc::portfolio_policy*>(row.get());
+    REQUIRE(p != nullptr);
+    REQUIRE(p->candidates() == 3 + hc::faithful_tree_policy_names.size());
+    (void)hc::replay_tree(t, *p, M, usable, o.cost);
+    CHECK(p->stats().candidates[2] == "hybridcache_prefill");
+    hc::library_policy by_hand;
+    const auto alone = hc::replay_tree(t, by_hand, M, usable, o.cost);
+    check_same_replay(p->shadow(2).metrics(), alone);
+    // The ablation name of the exact policy alone is the same candidate.
+    auto named = hc::make_tree_policy("hybridcache_exact", o);
+    check_same_replay(hc::replay_tree(t, *named, M, usable, o.cost), alone);
+    if (p->shadow(0).metrics().recomputed_tokens != alone.recomputed_tokens) ++prior_differs;
+    auto before = hc::make_tree_policy("hybridcache_noprefill_base", o);
+    auto* pb = dynamic_cast<hc::portfolio_policy*>(before.get());
+    REQUIRE(pb != nullptr);
+    CHECK(pb->candidates() == 2 + hc::faithful_tree_policy_names.size());
+  }
+  CHECK(prior_differs >= 1);
+  for (auto mode : {hc::kv_mode::separate, hc::kv_mode::joint}) {
+    CAPTURE(hc::to_string(mode));
+    hc::tree_options k;
+    k.cost = cost_for(mode, t);
+    auto row = hc::make_tree_policy("hybridcache", k);
+    auto* p = dynamic_cast<hc::portfolio_policy*>(row.get());
+    REQUIRE(p != nullptr);
+    (void)hc::replay_tree(t, *p, 16, hc::usable_matches(t, k.cost), k.cost);
+    for (const auto& name : p->stats().candidates) CHECK(name != "hybridcache_prefill");
+  }
 }
 
 namespace {

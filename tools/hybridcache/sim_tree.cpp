@@ -57,7 +57,7 @@ const char* const usage =
                       hybridcache_nofill hybridcache_nobranch hybridcache_admitall
                       hybridcache_lru_kv hybridcache_nokvcharge hybridcache_prefill_both
                       hybridcache_noclasses hybridcache_base_first hybridcache_nomessages
-                      hybridcache_lru hybridcache_nolru)
+                      hybridcache_lru hybridcache_nolru hybridcache_noprefill_base)
   --tree-list-policies print every name --tree-policies takes with its kind (library,
                       engine: a faithful engine row and a candidate of the library's row,
                       hindsight, reference: offline, ablation), one per line, and exit

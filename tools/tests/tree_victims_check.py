@@ -55,7 +55,8 @@ def main():
         for v in vs:
             if r["policy"] == "hybridcache":
                 assert v["candidate"] in (
-                    "hybridcache", "hybridcache_pool_memory", "hybridcache_lru"), (key, v)
+                    "hybridcache", "hybridcache_pool_memory", "hybridcache_lru",
+                    "hybridcache_prefill"), (key, v)
             else:
                 assert v["candidate"] == r["policy"], (key, v)
             assert v["cause"] in ("admit", "shed", "capacity"), (key, v)

@@ -91,15 +91,19 @@ inline constexpr std::array<std::string_view, 11> faithful_tree_policy_names{
 /// point; the default since 2026-11-30, tenth session). `hybridcache_lru` = the row's third library
 /// candidate alone (joint KV only in the row: the base-memory exact policy on the engines' LRU KV
 /// order), and `hybridcache_nolru` = the row without it (the row before 2026-12-03).
+/// `hybridcache_noprefill_base` = the row without its third library candidate under unlimited KV
+/// (the base-memory exact policy with the prefill-end prior, `hybridcache_exact` alone: the row
+/// before 2026-12-03, evening).
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-inline constexpr std::array<std::string_view, 21> tree_policy_variants{
-    "hybridcache_exact",        "hybridcache_pool_memory", "hybridcache_one_memory",
-    "hybridcache_shadows",      "hybridcache_base",        "hybridcache_prev",
-    "hybridcache_noprior",      "hybridcache_norepeat",    "hybridcache_noage",
-    "hybridcache_noprefill",    "hybridcache_nofill",      "hybridcache_nobranch",
-    "hybridcache_admitall",     "hybridcache_lru_kv",      "hybridcache_nokvcharge",
-    "hybridcache_prefill_both", "hybridcache_noclasses",   "hybridcache_base_first",
-    "hybridcache_nomessages",   "hybridcache_lru",         "hybridcache_nolru"};
+inline constexpr std::array<std::string_view, 22> tree_policy_variants{
+    "hybridcache_exact",         "hybridcache_pool_memory", "hybridcache_one_memory",
+    "hybridcache_shadows",       "hybridcache_base",        "hybridcache_prev",
+    "hybridcache_noprior",       "hybridcache_norepeat",    "hybridcache_noage",
+    "hybridcache_noprefill",     "hybridcache_nofill",      "hybridcache_nobranch",
+    "hybridcache_admitall",      "hybridcache_lru_kv",      "hybridcache_nokvcharge",
+    "hybridcache_prefill_both",  "hybridcache_noclasses",   "hybridcache_base_first",
+    "hybridcache_nomessages",    "hybridcache_lru",         "hybridcache_nolru",
+    "hybridcache_noprefill_base"};
 #else
 inline constexpr std::array<std::string_view, 0> tree_policy_variants{};
 #endif
@@ -165,7 +169,7 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
       name == "hybridcache_lru_kv" || name == "hybridcache_nokvcharge" ||
       name == "hybridcache_prefill_both" || name == "hybridcache_noclasses" ||
       name == "hybridcache_base_first" || name == "hybridcache_nomessages" ||
-      name == "hybridcache_nolru") {
+      name == "hybridcache_nolru" || name == "hybridcache_noprefill_base") {
     // The library's row: the exact ΔE[r] policy and every faithful engine row, run in shadow;
     // the pool follows the lazy leader with a hand-over (sim/tree/portfolio.hpp).
     const auto kv = name == "hybridcache_lru_kv" ? kv_order::lru : kv_order::stateless_first;
@@ -199,6 +203,15 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
         name != "hybridcache_lru_kv")
       c.push_back(
           std::make_unique<library_policy>(base, "hybridcache_lru", false, kv_order::lru, charge));
+    // Under unlimited KV a third library candidate too: the base-memory exact policy *with* the
+    // prefill-end prior, the one combination the hedge above leaves out. It pays where requests
+    // resume at a prompt's end with the state budget tight for the long memory (agent loops at
+    // M = 256 and 1024; docs/design/tree_safeguard.md §23, decided on the tuning families, checked
+    // on the held-out seeds). Not under separate KV, where it changed nothing there, nor under a
+    // joint pool, whose third candidate is the one above.
+    if (two && o.cost.kv.mode == kv_mode::unlimited && name != "hybridcache_noprefill_base")
+      c.push_back(std::make_unique<library_policy>(policy_options{}, "hybridcache_prefill", false,
+                                                   kv, charge));
     for (auto f : faithful_tree_policy_names) c.push_back(make_tree_policy(f, o));
     // The first leader, before any evidence: under a joint pool the base-memory candidate,
     // otherwise the long-memory one (the candidate that more often leads from the start there;
