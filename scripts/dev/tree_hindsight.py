@@ -22,17 +22,20 @@ Usage:
                                 [--modes M,...] CSV [CSV ...]
 The engine rows come from `BIN simulate --tree-list-policies` (default build/release/bin/
 hybridcache) unless --engines names them. --candidates names the library candidates (default
-hybridcache_exact,hybridcache_pool_memory,hybridcache_lru; the third is in the row under a joint
-pool only, and outside it replays as the row's base candidate, so it adds no choice the row lacks
-there); the row's candidates are those plus the engine rows.
+hybridcache_noprefill,hybridcache_pool_memory,hybridcache_lru,hybridcache_exact: the base
+candidate, the long-memory one, and the two third candidates, `hybridcache_lru` in the row under
+a joint pool only (outside it, it replays as the base candidate) and `hybridcache_exact` under
+unlimited KV only (since 2026-12-03, evening; before that the default named `hybridcache_exact`
+in place of the base candidate); the row's candidates are those plus the engine rows.
 A CSV's label is the name of its folder when it is a tree.csv, else its file name. To run the
 traces of record at one seed with the candidates' rows, for example:
   BIN=build/release/bin/hybridcache
   E=$($BIN simulate --tree-list-policies | awk -F'\\t' '$2=="engine"{print $1}' | paste -sd,)
+  L=hybridcache_noprefill,hybridcache_pool_memory,hybridcache_lru,hybridcache_exact
   $BIN simulate --scenario tree --data ../shared/data \\
     --tree multi-turn,quality,system-prompts,mooncake --tree-budgets 4,16,64,256,1024 \\
     --kv-budget 4GiB --kv-mode unlimited,separate,joint --seed 7 \\
-    --tree-policies hybridcache,hybridcache_exact,hybridcache_pool_memory,hybridcache_lru,$E \\
+    --tree-policies hybridcache,$L,$E \\
     --out out/s7
   scripts/dev/tree_hindsight.py out/s7/tree.csv
 """
@@ -86,7 +89,8 @@ def main():
     ap.add_argument("--bin", default="build/release/bin/hybridcache")
     ap.add_argument("--engines", help="comma list of the faithful engine rows (skips --bin)")
     ap.add_argument("--candidates",
-                    default="hybridcache_exact,hybridcache_pool_memory,hybridcache_lru")
+                    default="hybridcache_noprefill,hybridcache_pool_memory,hybridcache_lru,"
+                    "hybridcache_exact")
     ap.add_argument("--modes", default=",".join(MODES))
     a = ap.parse_args()
     modes = [m for m in a.modes.split(",") if m]
