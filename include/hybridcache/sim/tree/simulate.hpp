@@ -207,8 +207,8 @@ inline std::unique_ptr<tree_policy> make_tree_policy(std::string_view name, cons
     // prefill-end prior, the one combination the hedge above leaves out. It pays where requests
     // resume at a prompt's end with the state budget tight for the long memory (agent loops at
     // M = 256 and 1024; docs/design/tree_safeguard.md §23, decided on the tuning families, checked
-    // on the held-out seeds). Not under separate KV, where it changed nothing there, nor under a
-    // joint pool, whose third candidate is the one above.
+    // on the held-out seeds). Not under separate KV, where it gained nothing on the tuning
+    // families, nor under a joint pool, whose third candidate is the one above.
     if (two && o.cost.kv.mode == kv_mode::unlimited && name != "hybridcache_noprefill_base")
       c.push_back(std::make_unique<library_policy>(policy_options{}, "hybridcache_prefill", false,
                                                    kv, charge));
