@@ -259,6 +259,33 @@ inline void check_probability(const char* what, double v) {
   if (!(v >= 0.0 && v <= 1.0)) hybridcache::detail::throw_invalid(what, v, "must be in [0, 1]");
 }
 
+/// A few harness system prompts, picked Zipf(1) (agent_loop, tree_search), and the link of a
+/// session's first request to the previous first request under the same prompt: a `sibling`
+/// that shares exactly that prompt (none before the prompt's first session).
+class harness_prompts {
+ public:
+  harness_prompts(family_pool& pool, rng& r, std::size_t n, std::size_t lo, std::size_t hi)
+      : pick_(n, 1.0), last_first_(n, family_request::npos) {
+    for (std::size_t i = 0; i < n; ++i)
+      prompts_.push_back(pool.fresh(r.between(lo, hi), slice_role::system));
+  }
+  std::size_t pick(rng& r) const { return pick_(r); }
+  const token_slice& operator[](std::size_t i) const { return prompts_.at(i); }
+  /// Links `q`, a session's first request under prompt `sys` that will be request `at` of the
+  /// draft, to the previous such request.
+  void link_first(family_request& q, std::size_t sys, std::size_t at) {
+    q.ref = last_first_.at(sys);
+    q.shared_with_ref = q.ref == family_request::npos ? 0 : prompts_[sys].size();
+    q.event = q.ref == family_request::npos ? family_event::none : family_event::sibling;
+    last_first_[sys] = at;
+  }
+
+ private:
+  std::vector<token_slice> prompts_{};
+  zipf pick_;
+  std::vector<std::size_t> last_first_;
+};
+
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
@@ -326,16 +353,12 @@ inline family_draft agent_loop(const agent_loop_options& o = {}) {
   detail::rng rng(detail::derive_seed(o.seed, 0xA6E7));
   detail::family_pool pool("agent-loop");
   auto& reqs = pool.draft().requests;
-  std::vector<token_slice> systems;
-  for (std::size_t i = 0; i < o.system_prompts; ++i)
-    systems.push_back(pool.fresh(rng.between(o.system_min, o.system_max), slice_role::system));
-  const detail::zipf pick(o.system_prompts, 1.0);
-  std::vector<std::size_t> last_first(o.system_prompts, family_request::npos);
+  detail::harness_prompts systems(pool, rng, o.system_prompts, o.system_min, o.system_max);
 
   double start = 0.0;
   for (std::size_t s = 0; s < o.sessions; ++s) {
     start += rng.exponential(o.session_rate);
-    const std::size_t sys = pick(rng);
+    const std::size_t sys = systems.pick(rng);
     const std::vector<token_slice> head{
         systems[sys], pool.fresh(rng.between(o.task_min, o.task_max), slice_role::user)};
     const std::size_t head_tokens = total(head);
@@ -356,10 +379,7 @@ inline family_draft agent_loop(const agent_loop_options& o = {}) {
       q.tokens.push_back(call);
       q.output_tokens = call.size();
       if (prev == family_request::npos) {
-        q.ref = last_first[sys];
-        q.shared_with_ref = q.ref == family_request::npos ? 0 : systems[sys].size();
-        q.event = q.ref == family_request::npos ? family_event::none : family_event::sibling;
-        last_first[sys] = reqs.size();
+        systems.link_first(q, sys, reqs.size());
       } else {
         q.ref = prev;
         q.event = rewritten ? family_event::rewrite : family_event::extend;
@@ -1106,11 +1126,7 @@ inline family_draft tree_search(const tree_search_options& o = {}) {
   detail::rng rng(detail::derive_seed(o.seed, 0x75EE));
   detail::family_pool pool("tree-search");
   auto& reqs = pool.draft().requests;
-  std::vector<token_slice> systems;
-  for (std::size_t i = 0; i < o.system_prompts; ++i)
-    systems.push_back(pool.fresh(rng.between(o.system_min, o.system_max), slice_role::system));
-  const detail::zipf pick(o.system_prompts, 1.0);
-  std::vector<std::size_t> last_first(o.system_prompts, family_request::npos);
+  detail::harness_prompts systems(pool, rng, o.system_prompts, o.system_min, o.system_max);
 
   struct node {
     std::vector<token_slice> tokens{};           // its prompt for the next depth
@@ -1119,7 +1135,7 @@ inline family_draft tree_search(const tree_search_options& o = {}) {
   double start = 0.0;
   for (std::size_t p = 0; p < o.problems; ++p) {
     start += rng.exponential(o.problem_rate);
-    const std::size_t sys = pick(rng);
+    const std::size_t sys = systems.pick(rng);
     const auto depth = static_cast<std::size_t>(rng.between(o.depth_min, o.depth_max));
     const auto width = static_cast<std::size_t>(rng.between(o.width_min, o.width_max));
     const auto branch = static_cast<std::size_t>(rng.between(o.branch_min, o.branch_max));
@@ -1151,10 +1167,7 @@ inline family_draft tree_search(const tree_search_options& o = {}) {
             q.event = family_event::extend;
             q.shared_with_ref = total(reqs[n.request].tokens);
           } else {  // the search's first request
-            q.ref = last_first[sys];
-            q.shared_with_ref = q.ref == family_request::npos ? 0 : systems[sys].size();
-            q.event = q.ref == family_request::npos ? family_event::none : family_event::sibling;
-            last_first[sys] = reqs.size();
+            systems.link_first(q, sys, reqs.size());
           }
           if (k == 0) first = reqs.size();
           children.push_back({q.tokens, reqs.size()});
