@@ -19,6 +19,9 @@
 // BM_mooncake_row's. BM_mooncake_row_nolru is the row without its third library candidate (the
 // base-memory exact policy on LRU KV order, joint KV only: docs/design/tree_safeguard.md §22),
 // the row before 2026-12-03, under the joint pool where the two differ.
+// BM_mooncake_row_noprefill_base is the row without its unlimited-KV third candidate (the
+// base-memory exact policy with the prefill-end prior: design note §23), the row before
+// 2026-12-03 evening, under unlimited KV where the two differ.
 // The trace is read from $HYBRIDCACHE_DATA_DIR/mooncake/conversation_trace.jsonl (else
 // ../shared/data beside the source tree); each benchmark is skipped, with a message, when the
 // file is absent. Build with the `bench` preset; run e.g.
@@ -152,6 +155,14 @@ void BM_mooncake_row_nolru(benchmark::State& st) {
   });
 }
 
+void BM_mooncake_row_noprefill_base(benchmark::State& st) {
+  replay(st, [](const hc::tree_cost_model& c) {
+    hc::tree_options o;
+    o.cost = c;
+    return hc::make_tree_policy("hybridcache_noprefill_base", o);
+  });
+}
+
 void BM_mooncake_row_shadows(benchmark::State& st) {
   replay(
       st,
@@ -190,6 +201,11 @@ BENCHMARK(BM_mooncake_row_nolru)
     ->ArgNames({"kv", "M"})
     ->Args({2, 64})
     ->Args({2, 1024})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mooncake_row_noprefill_base)
+    ->ArgNames({"kv", "M"})
+    ->Args({0, 64})
+    ->Args({0, 1024})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_mooncake_row_shadows)
     ->ArgNames({"kv", "M"})
