@@ -131,36 +131,21 @@ void BM_mooncake_noop(benchmark::State& st) {
 }
 
 #if HYBRIDCACHE_SIM_HAS_TREE_POLICY
-void BM_mooncake_exact(benchmark::State& st) {
-  replay(st, [](const hc::tree_cost_model& c) {
+
+/// `replay` of the simulator's policy called `name` (`make_tree_policy`).
+void replay_named(benchmark::State& st, const char* name) {
+  replay(st, [name](const hc::tree_cost_model& c) {
     hc::tree_options o;
     o.cost = c;
-    return hc::make_tree_policy("hybridcache_exact", o);
+    return hc::make_tree_policy(name, o);
   });
 }
 
-void BM_mooncake_row(benchmark::State& st) {
-  replay(st, [](const hc::tree_cost_model& c) {
-    hc::tree_options o;
-    o.cost = c;
-    return hc::make_tree_policy("hybridcache", o);
-  });
-}
-
-void BM_mooncake_row_nolru(benchmark::State& st) {
-  replay(st, [](const hc::tree_cost_model& c) {
-    hc::tree_options o;
-    o.cost = c;
-    return hc::make_tree_policy("hybridcache_nolru", o);
-  });
-}
-
+void BM_mooncake_exact(benchmark::State& st) { replay_named(st, "hybridcache_exact"); }
+void BM_mooncake_row(benchmark::State& st) { replay_named(st, "hybridcache"); }
+void BM_mooncake_row_nolru(benchmark::State& st) { replay_named(st, "hybridcache_nolru"); }
 void BM_mooncake_row_noprefill_base(benchmark::State& st) {
-  replay(st, [](const hc::tree_cost_model& c) {
-    hc::tree_options o;
-    o.cost = c;
-    return hc::make_tree_policy("hybridcache_noprefill_base", o);
-  });
+  replay_named(st, "hybridcache_noprefill_base");
 }
 
 void BM_mooncake_row_shadows(benchmark::State& st) {
